@@ -1,0 +1,40 @@
+"""Exceptions raised by pgm_dp.
+
+Every error about bad input is a :class:`ValueError` subclass so that callers can catch
+``ValueError`` generically, and every check runs before any privacy budget is spent.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PgmDpError",
+    "DomainError",
+    "DataValidationError",
+    "ModelTooLargeError",
+    "PrivacyParameterError",
+    "BudgetExceededError",
+]
+
+
+class PgmDpError(Exception):
+    """Base class of all pgm_dp errors."""
+
+
+class DomainError(PgmDpError, ValueError):
+    """A variable, clique or domain size is invalid (unknown variable, size < 1, duplicate)."""
+
+
+class DataValidationError(PgmDpError, ValueError):
+    """Data do not match the domain: wrong shape, NaN, non-integer or out-of-domain values, empty."""
+
+
+class ModelTooLargeError(PgmDpError, ValueError):
+    """Exact inference would need a table larger than the allowed number of cells."""
+
+
+class PrivacyParameterError(PgmDpError, ValueError):
+    """A privacy parameter is invalid (epsilon <= 0, delta outside [0, 1), bad sensitivity)."""
+
+
+class BudgetExceededError(PgmDpError, RuntimeError):
+    """A charge would exceed the accountant's total budget; nothing was spent or drawn."""
