@@ -7,7 +7,12 @@ Layers (each a module or folder; nothing imports upward):
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
 """
 
-from . import _config  # noqa: F401  (enables float64 before any JAX array is created)
+from . import (
+    _config,  # noqa: F401  (enables float64 before any JAX array is created)
+    inference,
+    metrics,
+    models,
+)
 from .domain import Domain
 from .errors import (
     BudgetExceededError,
@@ -17,12 +22,17 @@ from .errors import (
     PgmDpError,
     PrivacyParameterError,
 )
+from .models import MarkovRandomField
 from .stats import sufficient_statistics
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Domain",
+    "MarkovRandomField",
+    "inference",
+    "metrics",
+    "models",
     "sufficient_statistics",
     "PgmDpError",
     "DomainError",

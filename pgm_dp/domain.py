@@ -89,7 +89,9 @@ class Domain:
         try:
             return self.attributes.index(name)
         except ValueError:
-            raise DomainError(f"unknown variable {name!r}; domain has {list(self.attributes)}")
+            raise DomainError(
+                f"unknown variable {name!r}; domain has {list(self.attributes)}"
+            ) from None
 
     def sizes(self, names: Iterable[Hashable]) -> tuple[int, ...]:
         """Sizes of the given variables, in the given order."""
@@ -157,8 +159,7 @@ def _to_codes(arr: np.ndarray, domain: Domain) -> np.ndarray:
         if not np.all(np.isfinite(arr)):
             bad = np.argwhere(~np.isfinite(arr))[0]
             raise DataValidationError(
-                f"data contain NaN or inf (record {bad[0]}, variable "
-                f"{domain.attributes[bad[1]]!r})"
+                f"data contain NaN or inf (record {bad[0]}, variable {domain.attributes[bad[1]]!r})"
             )
         if np.any(arr != np.round(arr)):
             raise DataValidationError("data contain non-integer values; expected integer codes")

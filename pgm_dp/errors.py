@@ -25,7 +25,7 @@ class DomainError(PgmDpError, ValueError):
 
 
 class DataValidationError(PgmDpError, ValueError):
-    """Data do not match the domain: wrong shape, NaN, non-integer or out-of-domain values, empty."""
+    """Data do not match the domain: wrong shape, NaN, non-integers, out-of-domain, empty."""
 
 
 class ModelTooLargeError(PgmDpError, ValueError):

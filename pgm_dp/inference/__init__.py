@@ -1,0 +1,21 @@
+"""Inference: pure functions of (domain, cliques, log-potentials).
+
+* :mod:`.junction_tree` — exact marginals and ``log Z`` (jit-compiled, differentiable);
+* :mod:`.loopy_bp` — damped sum-product BP with the Bethe free energy;
+* :mod:`.sampling` — exact forward sampling through the junction tree;
+* :mod:`.gibbs` — vectorised Gibbs samplers for Ising / pairwise models.
+"""
+
+from .junction_tree import JunctionTree, build_junction_tree, calibrate, clique_marginals
+from .loopy_bp import BPResult, loopy_bp
+from .sampling import sample_junction_tree
+
+__all__ = [
+    "JunctionTree",
+    "build_junction_tree",
+    "calibrate",
+    "clique_marginals",
+    "BPResult",
+    "loopy_bp",
+    "sample_junction_tree",
+]
