@@ -216,12 +216,15 @@ def calibrate(jt: JunctionTree, log_potentials: Sequence[jax.Array]):
 
 def _clique_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     beliefs, log_z = _calibrate(jt, log_potentials)
+    holders = [jt.containing(q) for q in queries]
+    # One exp per junction-tree clique; the query marginals are then plain sums.
+    probs = {i: jnp.exp(beliefs[i] - log_z) for i in set(holders)}
     out = []
-    for q in queries:
-        i = jt.containing(q)
+    for q, i in zip(queries, holders, strict=True):
         canon = jt.domain.canonical(q)
-        m = logsumexp_to(beliefs[i], jt.cliques[i], canon)
-        out.append(jnp.exp(to_order(m, canon, q) - log_z))
+        axes = tuple(a for a, v in enumerate(jt.cliques[i]) if v not in canon)
+        m = jnp.sum(probs[i], axis=axes) if axes else probs[i]
+        out.append(to_order(m, canon, q))
     return tuple(out), log_z
 
 

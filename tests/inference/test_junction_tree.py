@@ -1,0 +1,91 @@
+import jax
+import numpy as np
+import pytest
+from conftest import brute_log_z, brute_marginal, random_model
+
+from pgm_dp import Domain, MarkovRandomField, ModelTooLargeError
+from pgm_dp.inference.junction_tree import build_junction_tree, elimination_order
+from pgm_dp.models import third_order_chain
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_marginals_and_log_z_equal_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    mrf = random_model(rng, n_vars=int(rng.integers(2, 7)), n_cliques=int(rng.integers(1, 7)))
+    assert abs(float(mrf.log_partition()) - brute_log_z(mrf)) < 1e-10
+    for cl, marg in mrf.marginals().items():
+        np.testing.assert_allclose(np.asarray(marg), brute_marginal(mrf, cl), atol=1e-10)
+
+
+def test_loops_and_higher_order_cliques(rng):
+    dom = Domain(["A", "B", "C", "D", "E"], [2, 3, 1, 2, 3])
+    cliques = [("A", "B"), ("B", "C", "D"), ("D", "E"), ("E", "A"), ("C",), ("A", "D", "E")]
+    pots = [rng.normal(size=dom.sizes(c)) * 2 for c in cliques]
+    mrf = MarkovRandomField(dom, cliques, pots)
+    assert abs(float(mrf.log_partition()) - brute_log_z(mrf)) < 1e-10
+    for cl, marg in mrf.marginals().items():
+        np.testing.assert_allclose(np.asarray(marg), brute_marginal(mrf, cl), atol=1e-10)
+
+
+@pytest.mark.parametrize("query", [("A", "C"), ("E", "B"), ("D",), ("C", "E", "A"), ("B", "A")])
+def test_marginal_of_any_subset(rng, query):
+    dom = Domain(["A", "B", "C", "D", "E"], [2, 3, 2, 2, 3])
+    cliques = [("A", "B"), ("B", "C"), ("C", "D"), ("D", "E")]
+    mrf = MarkovRandomField(dom, cliques, [rng.normal(size=dom.sizes(c)) for c in cliques])
+    got = np.asarray(mrf.marginal(query))
+    np.testing.assert_allclose(got, brute_marginal(mrf, query), atol=1e-10)
+    assert got.shape == dom.sizes(query)
+
+
+def test_disconnected_model_and_isolated_variables(rng):
+    dom = Domain(["A", "B", "C", "D"], [2, 2, 3, 4])
+    mrf = MarkovRandomField(dom, [("A", "B")], [rng.normal(size=(2, 2))])
+    assert abs(float(mrf.log_partition()) - brute_log_z(mrf)) < 1e-10
+    np.testing.assert_allclose(np.asarray(mrf.marginal(("D",))), np.full(4, 0.25), atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(mrf.marginal(("B", "C"))), brute_marginal(mrf, ("B", "C")), atol=1e-12
+    )
+
+
+def test_gradient_of_log_z_is_the_marginals(rng):
+    mrf = random_model(rng, 5, 5)
+    grads = jax.grad(lambda m: m.log_partition())(mrf)
+    for cl, g in zip(mrf.cliques, grads.log_potentials, strict=True):
+        np.testing.assert_allclose(np.asarray(g), brute_marginal(mrf, cl), atol=1e-10)
+
+
+def test_large_potentials_are_stable():
+    rng = np.random.default_rng(1)
+    mrf = random_model(rng, 5, 6, scale=200.0)
+    assert abs(float(mrf.log_partition()) - brute_log_z(mrf)) < 1e-8
+    for cl, marg in mrf.marginals().items():
+        np.testing.assert_allclose(np.asarray(marg), brute_marginal(mrf, cl), atol=1e-10)
+
+
+def test_too_large_is_refused_before_allocation():
+    dom = Domain([f"X{i}" for i in range(8)], [50] * 8)
+    cliques = [(f"X{i}", f"X{j}") for i in range(8) for j in range(i + 1, 8)]  # complete graph
+    with pytest.raises(ModelTooLargeError, match="max_cells"):
+        build_junction_tree(dom, cliques)
+    mrf = MarkovRandomField(dom, cliques)  # declaring is fine; exact inference is refused
+    with pytest.raises(ModelTooLargeError):
+        mrf.marginals()
+
+
+def test_min_fill_finds_treewidth_of_third_order_chain():
+    mrf = third_order_chain(10, 10, rng=0)
+    jt = mrf.junction_tree()
+    assert max(len(c) for c in jt.cliques) == 4  # treewidth 3
+    order, _ = elimination_order(mrf.domain, mrf.cliques)
+    assert sorted(order) == sorted(mrf.domain.attributes)
+
+
+def test_running_intersection_property():
+    mrf = third_order_chain(8, 2, rng=0)
+    jt = mrf.junction_tree()
+    import networkx as nx
+
+    tree = nx.Graph(list(jt.edges))
+    for v in mrf.domain.attributes:
+        holding = [i for i, c in enumerate(jt.cliques) if v in c]
+        assert nx.is_connected(tree.subgraph(holding))
