@@ -1,0 +1,1 @@
+"""Experiments: each paper's figures as functions returning tables and plots."""
