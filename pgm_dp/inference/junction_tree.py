@@ -45,6 +45,7 @@ __all__ = [
     "calibrate",
     "clique_marginals",
     "elimination_order",
+    "marginals_and_log_z",
 ]
 
 #: Largest clique table (cells) exact inference will build by default (2**26 float64 = 512 MiB).
@@ -214,7 +215,9 @@ def calibrate(jt: JunctionTree, log_potentials: Sequence[jax.Array]):
     return _compiled(jt)(tuple(log_potentials))
 
 
-def _clique_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """Traceable (un-jitted) core of :func:`clique_marginals`, for use inside other jitted
+    functions: normalised marginals on ``queries`` and ``log Z``."""
     beliefs, log_z = _calibrate(jt, log_potentials)
     holders = [jt.containing(q) for q in queries]
     # One exp per junction-tree clique; the query marginals are then plain sums.
@@ -230,7 +233,7 @@ def _clique_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potenti
 
 @functools.lru_cache(maxsize=256)
 def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...]):
-    return jax.jit(functools.partial(_clique_marginals, jt, queries))
+    return jax.jit(functools.partial(marginals_and_log_z, jt, queries))
 
 
 def clique_marginals(
