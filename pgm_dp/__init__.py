@@ -1,18 +1,14 @@
 """pgm_dp: learning discrete undirected graphical models under differential privacy.
 
 Layers (each a module or folder; nothing imports upward):
-``domain`` → ``models`` → ``inference`` → ``stats`` → ``privacy`` → ``learners`` →
-``bayes`` → ``metrics`` / ``experiments`` → ``cli``.
+``domain`` → ``inference`` (pure functions of tables) → ``models`` (``MarkovRandomField``)
+→ ``stats`` → ``privacy`` → ``learners`` → ``metrics`` / ``experiments`` → ``cli``.
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
 """
 
-from . import (
-    _config,  # noqa: F401  (enables float64 before any JAX array is created)
-    inference,
-    metrics,
-    models,
-)
+# ruff: noqa: I001  (``_config`` must run before any other module creates a JAX array)
+from . import _config  # noqa: F401
 from .domain import Domain
 from .errors import (
     BudgetExceededError,
@@ -24,16 +20,59 @@ from .errors import (
 )
 from .models import MarkovRandomField
 from .stats import sufficient_statistics
+from .privacy import (
+    ZCDP,
+    Accountant,
+    ApproxDP,
+    Charge,
+    DPSGDCost,
+    NoiseModel,
+    NoisyMarginals,
+    PureDP,
+    calibrate_noise_multiplier,
+    compose,
+    discrete_gaussian_mechanism,
+    discrete_laplace_mechanism,
+    dpsgd_epsilon,
+    exponential_mechanism,
+    gaussian_mechanism,
+    laplace_mechanism,
+    release_marginals,
+    report_noisy_max,
+    zcdp_to_approx_dp,
+)
+from . import inference, learners, metrics, models, privacy
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Domain",
     "MarkovRandomField",
+    "sufficient_statistics",
+    "PureDP",
+    "ZCDP",
+    "ApproxDP",
+    "Accountant",
+    "Charge",
+    "NoiseModel",
+    "NoisyMarginals",
+    "release_marginals",
+    "laplace_mechanism",
+    "gaussian_mechanism",
+    "discrete_laplace_mechanism",
+    "discrete_gaussian_mechanism",
+    "exponential_mechanism",
+    "report_noisy_max",
+    "compose",
+    "zcdp_to_approx_dp",
+    "dpsgd_epsilon",
+    "calibrate_noise_multiplier",
+    "DPSGDCost",
     "inference",
+    "learners",
     "metrics",
     "models",
-    "sufficient_statistics",
+    "privacy",
     "PgmDpError",
     "DomainError",
     "DataValidationError",

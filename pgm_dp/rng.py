@@ -9,15 +9,20 @@ __all__ = ["as_generator", "RngLike"]
 RngLike = np.random.Generator | int | None
 
 
-def as_generator(rng: RngLike) -> np.random.Generator:
-    """A numpy ``Generator`` from a Generator (returned as is), a seed, or ``None`` (fresh
-    OS entropy).
+def as_generator(rng: RngLike | np.random.SeedSequence = None) -> np.random.Generator:
+    """Return a numpy Generator: a Generator is used as is, an int/SeedSequence seeds a new one.
 
-    >>> as_generator(0).integers(10) == as_generator(0).integers(10)
+    ``None`` gives a fresh, OS-seeded generator (not reproducible).
+
+    >>> bool(as_generator(1).integers(10) == as_generator(1).integers(10))
     True
     """
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is not None and (isinstance(rng, bool) or not isinstance(rng, int | np.integer)):
-        raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng)}")
-    return np.random.default_rng(rng)
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
+        if int(rng) < 0:
+            raise ValueError(f"seed must be non-negative, got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng must be a numpy Generator, an int seed or None, got {type(rng)}")

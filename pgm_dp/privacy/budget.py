@@ -1,0 +1,216 @@
+"""Privacy budgets (pure DP, zCDP, approximate DP), their conversions and composition.
+
+Values are frozen dataclasses validated on construction (``ε <= 0`` or non-finite, ``ρ <= 0``,
+``δ ∉ [0, 1)`` raise :class:`~pgm_dp.errors.PrivacyParameterError`).
+
+Conversions (Zhang et al. 2020, Lemma 2.14; Bun & Steinke 2016):
+
+* ``ε``-DP ⇒ ``ε²/2``-zCDP (:meth:`PureDP.to_zcdp`).
+* ``ρ``-zCDP ⇒ ``(ε, δ)``-DP (:meth:`ZCDP.to_approx_dp`), two methods:
+
+  - ``"lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14).
+  - ``"cks"`` (**default**; alias ``"ckks"``): Canonne, Kamath & Steinke 2020, Corollary 13,
+    ``ε = inf_{α>1} αρ + (log(1/δ) - log α)/(α-1) + log(1 - 1/α)``, never larger than
+    Lemma 2.14 (the infimum is taken numerically; every ``α > 1`` gives a valid ``ε``, and the
+    Lemma 2.14 optimiser ``α = 1 + sqrt(log(1/δ)/ρ)`` is always among the candidates).
+
+Composition (:func:`compose`): zCDP parameters add (Zhang et al. Lemma 2.15); pure and
+approximate DP use basic composition (``ε`` and ``δ`` add). Mixing notions is the job of
+:class:`~pgm_dp.privacy.accountant.Accountant`.
+
+Example
+-------
+>>> from pgm_dp.privacy import PureDP, ZCDP, compose
+>>> PureDP(1.0).to_zcdp()
+ZCDP(rho=0.5)
+>>> compose(ZCDP(0.1), ZCDP(0.2)).rho
+0.30000000000000004
+>>> round(ZCDP(0.5).to_approx_dp(1e-6, method="lemma_2_14").epsilon, 4)
+5.7565
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ..errors import PrivacyParameterError
+
+__all__ = [
+    "PureDP",
+    "ZCDP",
+    "ApproxDP",
+    "Budget",
+    "compose",
+    "zcdp_to_approx_dp",
+    "ConversionMethod",
+]
+
+ConversionMethod = Literal["cks", "ckks", "lemma_2_14"]
+
+
+def _real(x: object, name: str) -> float:
+    if isinstance(x, bool):
+        raise PrivacyParameterError(f"{name} must be a real number, got {x!r}")
+    try:
+        v = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(f"{name} must be a real number, got {x!r}") from None
+    if not math.isfinite(v):
+        raise PrivacyParameterError(f"{name} must be finite, got {x!r}")
+    return v
+
+
+def _check_delta(delta: object) -> float:
+    d = _real(delta, "delta")
+    if not 0.0 <= d < 1.0:
+        raise PrivacyParameterError(f"delta must be in [0, 1), got {delta!r}")
+    return d
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """``ε``-differential privacy (``ε > 0``, finite)."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        e = _real(self.epsilon, "epsilon")
+        if e <= 0:
+            raise PrivacyParameterError(f"epsilon must be > 0, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", e)
+
+    def to_zcdp(self) -> ZCDP:
+        """``ε``-DP ⇒ ``ε²/2``-zCDP (Zhang et al. Lemma 2.14; Bun & Steinke Prop. 1.4)."""
+        return ZCDP(self.epsilon**2 / 2)
+
+    def to_approx_dp(self) -> ApproxDP:
+        """``ε``-DP is ``(ε, 0)``-DP."""
+        return ApproxDP(self.epsilon, 0.0)
+
+    def __add__(self, other: PureDP) -> PureDP:
+        return compose(self, other)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """``ρ``-zero-concentrated DP (Bun & Steinke 2016; Zhang et al. Def. 2.13), ``ρ > 0``."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        r = _real(self.rho, "rho")
+        if r <= 0:
+            raise PrivacyParameterError(f"rho must be > 0, got {self.rho!r}")
+        object.__setattr__(self, "rho", r)
+
+    def to_approx_dp(self, delta: float, method: ConversionMethod = "cks") -> ApproxDP:
+        """``(ε, δ)``-DP implied by ``ρ``-zCDP; see :func:`zcdp_to_approx_dp`."""
+        return zcdp_to_approx_dp(self.rho, delta, method)
+
+    def __add__(self, other: ZCDP) -> ZCDP:
+        return compose(self, other)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """``(ε, δ)``-differential privacy with ``ε > 0`` finite and ``0 <= δ < 1``."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        e = _real(self.epsilon, "epsilon")
+        if e <= 0:
+            raise PrivacyParameterError(f"epsilon must be > 0, got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", e)
+        object.__setattr__(self, "delta", _check_delta(self.delta))
+
+    def __add__(self, other: ApproxDP) -> ApproxDP:
+        return compose(self, other)  # type: ignore[return-value]
+
+
+Budget = PureDP | ZCDP | ApproxDP
+
+
+def _unchecked(cls: type, **fields: float) -> Budget:
+    """A budget value that may be zero (used for "spent"/"remaining"; skips validation)."""
+    obj = object.__new__(cls)
+    for k, v in fields.items():
+        object.__setattr__(obj, k, float(v))
+    return obj
+
+
+def compose(*costs: Budget) -> Budget:
+    """Compose costs of one notion: ``ρ`` adds (Lemma 2.15); ``ε``, ``δ`` add (basic).
+
+    >>> compose(PureDP(0.5), PureDP(0.25))
+    PureDP(epsilon=0.75)
+    """
+    if not costs:
+        raise PrivacyParameterError("compose needs at least one cost")
+    kind = type(costs[0])
+    if kind not in (PureDP, ZCDP, ApproxDP) or any(type(c) is not kind for c in costs):
+        raise PrivacyParameterError(
+            f"compose needs costs of one notion, got {[type(c).__name__ for c in costs]}; "
+            "convert first or use an Accountant"
+        )
+    if kind is PureDP:
+        return PureDP(math.fsum(c.epsilon for c in costs))  # type: ignore[union-attr]
+    if kind is ZCDP:
+        return ZCDP(math.fsum(c.rho for c in costs))  # type: ignore[union-attr]
+    return ApproxDP(
+        math.fsum(c.epsilon for c in costs),  # type: ignore[union-attr]
+        math.fsum(c.delta for c in costs),  # type: ignore[union-attr]
+    )
+
+
+def _cks_eps(alpha: float, rho: float, log_inv_delta: float) -> float:
+    return (
+        alpha * rho + (log_inv_delta - math.log(alpha)) / (alpha - 1) + math.log1p(-1.0 / alpha)
+    )
+
+
+def zcdp_to_approx_dp(rho: float, delta: float, method: ConversionMethod = "cks") -> ApproxDP:
+    """``ρ``-zCDP ⇒ ``(ε, δ)``-DP.
+
+    ``method="lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14).
+    ``method="cks"`` (default, alias ``"ckks"``): Canonne-Kamath-Steinke 2020 Cor. 13, tighter.
+    ``δ`` must be in ``(0, 1)``.
+
+    >>> e1 = zcdp_to_approx_dp(0.1, 1e-5, "lemma_2_14").epsilon
+    >>> e2 = zcdp_to_approx_dp(0.1, 1e-5, "cks").epsilon
+    >>> e2 < e1
+    True
+    """
+    r = _real(rho, "rho")
+    if r <= 0:
+        raise PrivacyParameterError(f"rho must be > 0, got {rho!r}")
+    d = _check_delta(delta)
+    if d == 0:
+        raise PrivacyParameterError("zCDP implies (epsilon, delta)-DP only for delta > 0")
+    log_inv = math.log(1.0 / d)
+    eps_lemma = r + 2.0 * math.sqrt(r * log_inv)
+    if method == "lemma_2_14":
+        return ApproxDP(eps_lemma, d)
+    if method not in ("cks", "ckks"):
+        raise PrivacyParameterError(f"unknown conversion method {method!r}")
+    a_lemma = 1.0 + math.sqrt(log_inv / r)
+    grid = 1.0 + np.logspace(-6, 8, 400)
+    vals = [_cks_eps(float(a), r, log_inv) for a in grid]
+    i = int(np.argmin(vals))
+    lo = math.log(grid[max(i - 1, 0)] - 1.0)
+    hi = math.log(grid[min(i + 1, len(grid) - 1)] - 1.0)
+    res = minimize_scalar(
+        lambda u: _cks_eps(1.0 + math.exp(u), r, log_inv),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    best = min(float(res.fun), vals[i], _cks_eps(a_lemma, r, log_inv), eps_lemma)
+    # a non-positive bound means (0, delta)-DP; any epsilon > 0 is then valid
+    return ApproxDP(max(best, 1e-300), d)

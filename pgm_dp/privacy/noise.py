@@ -1,0 +1,239 @@
+"""Noise calibration and :class:`NoiseModel`, the description of the noise of a released array.
+
+Calibration formulas (all for sensitivity ``Δ`` of the released vector):
+
+* Laplace, ``ε``-DP: ``b = Δ₁/ε`` (Dwork et al. 2006; Bernstein et al. Eq. 3 with ``Δ₁ = |C|``).
+* Gaussian, ``ρ``-zCDP: ``σ = Δ₂/sqrt(2ρ)`` (Bun & Steinke 2016, Prop. 1.6).
+* Gaussian, ``(ε, δ)``-DP: ``calibration="analytic"`` (**default**), the smallest ``σ`` of the
+  analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8; computed with
+  ``dp_accounting.get_sigma_gaussian``), valid for every ``ε > 0``; or ``"classic"``,
+  ``σ = Δ₂ sqrt(2 ln(1.25/δ))/ε`` (Dwork & Roth 2014, Thm. A.1), valid only for ``ε < 1``.
+* Discrete Laplace, ``ε``-DP: ``b = Δ₁/ε`` (rounded up to a rational, see
+  :mod:`pgm_dp.privacy.samplers`).
+* Discrete Gaussian, ``ρ``-zCDP: ``σ² = Δ₂²/(2ρ)`` (Canonne, Kamath & Steinke 2020, Thm. 14);
+  for an ``(ε, δ)`` budget the largest ``ρ`` whose CKS conversion fits is used.
+
+Example
+-------
+>>> from pgm_dp.privacy import PureDP
+>>> calibrate_laplace(3.0, PureDP(0.5))
+NoiseModel(kind='laplace', scale=6.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+
+from ..errors import PrivacyParameterError
+from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, zcdp_to_approx_dp
+from .samplers import discrete_laplace_rational_scale, rational_variance_at_least
+
+__all__ = [
+    "NoiseModel",
+    "NoiseKind",
+    "check_sensitivity",
+    "calibrate_laplace",
+    "calibrate_gaussian",
+    "calibrate_discrete_laplace",
+    "calibrate_discrete_gaussian",
+    "discrete_laplace_parameter",
+    "discrete_gaussian_parameter",
+    "zcdp_rho_within",
+]
+
+NoiseKind = Literal["laplace", "gaussian", "discrete_laplace", "discrete_gaussian"]
+_KINDS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """Additive noise of a release: ``kind`` and ``scale`` (Laplace ``b`` or Gaussian ``σ``).
+
+    For the discrete kinds, ``scale`` is the rational actually used by the exact sampler.
+
+    >>> m = NoiseModel("gaussian", 2.0)
+    >>> m.variance
+    4.0
+    """
+
+    kind: NoiseKind
+    scale: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise PrivacyParameterError(f"noise kind must be one of {_KINDS}, got {self.kind!r}")
+        s = float(self.scale)
+        if not math.isfinite(s) or s < 0:
+            raise PrivacyParameterError(f"noise scale must be finite and >= 0, got {self.scale}")
+        object.__setattr__(self, "scale", s)
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind.startswith("discrete")
+
+    @property
+    def variance(self) -> float:
+        """Variance of one noise coordinate."""
+        s = self.scale
+        if s == 0:
+            return 0.0
+        if self.kind == "laplace":
+            return 2 * s * s
+        if self.kind == "gaussian":
+            return s * s
+        if self.kind == "discrete_laplace":
+            a = math.exp(-1.0 / s)
+            return 2 * a / (1 - a) ** 2
+        k, logw = self._dgauss_support()
+        w = np.exp(logw - logw.max())
+        return float(np.sum(k * k * w) / np.sum(w))
+
+    def _dgauss_support(self) -> tuple[np.ndarray, np.ndarray]:
+        k = np.arange(-int(40 * self.scale) - 10, int(40 * self.scale) + 11, dtype=np.float64)
+        return k, -(k * k) / (2 * self.scale**2)
+
+    def log_density(self, noisy: np.ndarray, true: np.ndarray) -> np.ndarray:
+        """Elementwise log density (log pmf for discrete kinds) of ``noisy - true``.
+
+        For the discrete kinds the formula is also evaluated at non-integer differences (same
+        normaliser), which learners may use as a smooth surrogate.
+        """
+        x = np.asarray(noisy, dtype=np.float64) - np.asarray(true, dtype=np.float64)
+        s = self.scale
+        if s == 0:
+            raise PrivacyParameterError("log_density is undefined for zero noise")
+        if self.kind == "laplace":
+            return -np.abs(x) / s - math.log(2 * s)
+        if self.kind == "gaussian":
+            return -(x * x) / (2 * s * s) - 0.5 * math.log(2 * math.pi * s * s)
+        if self.kind == "discrete_laplace":
+            a = math.exp(-1.0 / s)
+            return -np.abs(x) / s + math.log((1 - a) / (1 + a))
+        _, logw = self._dgauss_support()
+        m = logw.max()
+        log_z = m + math.log(float(np.sum(np.exp(logw - m))))
+        return -(x * x) / (2 * s * s) - log_z
+
+    def grad_log_density(self, noisy: np.ndarray, true: np.ndarray) -> np.ndarray:
+        """Derivative of :meth:`log_density` with respect to ``true`` (0 at kinks)."""
+        x = np.asarray(noisy, dtype=np.float64) - np.asarray(true, dtype=np.float64)
+        s = self.scale
+        if s == 0:
+            raise PrivacyParameterError("grad_log_density is undefined for zero noise")
+        if self.kind in ("laplace", "discrete_laplace"):
+            return np.sign(x) / s
+        return x / (s * s)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "scale": self.scale}
+
+
+def check_sensitivity(value: object, name: str = "sensitivity") -> float:
+    """``value`` as a float, or PrivacyParameterError if negative, NaN, inf or not a number."""
+    if isinstance(value, bool):
+        raise PrivacyParameterError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise PrivacyParameterError(f"{name} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def _need(budget: Budget, kinds: tuple[type, ...], mech: str) -> None:
+    if not isinstance(budget, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise PrivacyParameterError(f"{mech} needs a {names} budget, got {budget!r}")
+
+
+def calibrate_laplace(l1_sensitivity: float, budget: PureDP) -> NoiseModel:
+    """Laplace mechanism: ``b = Δ₁/ε`` gives ``ε``-DP."""
+    _need(budget, (PureDP,), "the Laplace mechanism")
+    l1 = check_sensitivity(l1_sensitivity, "l1_sensitivity")
+    return NoiseModel("laplace", l1 / budget.epsilon)
+
+
+def discrete_laplace_parameter(l1_sensitivity: float, budget: PureDP) -> Fraction:
+    """Exact rational scale ``>= Δ₁/ε`` used by the discrete Laplace mechanism."""
+    _need(budget, (PureDP,), "the discrete Laplace mechanism")
+    b = Fraction(check_sensitivity(l1_sensitivity, "l1_sensitivity")) / Fraction(budget.epsilon)
+    return discrete_laplace_rational_scale(b)
+
+
+def calibrate_discrete_laplace(l1_sensitivity: float, budget: PureDP) -> NoiseModel:
+    """Discrete Laplace: scale ``Δ₁/ε`` rounded up to the sampler's rational."""
+    return NoiseModel("discrete_laplace", float(discrete_laplace_parameter(l1_sensitivity, budget)))
+
+
+def _classic_sigma(l2: float, budget: ApproxDP) -> float:
+    if budget.epsilon >= 1:
+        raise PrivacyParameterError(
+            "classic Gaussian calibration needs epsilon < 1; use calibration='analytic'"
+        )
+    return l2 * math.sqrt(2 * math.log(1.25 / budget.delta)) / budget.epsilon
+
+
+def calibrate_gaussian(
+    l2_sensitivity: float, budget: ZCDP | ApproxDP, calibration: str = "analytic"
+) -> NoiseModel:
+    """Gaussian ``σ``: ``Δ₂/sqrt(2ρ)`` for zCDP; analytic (default) or classic for ``(ε, δ)``."""
+    _need(budget, (ZCDP, ApproxDP), "the Gaussian mechanism")
+    l2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    if isinstance(budget, ZCDP):
+        return NoiseModel("gaussian", l2 / math.sqrt(2 * budget.rho))
+    if budget.delta == 0:
+        raise PrivacyParameterError("the Gaussian mechanism needs delta > 0")
+    if calibration == "classic":
+        return NoiseModel("gaussian", _classic_sigma(l2, budget))
+    if calibration != "analytic":
+        raise PrivacyParameterError(f"calibration must be 'analytic' or 'classic': {calibration!r}")
+    from dp_accounting import get_sigma_gaussian
+
+    return NoiseModel("gaussian", l2 * float(get_sigma_gaussian(budget.epsilon, budget.delta)))
+
+
+def zcdp_rho_within(budget: ApproxDP, method: ConversionMethod = "cks") -> float:
+    """Largest ``ρ`` (to 1e-12 relative) whose zCDP → DP conversion fits ``budget``.
+
+    >>> rho = zcdp_rho_within(ApproxDP(1.0, 1e-6))
+    >>> zcdp_to_approx_dp(rho, 1e-6).epsilon <= 1.0
+    True
+    """
+    _need(budget, (ApproxDP,), "zcdp_rho_within")
+    if budget.delta == 0:
+        raise PrivacyParameterError("an (epsilon, 0) budget admits no zCDP mechanism")
+    lo, hi = 0.0, budget.epsilon  # eps(rho) >= rho, so rho <= epsilon
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid == lo or mid == hi:
+            break
+        if zcdp_to_approx_dp(mid, budget.delta, method).epsilon <= budget.epsilon:
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0:
+        raise PrivacyParameterError(f"no zCDP level fits {budget!r}")
+    return lo
+
+
+def discrete_gaussian_parameter(l2_sensitivity: float, budget: ZCDP | ApproxDP) -> Fraction:
+    """Exact rational variance ``>= Δ₂²/(2ρ)`` used by the discrete Gaussian mechanism."""
+    _need(budget, (ZCDP, ApproxDP), "the discrete Gaussian mechanism")
+    l2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
+    rho = budget.rho if isinstance(budget, ZCDP) else zcdp_rho_within(budget)
+    return rational_variance_at_least(Fraction(l2) ** 2 / (2 * Fraction(rho)))
+
+
+def calibrate_discrete_gaussian(l2_sensitivity: float, budget: ZCDP | ApproxDP) -> NoiseModel:
+    """Discrete Gaussian: ``σ² = Δ₂²/(2ρ)`` (CKS Thm. 14), rounded up to a rational.
+
+    ``scale`` is ``sqrt`` of the rational variance actually used.
+    """
+    var = discrete_gaussian_parameter(l2_sensitivity, budget)
+    return NoiseModel("discrete_gaussian", math.sqrt(var))

@@ -1,0 +1,341 @@
+"""Release of noisy sufficient statistics (Bernstein et al. 2017, Sec. 3.1).
+
+The sufficient statistics of an MRF with clique set ``C`` are the clique count tables
+``n_C``. Under add/remove-one neighbours one record changes each table by 1 in one cell, so the
+stacked tables have L1 sensitivity ``|C|`` (Prop. 3) and L2 sensitivity ``sqrt(|C|)``; the
+Laplace release is ``y_C = n_C + Laplace(|C|/ε)`` (Eq. 3). The four mechanisms of
+:func:`~pgm_dp.privacy.mechanisms.perturb` are available; the release is one mechanism call on
+the stacked tables and one accountant charge.
+
+Sensitivity options
+-------------------
+* ``neighbouring="replace"`` (replace-one): one record moves between two cells of each
+  table, so L1 = ``2|C|`` and L2 = ``sqrt(2|C|)``.
+* ``max_records_per_person=K``: a person owns up to ``K`` records; sensitivities are
+  multiplied by ``K`` (per table the change has L1 and L2 norm at most ``K``).
+* ``weights`` (Sec. 4.2): per-record weights in ``[0, 1]`` (e.g. ``1/K`` for a person with
+  ``K`` records); the tables are weighted counts. **If each person's weights sum to at most
+  1** (the caller's responsibility: person ids are not seen here), a person changes each table
+  by a vector of L1 norm ``<= 1`` (hence L2 ``<= 1``), so the sensitivities stay ``|C|`` and
+  ``sqrt(|C|)``. Weighted counts are not integers, so the discrete mechanisms refuse
+  non-integer weights. ``weights`` and ``max_records_per_person`` are mutually exclusive.
+
+The total ``N``
+---------------
+``total="public"`` (default) treats ``N`` (the number of records, or the sum of the weights) as
+public, as Bernstein et al. do; it is stored with ``total_source="public"``. Pass a number to
+use a known public population size instead (``"given"``). ``total="estimate"`` uses the
+inverse-variance weighted mean of the noisy table sums (post-processing, no extra cost).
+``total="private"`` spends ``total_fraction`` of the budget on a noisy count (same mechanism,
+sensitivity ``K`` or 1; the cliques get the rest; refused under replace-one neighbours, where
+``N`` does not change).
+
+Example
+-------
+>>> import numpy as np
+>>> from pgm_dp import Domain
+>>> from pgm_dp.privacy import PureDP
+>>> dom = Domain(["A", "B", "C"], [2, 2, 3])
+>>> data = np.array([[0, 1, 2], [1, 1, 0], [0, 0, 1]])
+>>> rel = release_marginals(data, [("A", "B"), ("B", "C")], dom, budget=PureDP(1.0), rng=0)
+>>> rel.noise[("A", "B")]
+NoiseModel(kind='laplace', scale=2.0)
+>>> NoisyMarginals.from_json(rel.to_json()) == rel
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..domain import Clique, Domain, normalize_cliques
+from ..errors import DataValidationError, DomainError, PrivacyParameterError
+from ..stats import contingency_table
+from .accountant import Accountant
+from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
+from .mechanisms import perturb
+from .noise import NoiseModel
+from .samplers import RngLike, as_generator
+
+__all__ = ["NoisyMarginals", "release_marginals", "MECHANISMS"]
+
+MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+_TOTALS = ("public", "estimate", "private")
+
+
+def _budget_to_dict(b: Budget) -> dict:
+    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
+
+
+def _budget_from_dict(d: Mapping) -> Budget:
+    kinds = {"PureDP": PureDP, "ZCDP": ZCDP, "ApproxDP": ApproxDP}
+    d = dict(d)
+    return kinds[d.pop("type")](**d)
+
+
+def _jsonable_name(name: Hashable) -> Hashable:
+    if isinstance(name, bool) or not isinstance(name, str | int):
+        raise DomainError(f"to_json needs str or int variable names, got {name!r}")
+    return name
+
+
+@dataclass(frozen=True, eq=False)
+class NoisyMarginals:
+    """Noisy clique tables and how they were made; contains no raw data.
+
+    ``noisy[c]`` is a read-only array (float64, or int64 for discrete mechanisms);
+    ``noise[c]`` its :class:`NoiseModel`; ``budget`` the total cost charged; ``sensitivity``
+    the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked tables;
+    ``total`` the ``N`` used, with ``total_source`` in ``{"public", "given", "estimate",
+    "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
+    """
+
+    domain: Domain
+    cliques: tuple[Clique, ...]
+    noisy: Mapping[Clique, np.ndarray]
+    noise: Mapping[Clique, NoiseModel]
+    budget: Budget
+    mechanism: str
+    sensitivity: float
+    total: float
+    total_source: str
+    total_noise: NoiseModel | None = None
+    neighbouring: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        frozen = {}
+        for c in self.cliques:
+            a = np.array(self.noisy[c], copy=True)
+            a.flags.writeable = False
+            frozen[c] = a
+        object.__setattr__(self, "noisy", frozen)
+        object.__setattr__(self, "noise", {c: self.noise[c] for c in self.cliques})
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def total_is_public(self) -> bool:
+        """Whether ``total`` was used without noise (public or user-given ``N``)."""
+        return self.total_source in ("public", "given")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NoisyMarginals):
+            return NotImplemented
+        same = all(
+            getattr(self, f) == getattr(other, f)
+            for f in self.__dataclass_fields__
+            if f not in ("noisy",)
+        )
+        return same and all(
+            self.noisy[c].dtype == other.noisy[c].dtype
+            and np.array_equal(self.noisy[c], other.noisy[c])
+            for c in self.cliques
+        )
+
+    def to_json(self) -> str:
+        """JSON text (exact float round trip via ``repr``); see :meth:`from_json`."""
+        doc = {
+            "format": "pgm_dp.NoisyMarginals",
+            "version": 1,
+            "domain": {
+                "attributes": [_jsonable_name(a) for a in self.domain.attributes],
+                "shape": list(self.domain.shape),
+            },
+            "cliques": [list(c) for c in self.cliques],
+            "noisy": [self.noisy[c].tolist() for c in self.cliques],
+            "dtype": [str(self.noisy[c].dtype) for c in self.cliques],
+            "noise": [self.noise[c].to_dict() for c in self.cliques],
+            "budget": _budget_to_dict(self.budget),
+            "mechanism": self.mechanism,
+            "sensitivity": self.sensitivity,
+            "total": self.total,
+            "total_source": self.total_source,
+            "total_noise": None if self.total_noise is None else self.total_noise.to_dict(),
+            "neighbouring": self.neighbouring,
+        }
+        return json.dumps(doc, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> NoisyMarginals:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        if d.get("format") != "pgm_dp.NoisyMarginals":
+            raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
+        dom = Domain(d["domain"]["attributes"], d["domain"]["shape"])
+        cliques = tuple(tuple(c) for c in d["cliques"])
+        noisy = {
+            c: np.array(v, dtype=dt).reshape(dom.sizes(c))
+            for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
+        }
+        noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
+        tn = d["total_noise"]
+        return cls(
+            domain=dom,
+            cliques=cliques,
+            noisy=noisy,
+            noise=noise,
+            budget=_budget_from_dict(d["budget"]),
+            mechanism=d["mechanism"],
+            sensitivity=float(d["sensitivity"]),
+            total=float(d["total"]),
+            total_source=d["total_source"],
+            total_noise=None if tn is None else NoiseModel(**tn),
+            neighbouring=d["neighbouring"],
+        )
+
+
+def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[Clique, ...]]:
+    if hasattr(mrf_or_cliques, "domain") and hasattr(mrf_or_cliques, "cliques"):
+        dom = mrf_or_cliques.domain
+        if domain is not None and domain != dom:
+            raise DomainError(f"domain {domain} differs from the model's domain {dom}")
+        raw = mrf_or_cliques.cliques
+    else:
+        if domain is None:
+            raise DomainError("domain= is required when cliques are given as a list")
+        dom, raw = domain, mrf_or_cliques
+    if not isinstance(dom, Domain):
+        raise DomainError(f"domain must be a Domain, got {type(dom).__name__}")
+    cliques = normalize_cliques(dom, raw)
+    if not cliques:
+        raise DomainError("at least one clique is needed")
+    return dom, cliques
+
+
+def _split(budget: Budget, frac: float) -> Budget:
+    if isinstance(budget, PureDP):
+        return PureDP(budget.epsilon * frac)
+    if isinstance(budget, ZCDP):
+        return ZCDP(budget.rho * frac)
+    return ApproxDP(budget.epsilon * frac, budget.delta * frac)
+
+
+def _weights(weights: Any, n: int, discrete: bool) -> np.ndarray | None:
+    if weights is None:
+        return None
+    try:
+        w = np.array(weights, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as err:
+        raise DataValidationError(f"weights must be numeric: {err}") from None
+    if w.shape != (n,):
+        raise DataValidationError(f"weights must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or np.any(w > 1):
+        raise DataValidationError("weights must be finite and in [0, 1] (Sec. 4.2: 1/K)")
+    if discrete and np.any(w != np.round(w)):
+        raise DataValidationError("discrete mechanisms need integer counts: weights in {0, 1}")
+    return w
+
+
+def release_marginals(
+    data: Any,
+    mrf_or_cliques: Any,
+    domain: Domain | None = None,
+    *,
+    budget: Budget,
+    mechanism: str = "laplace",
+    rng: RngLike = None,
+    accountant: Accountant | None = None,
+    weights: Sequence[float] | np.ndarray | None = None,
+    max_records_per_person: int | None = None,
+    total: str | float = "public",
+    total_fraction: float = 0.1,
+    neighbouring: str = "add_remove",
+    calibration: str = "analytic",
+    what: str = "marginals",
+) -> NoisyMarginals:
+    """Noisy clique count tables (Bernstein et al. Sec. 3.1, Prop. 3, Eq. 3).
+
+    ``mrf_or_cliques`` is a list of cliques (then ``domain`` is required) or any object with
+    ``.domain`` and ``.cliques``. ``budget``: ``PureDP`` for the Laplace kinds, ``ZCDP`` or
+    ``ApproxDP`` for the Gaussian kinds. All inputs are validated (data by
+    :meth:`Domain.encode`) before the accountant is charged or noise drawn; see the module
+    docstring for sensitivities, weights and the total ``N``.
+    """
+    dom, cliques = _resolve(mrf_or_cliques, domain)
+    if mechanism not in MECHANISMS:
+        raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if neighbouring not in ("add_remove", "replace"):
+        raise PrivacyParameterError("neighbouring must be 'add_remove' or 'replace'")
+    if max_records_per_person is not None:
+        k = max_records_per_person
+        if isinstance(k, bool) or int(k) != k or int(k) < 1:
+            raise PrivacyParameterError(f"max_records_per_person must be an int >= 1, got {k!r}")
+        if weights is not None:
+            raise PrivacyParameterError("give weights or max_records_per_person, not both")
+    per_person = 1 if max_records_per_person is None else int(max_records_per_person)
+    if isinstance(total, str):
+        if total not in _TOTALS:
+            raise PrivacyParameterError(f"total must be a number or one of {_TOTALS}")
+    else:
+        if isinstance(total, bool) or not math.isfinite(float(total)) or float(total) < 0:
+            raise PrivacyParameterError(f"a given total must be finite and >= 0, got {total!r}")
+    private_n = total == "private"
+    if private_n and neighbouring == "replace":
+        raise PrivacyParameterError(
+            "under replace-one neighbours N never changes; use total='public' or a number"
+        )
+    if private_n and not 0 < total_fraction < 1:
+        raise PrivacyParameterError(f"total_fraction must be in (0, 1), got {total_fraction}")
+    budget_c = _split(budget, 1 - total_fraction) if private_n else budget
+    budget_n = _split(budget, total_fraction) if private_n else None
+    n_c = len(cliques)
+    replace = neighbouring == "replace"
+    if mechanism.endswith("laplace"):
+        sens = per_person * n_c * (2 if replace else 1)
+    else:
+        sens = per_person * math.sqrt(n_c * (2 if replace else 1))
+    sens_n = float(per_person)
+    discrete = mechanism.startswith("discrete")
+    # validate budget notion / calibration without drawing anything (noise on an empty vector)
+    perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
+    if budget_n is not None:
+        perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
+    if accountant is not None:  # refuse before the data are read or any noise is drawn
+        accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
+    gen = as_generator(rng)
+    codes = dom.encode(data)
+    w = _weights(weights, codes.shape[0], discrete)
+    if w is not None and discrete:
+        w = None if np.all(w == 1) else w
+    tables = [contingency_table(codes, [dom.index(v) for v in c], dom.sizes(c), w) for c in cliques]
+    if discrete:
+        tables = [np.rint(t).astype(np.int64) for t in tables]
+    flat = np.concatenate([np.ravel(t) for t in tables])
+    n_true = float(codes.shape[0]) if w is None else float(w.sum())
+    noisy_flat, model = perturb(
+        flat, kind=mechanism, sensitivity=sens, budget=budget_c, rng=gen,
+        accountant=accountant, what=f"{what} ({n_c} cliques)", calibration=calibration,
+    )
+    noisy, noise, start = {}, {}, 0
+    for c, t in zip(cliques, tables, strict=True):
+        noisy[c] = noisy_flat[start : start + t.size].reshape(t.shape)
+        noise[c] = model
+        start += t.size
+    total_noise = None
+    if private_n:
+        n_val = round(n_true) if discrete else n_true
+        noisy_n, total_noise = perturb(
+            [n_val], kind=mechanism, sensitivity=sens_n, budget=budget_n, rng=gen,
+            accountant=accountant, what=f"{what}: total N", calibration=calibration,
+        )
+        n_out, source = float(noisy_n[0]), "private"
+    elif total == "estimate":
+        sums = np.array([noisy[c].sum() for c in cliques], dtype=np.float64)
+        var = np.array([noisy[c].size for c in cliques], dtype=np.float64) * model.variance
+        wts = 1.0 / np.maximum(var, 1e-300)
+        n_out, source = float(np.sum(wts * sums) / np.sum(wts)), "estimate"
+    elif total == "public":
+        n_out, source = n_true, "public"
+    else:
+        n_out, source = float(total), "given"
+    return NoisyMarginals(
+        domain=dom, cliques=cliques, noisy=noisy, noise=noise, budget=budget,
+        mechanism=mechanism, sensitivity=float(sens), total=n_out, total_source=source,
+        total_noise=total_noise, neighbouring=neighbouring,
+    )

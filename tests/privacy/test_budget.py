@@ -1,0 +1,97 @@
+"""Budgets: validation, conversions (Zhang et al. Lemma 2.14, CKS 2020) and composition."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import RdpAccountant
+
+from pgm_dp.errors import PrivacyParameterError
+from pgm_dp.privacy import ZCDP, ApproxDP, PureDP, compose, zcdp_to_approx_dp
+
+
+@pytest.mark.parametrize("eps", [0, -1, math.nan, math.inf, "a", None, True])
+def test_bad_epsilon(eps):
+    with pytest.raises(PrivacyParameterError):
+        PureDP(eps)
+    with pytest.raises(PrivacyParameterError):
+        ApproxDP(eps, 1e-6)
+
+
+@pytest.mark.parametrize("delta", [-1e-9, 1.0, 1.5, math.nan, math.inf])
+def test_bad_delta(delta):
+    with pytest.raises(PrivacyParameterError):
+        ApproxDP(1.0, delta)
+
+
+@pytest.mark.parametrize("rho", [0, -0.1, math.nan, math.inf])
+def test_bad_rho(rho):
+    with pytest.raises(PrivacyParameterError):
+        ZCDP(rho)
+
+
+def test_values_are_frozen_floats():
+    b = ApproxDP(1, 0)
+    assert isinstance(b.epsilon, float) and b.delta == 0.0
+    with pytest.raises(AttributeError):
+        b.epsilon = 2.0  # type: ignore[misc]
+    assert PureDP(2) == PureDP(2.0) and hash(PureDP(2)) == hash(PureDP(2.0))
+
+
+def test_pure_to_zcdp_lemma_2_14():
+    assert PureDP(1.0).to_zcdp() == ZCDP(0.5)
+    assert PureDP(0.2).to_zcdp().rho == pytest.approx(0.02)
+    assert PureDP(0.3).to_approx_dp() == ApproxDP(0.3, 0.0)
+
+
+def test_zcdp_to_dp_lemma_2_14_hand_value():
+    rho, delta = 0.5, 1e-6
+    want = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    got = ZCDP(rho).to_approx_dp(delta, method="lemma_2_14")
+    assert got == ApproxDP(want, delta)
+    assert want == pytest.approx(5.75652, abs=1e-5)
+    # the paper's form: (eps^2/2 + eps*sqrt(2 log(1/delta)), delta) for rho = eps^2/2
+    e = 1.0
+    paper = e**2 / 2 + e * math.sqrt(2 * math.log(1 / delta))
+    assert zcdp_to_approx_dp(e**2 / 2, delta, "lemma_2_14").epsilon == pytest.approx(paper)
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.01, 0.5, 3.0, 50.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 0.01])
+def test_cks_is_tighter_and_matches_dp_accounting_rdp(rho, delta):
+    lemma = zcdp_to_approx_dp(rho, delta, "lemma_2_14").epsilon
+    cks = zcdp_to_approx_dp(rho, delta).epsilon
+    assert cks <= lemma
+    # A Gaussian with noise multiplier z is exactly (alpha, alpha/(2 z^2))-RDP, i.e. rho-zCDP
+    # with rho = 1/(2 z^2); dp_accounting converts RDP with the same CKS formula, on a grid
+    # of orders, so it can only be (slightly) larger.
+    z = 1 / math.sqrt(2 * rho)
+    orders = np.concatenate([1.0 + np.logspace(-2, 6, 4000)])
+    acc = RdpAccountant(orders=orders).compose(dp_accounting.GaussianDpEvent(z))
+    ref = acc.get_epsilon(delta)
+    assert cks <= ref + 1e-9
+    assert cks == pytest.approx(max(ref, 0.0), rel=2e-3, abs=1e-6)
+
+
+def test_ckks_alias_and_bad_method():
+    assert zcdp_to_approx_dp(0.1, 1e-5, "ckks") == zcdp_to_approx_dp(0.1, 1e-5, "cks")
+    with pytest.raises(PrivacyParameterError):
+        zcdp_to_approx_dp(0.1, 1e-5, "advanced")  # type: ignore[arg-type]
+    with pytest.raises(PrivacyParameterError):
+        zcdp_to_approx_dp(0.1, 0.0)
+
+
+def test_composition():
+    assert compose(PureDP(0.5), PureDP(0.25)) == PureDP(0.75)
+    assert (PureDP(0.5) + PureDP(0.5)).epsilon == 1.0
+    assert compose(ZCDP(0.1), ZCDP(0.2), ZCDP(0.3)).rho == pytest.approx(0.6)
+    got = compose(ApproxDP(0.5, 1e-6), ApproxDP(0.25, 2e-6))
+    assert got.epsilon == 0.75 and got.delta == pytest.approx(3e-6)
+    assert compose(*[PureDP(0.1)] * 10) == PureDP(1.0)  # exact summation (fsum)
+    with pytest.raises(PrivacyParameterError):
+        compose(PureDP(1.0), ZCDP(1.0))
+    with pytest.raises(PrivacyParameterError):
+        compose()

@@ -1,0 +1,125 @@
+"""Noise calibration formulas and NoiseModel densities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from pgm_dp.errors import PrivacyParameterError
+from pgm_dp.privacy import (
+    ZCDP,
+    ApproxDP,
+    NoiseModel,
+    PureDP,
+    calibrate_discrete_gaussian,
+    calibrate_discrete_laplace,
+    calibrate_gaussian,
+    calibrate_laplace,
+    zcdp_rho_within,
+    zcdp_to_approx_dp,
+)
+
+
+def test_laplace_scale_formula():
+    assert calibrate_laplace(3.0, PureDP(0.5)) == NoiseModel("laplace", 6.0)
+    assert calibrate_discrete_laplace(3, PureDP(0.5)).scale == 6.0
+    assert calibrate_discrete_laplace(1, PureDP(0.3)).scale == pytest.approx(1 / 0.3, rel=1e-6)
+    assert calibrate_discrete_laplace(1, PureDP(0.3)).scale >= 1 / 0.3
+
+
+def test_gaussian_zcdp_formula():
+    assert calibrate_gaussian(2.0, ZCDP(0.5)).scale == pytest.approx(2.0)
+    assert calibrate_gaussian(math.sqrt(5), ZCDP(0.1)).scale == pytest.approx(
+        math.sqrt(5) / math.sqrt(0.2)
+    )
+    m = calibrate_discrete_gaussian(3, ZCDP(0.5))
+    assert m.scale == 3.0 and m.kind == "discrete_gaussian"
+    m = calibrate_discrete_gaussian(1, ZCDP(0.3))
+    assert m.scale**2 >= 1 / 0.6 and m.scale == pytest.approx(math.sqrt(1 / 0.6), rel=1e-6)
+
+
+def test_gaussian_approx_classic_and_analytic():
+    b = ApproxDP(0.5, 1e-5)
+    classic = calibrate_gaussian(2.0, b, "classic").scale
+    assert classic == pytest.approx(2.0 * math.sqrt(2 * math.log(1.25 / 1e-5)) / 0.5)
+    analytic = calibrate_gaussian(2.0, b).scale
+    assert analytic < classic
+    # analytic Gaussian (Balle & Wang 2018, Thm 8): delta(eps) at sigma equals the target
+    from scipy.stats import norm
+
+    s, e = analytic / 2.0, 0.5
+    delta = norm.cdf(1 / (2 * s) - e * s) - math.exp(e) * norm.cdf(-1 / (2 * s) - e * s)
+    assert delta == pytest.approx(1e-5, rel=1e-6)
+    with pytest.raises(PrivacyParameterError):
+        calibrate_gaussian(1.0, ApproxDP(1.5, 1e-5), "classic")
+    with pytest.raises(PrivacyParameterError):
+        calibrate_gaussian(1.0, ApproxDP(0.5, 0.0))
+    with pytest.raises(PrivacyParameterError):
+        calibrate_gaussian(1.0, ApproxDP(0.5, 1e-5), "other")
+
+
+def test_wrong_budget_notion_and_bad_sensitivity():
+    with pytest.raises(PrivacyParameterError):
+        calibrate_laplace(1.0, ZCDP(1.0))  # type: ignore[arg-type]
+    with pytest.raises(PrivacyParameterError):
+        calibrate_gaussian(1.0, PureDP(1.0))  # type: ignore[arg-type]
+    for bad in [-1.0, math.nan, math.inf, "x", None]:
+        with pytest.raises(PrivacyParameterError):
+            calibrate_laplace(bad, PureDP(1.0))  # type: ignore[arg-type]
+        with pytest.raises(PrivacyParameterError):
+            calibrate_gaussian(bad, ZCDP(1.0))  # type: ignore[arg-type]
+
+
+def test_zcdp_rho_within():
+    b = ApproxDP(1.0, 1e-6)
+    rho = zcdp_rho_within(b)
+    assert zcdp_to_approx_dp(rho, 1e-6).epsilon <= 1.0
+    assert zcdp_to_approx_dp(rho * 1.001, 1e-6).epsilon > 1.0
+    m = calibrate_discrete_gaussian(1, b)
+    assert m.scale**2 >= 1 / (2 * rho)
+    with pytest.raises(PrivacyParameterError):
+        zcdp_rho_within(ApproxDP(1.0, 0.0))
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_continuous_log_density_normalised(kind):
+    m = NoiseModel(kind, 1.7)
+    val, _ = integrate.quad(lambda x: math.exp(m.log_density(x, 0.0)), -60, 60, points=[0])
+    assert val == pytest.approx(1.0, abs=1e-7)
+    var, _ = integrate.quad(lambda x: x * x * math.exp(m.log_density(x, 0.0)), -80, 80, points=[0])
+    assert var == pytest.approx(m.variance, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["discrete_laplace", "discrete_gaussian"])
+@pytest.mark.parametrize("scale", [0.4, 2.0, 9.0])
+def test_discrete_log_pmf_normalised(kind, scale):
+    m = NoiseModel(kind, scale)
+    k = np.arange(-2000, 2001)
+    p = np.exp(m.log_density(k, 0))
+    assert p.sum() == pytest.approx(1.0, abs=1e-9)
+    assert (p * k * k).sum() == pytest.approx(m.variance, rel=1e-8)
+
+
+def test_grad_log_density_matches_finite_differences():
+    y = np.array([3.0, -1.0, 0.5])
+    t = np.array([1.0, 0.2, -0.7])
+    for kind in ["laplace", "gaussian", "discrete_laplace", "discrete_gaussian"]:
+        m = NoiseModel(kind, 1.3)
+        h = 1e-6
+        fd = (m.log_density(y, t + h) - m.log_density(y, t - h)) / (2 * h)
+        np.testing.assert_allclose(m.grad_log_density(y, t), fd, rtol=1e-5)
+
+
+def test_noise_model_validation_and_dict():
+    with pytest.raises(PrivacyParameterError):
+        NoiseModel("cauchy", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(PrivacyParameterError):
+        NoiseModel("laplace", -1.0)
+    m = NoiseModel("discrete_laplace", 2)
+    assert m.to_dict() == {"kind": "discrete_laplace", "scale": 2.0} and m.is_discrete
+    assert NoiseModel("laplace", 0.0).variance == 0.0
+    with pytest.raises(PrivacyParameterError):
+        NoiseModel("laplace", 0.0).log_density(1.0, 0.0)
