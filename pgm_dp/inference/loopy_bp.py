@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from ..domain import Clique, Domain, normalize_cliques
 from .tables import broadcast_to, logsumexp_to, to_order
 
-__all__ = ["BPResult", "loopy_bp"]
+__all__ = ["BPResult", "loopy_bp", "loopy_bp_core"]
 
 
 class BPResult(NamedTuple):
@@ -51,7 +51,10 @@ def _normalize(log_m):
     return log_m - jax.nn.logsumexp(log_m)
 
 
-def _bp(domain: Domain, cliques: tuple[Clique, ...], damping, tol, max_iters, log_potentials):
+def loopy_bp_core(
+    domain: Domain, cliques: tuple[Clique, ...], damping, tol, max_iters, log_potentials
+):
+    """Traceable (un-jitted) core of :func:`loopy_bp` for use inside other jitted code."""
     canon = [domain.canonical(c) for c in cliques]
     psi = [
         to_order(jnp.asarray(t, dtype=jnp.float64), c, k)
@@ -122,7 +125,7 @@ def _bp(domain: Domain, cliques: tuple[Clique, ...], damping, tol, max_iters, lo
 
 @functools.lru_cache(maxsize=128)
 def _compiled(domain, cliques, damping, tol, max_iters):
-    return jax.jit(functools.partial(_bp, domain, cliques, damping, tol, max_iters))
+    return jax.jit(functools.partial(loopy_bp_core, domain, cliques, damping, tol, max_iters))
 
 
 def loopy_bp(

@@ -1,0 +1,47 @@
+"""What every learner shares: the :class:`Fit` result and release/model compatibility checks.
+
+Learners are small configuration objects with a ``fit(...)`` method returning a
+:class:`Fit`; release-based learners take ``fit(release, mrf)``, per-record learners
+``fit(data, mrf)``. The ``mrf`` argument supplies the structure (domain and cliques) and,
+where useful, the starting point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DomainError
+from ..models.mrf import MarkovRandomField
+
+__all__ = ["Fit", "check_release_matches"]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted model and how it was obtained.
+
+    ``model`` is the learned :class:`MarkovRandomField`; ``history`` a list of per-iteration
+    records (dicts: objective, KL, ... where meaningful); ``info`` anything else the learner
+    reports (iterations, convergence, the privacy budget spent, timings).
+    """
+
+    model: MarkovRandomField
+    history: list[dict[str, Any]] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def check_release_matches(release, mrf: MarkovRandomField) -> None:
+    """Refuse a release whose domain or cliques differ from the model's."""
+    if release.domain != mrf.domain:
+        raise DomainError(f"release domain {release.domain} differs from the model's {mrf.domain}")
+    if set(release.cliques) != set(mrf.cliques):
+        raise DomainError(
+            "release cliques do not match the model's cliques: "
+            f"only in release {sorted(set(release.cliques) - set(mrf.cliques), key=str)}, "
+            f"only in model {sorted(set(mrf.cliques) - set(release.cliques), key=str)}"
+        )
+    if not np.isfinite(release.total) or release.total <= 0:
+        raise DomainError(f"release total N must be positive, got {release.total}")
