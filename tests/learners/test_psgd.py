@@ -1,0 +1,67 @@
+import dp_accounting
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pgm_dp import Accountant, ApproxDP, BudgetExceededError, DataValidationError, PureDP
+from pgm_dp.learners.psgd import PSGD, per_example_gradients
+from pgm_dp.metrics import kl_divergence
+from pgm_dp.models import third_order_chain
+
+
+def test_per_example_gradients_are_marginals_minus_indicators():
+    mrf = third_order_chain(4, 2, rng=0)
+    codes = np.array([[0, 1, 1, 0], [1, 1, 0, 0]])
+    margs = mrf.marginals()
+    axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
+    g = np.asarray(
+        per_example_gradients(
+            list(mrf.log_potentials), [margs[c] for c in mrf.cliques], jnp.asarray(codes), axes
+        )
+    )
+    mu = np.concatenate([np.asarray(margs[c]).ravel() for c in mrf.cliques])
+    for i, x in enumerate(codes):
+        e = np.concatenate([np.eye(4)[x[a] * 2 + x[b]] for a, b in axes])
+        np.testing.assert_allclose(g[i], mu - e, atol=1e-12)
+
+
+def test_spent_budget_equals_dp_accounting():
+    truth = third_order_chain(4, 2, rng=0)
+    data = truth.sample(2000, rng=1)
+    acct = Accountant(ApproxDP(2.0, 1e-3))
+    fit = PSGD(ApproxDP(1.0, 1 / 2000), epochs=2, batch_size=200).fit(
+        data, truth, rng=2, accountant=acct
+    )
+    info = fit.info
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(
+            info["sampling_rate"], dp_accounting.GaussianDpEvent(info["noise_multiplier"])
+        ),
+        info["steps"],
+    )
+    rdp = dp_accounting.rdp.RdpAccountant()
+    rdp.compose(event)
+    assert info["spent"].epsilon == pytest.approx(rdp.get_epsilon(1 / 2000), rel=1e-9)
+    assert info["spent"].epsilon <= 1.0 + 1e-9
+    assert len(acct.charges) == 1 and acct.charges[0].cost == info["spent"]
+
+
+def test_psgd_recovers_model_as_noise_vanishes():
+    truth = third_order_chain(4, 2, rng=0)
+    data = truth.sample(20_000, rng=1)
+    fit = PSGD(ApproxDP(1e4, 1e-5), epochs=20, batch_size=2000, learning_rate=3.0, clip=10.0).fit(
+        data, truth, rng=2
+    )
+    assert kl_divergence(truth, fit.model) < 5e-3
+
+
+def test_psgd_refuses_bad_input_before_spending():
+    truth = third_order_chain(4, 2, rng=0)
+    acct = Accountant(ApproxDP(1.0, 1e-5))
+    with pytest.raises(DataValidationError):
+        PSGD(ApproxDP(1.0, 1e-5)).fit(np.full((10, 4), 5), truth, accountant=acct)
+    assert not acct.charges
+    with pytest.raises(TypeError):
+        PSGD(PureDP(1.0)).fit(truth.sample(10, rng=0), truth)
+    with pytest.raises(BudgetExceededError):
+        PSGD(ApproxDP(2.0, 1e-5), epochs=1).fit(truth.sample(1000, rng=0), truth, accountant=acct)
