@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments import demo
+from .experiments import compare, demo
 
 __all__ = ["main", "build_parser"]
 
-_EXPERIMENTS = [demo]
+_EXPERIMENTS = [demo, compare]
 MAIN_JOB = "demo"
 
 

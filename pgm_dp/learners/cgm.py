@@ -167,8 +167,9 @@ class CGMEM:
     """EM for CGMs (Alg. 2) with NLBP E-steps (Alg. 1); see the module docstring.
 
     ``em_tol``: stop when the inferred marginals ``n / N`` change by less than this (max
-    abs); ``init="naive"`` starts from naive MLE on the projected noisy marginals
-    (``"uniform"``: all-zero potentials). ``l2`` is passed to the M-step solver.
+    abs); ``init="uniform"`` (default; Alg. 2 initialises "arbitrarily") starts from all-zero
+    potentials, ``init="naive"`` from naive MLE on the projected noisy marginals — measured
+    worse at high noise, where EM barely moves from an over-fitted start. ``l2`` is passed to the M-step solver.
     """
 
     inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
@@ -180,7 +181,7 @@ class CGMEM:
     em_max_iters: int = 50
     l2: float = 0.0
     mle_tol: float = 1e-8
-    init: Literal["naive", "uniform"] = "naive"
+    init: Literal["naive", "uniform"] = "uniform"
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         check_release_matches(release, mrf)

@@ -1,0 +1,74 @@
+"""Reference learners for comparisons (Bernstein et al. 2017, Sec. 4.1).
+
+* :class:`NonPrivateMLE`: the MLE on the true sufficient statistics (no privacy).
+* :class:`RandomMarginals`: "randomly generating marginals and then learning potentials via
+  MLE": each clique marginal is drawn from a flat Dirichlet (our choice of distribution; the
+  paper does not name one) and the MLE is fitted to these (inconsistent) marginals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..models.mrf import MarkovRandomField
+from ..rng import RngLike, as_generator
+from ..stats import sufficient_statistics
+from .base import Fit
+from .mle import fit_marginals
+
+__all__ = ["NonPrivateMLE", "RandomMarginals"]
+
+
+@dataclass(frozen=True)
+class NonPrivateMLE:
+    """MLE on the exact clique tables of ``data`` (``l2`` keeps it finite when a table has
+    an empty cell, where the unregularised MLE does not exist). ``tol = 1e-5`` is a marginal
+    mismatch of one record in 1e5, far below the sampling error; on the third-order chain
+    at N = 1e5 the KL from the truth is then within 1% of the converged value."""
+
+    l2: float = 1e-6
+    tol: float = 1e-5
+    max_iters: int = 2000
+
+    def fit(self, data: Any, mrf: MarkovRandomField) -> Fit:
+        tables = sufficient_statistics(data, mrf.cliques, mrf.domain)
+        n = next(iter(tables.values())).sum()
+        res = fit_marginals(
+            mrf.replace(None),
+            {c: t / n for c, t in tables.items()},
+            l2=self.l2,
+            tol=self.tol,
+            max_iters=self.max_iters,
+        )
+        return Fit(
+            res.model,
+            [{"objective": res.objective}],
+            {"iterations": res.iterations, "converged": res.converged},
+        )
+
+
+@dataclass(frozen=True)
+class RandomMarginals:
+    """MLE on random Dirichlet(1) clique marginals: the floor any learner should beat."""
+
+    l2: float = 1e-4
+    tol: float = 1e-5
+    max_iters: int = 2000
+
+    def fit(self, mrf: MarkovRandomField, rng: RngLike = None) -> Fit:
+        gen = as_generator(rng)
+        targets = {
+            c: gen.dirichlet(np.ones(mrf.domain.size(c))).reshape(mrf.domain.sizes(c))
+            for c in mrf.cliques
+        }
+        res = fit_marginals(
+            mrf.replace(None), targets, l2=self.l2, tol=self.tol, max_iters=self.max_iters
+        )
+        return Fit(
+            res.model,
+            [{"objective": res.objective}],
+            {"iterations": res.iterations, "converged": res.converged},
+        )

@@ -1,0 +1,23 @@
+"""Every runnable example in the package's docstrings (numpyro style: docs that run)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import pgm_dp
+
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(pgm_dp.__path__, prefix="pgm_dp.")
+    if m.name != "pgm_dp.cli"
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    mod = importlib.import_module(name)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
