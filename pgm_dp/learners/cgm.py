@@ -169,7 +169,8 @@ class CGMEM:
     ``em_tol``: stop when the inferred marginals ``n / N`` change by less than this (max
     abs); ``init="uniform"`` (default; Alg. 2 initialises "arbitrarily") starts from all-zero
     potentials, ``init="naive"`` from naive MLE on the projected noisy marginals — measured
-    worse at high noise, where EM barely moves from an over-fitted start. ``l2`` is passed to the M-step solver.
+    worse at high noise, where EM barely moves from an over-fitted start. ``l2`` is passed to
+    the M-step solver.
     """
 
     inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
