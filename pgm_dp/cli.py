@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments import compare, demo
+from .experiments import compare, demo, prising
 
 __all__ = ["main", "build_parser"]
 
-_EXPERIMENTS = [demo, compare]
+_EXPERIMENTS = [demo, compare, prising]
 MAIN_JOB = "demo"
 
 

@@ -1,0 +1,364 @@
+"""Vectorised Gibbs samplers for Ising models and discrete MRFs with cliques of size <= 2.
+
+Both samplers run many independent chains at once: the state is stored site-major
+(``p x n_chains`` spins, or ``Σk x n_chains`` one-hot codes) so one update of a set of sites
+is one sparse-matrix × dense-matrix product for all chains.
+
+Scan order. ``scan="blocked"`` (default) greedily colours the interaction graph (largest degree
+first) and updates one colour class at a time; sites of one class share no edge, so they are
+conditionally independent given the rest and updating them together is an exact Gibbs step (a
+systematic scan in colour order). ``scan="sequential"`` updates sites ``0, 1, ..., p-1`` one at a
+time. Both leave the target distribution invariant. Measured on 2 CPU cores, Erdős–Rényi
+``n = 2000``, ``p_n = n^{-1/3}`` (~160 neighbours, 41 colours), 500 chains, float64, one sweep:
+blocked 0.065 s, sequential 0.12 s; a jitted JAX sweep (dense float64 blocks 0.11 s, BCOO
+0.16 s) was not faster, so plain numpy/scipy is used.
+
+Conventions for :func:`gibbs_ising` (``J`` symmetric with zero diagonal):
+
+* ``convention="pairwise"`` (default): ``P(σ) ∝ exp(β Σ_{i<j} J_ij σ_i σ_j + Σ_i θ_i σ_i)``
+  ``= exp(β/2 · σᵀJσ + θᵀσ)``: each unordered pair counted once. This is PrIsing's model
+  (Chakraborty et al. 2024, Eq. 1-2: ``exp(β/2 · H_n(σ))`` with ``H_n(σ) = σᵀ J_n σ`` summed
+  over all ordered pairs), whose conditional is ``P(σ_i = 1 | σ_-i) = e^{β m_i} /
+  (e^{β m_i} + e^{-β m_i})`` with ``m_i = Σ_j J_ij σ_j``, and also Zhang et al. (2020)
+  Def. 2.1 (``Σ_{i<=j} A_ij z_i z_j`` with ``A_ii = 0``, i.e. ``A = βJ``).
+* ``convention="quadratic"``: ``P(σ) ∝ exp(β σᵀJσ + θᵀσ)`` (each pair counted twice), i.e. the
+  pairwise model with ``2β``.
+
+In both, ``P(σ_i = +1 | σ_-i) = 1 / (1 + exp(-2 h_i))`` with ``h_i = c β m_i + θ_i`` and
+``c = 1`` (pairwise) or ``2`` (quadratic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+from tqdm.auto import tqdm
+
+from ..errors import DataValidationError, DomainError
+from ..models.networks import check_coupling
+from ..rng import RngLike, as_generator
+
+__all__ = ["gibbs_ising", "gibbs_pairwise", "greedy_colouring"]
+
+Scan = Literal["blocked", "sequential"]
+
+
+def _count(x, name: str, minimum: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or x < minimum:
+        raise DomainError(f"{name} must be an integer >= {minimum}, got {x!r}")
+    return int(x)
+
+
+def greedy_colouring(pattern) -> list[np.ndarray]:
+    """Colour classes of a greedy (largest-degree-first) colouring of a symmetric pattern.
+
+    ``pattern`` is a square matrix (dense or sparse) whose non-zero off-diagonal entries are
+    the edges. Returns a list of sorted index arrays; no two indices of a class are adjacent.
+
+    >>> [c.tolist() for c in greedy_colouring(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]))]
+    [[1], [0, 2]]
+    """
+    P = sp.csr_array(pattern)
+    P.eliminate_zeros()
+    p = P.shape[0]
+    deg = np.diff(P.indptr)
+    colour = np.full(p, -1, dtype=np.int64)
+    for v in np.argsort(-deg, kind="stable"):
+        nb = colour[P.indices[P.indptr[v] : P.indptr[v + 1]]]
+        k = nb.size  # some colour in 0..k is free
+        used = np.zeros(k + 1, dtype=bool)
+        used[nb[(nb >= 0) & (nb <= k)]] = True
+        colour[v] = int(np.argmin(used))
+    return [np.flatnonzero(colour == c) for c in range(int(colour.max()) + 1)]
+
+
+def _blocks(pattern, p: int, scan: str) -> list[np.ndarray]:
+    if scan == "blocked":
+        return greedy_colouring(pattern)
+    if scan == "sequential":
+        return [np.array([i]) for i in range(p)]
+    raise DomainError(f"scan must be 'blocked' or 'sequential', got {scan!r}")
+
+
+def _spins(x, p: int, n_chains: int, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataValidationError(f"{name} must be a numeric array of -1/+1") from None
+    if arr.ndim == 1:
+        arr = np.broadcast_to(arr, (n_chains, arr.shape[0]))
+    if arr.shape != (n_chains, p):
+        raise DataValidationError(f"{name} must have shape ({p},) or ({n_chains}, {p})")
+    if not np.all((arr == 1.0) | (arr == -1.0)):
+        raise DataValidationError(f"{name} must contain only -1 and +1")
+    return arr
+
+
+def gibbs_ising(
+    J,
+    theta=None,
+    *,
+    n_chains: int,
+    n_sweeps: int,
+    rng: RngLike,
+    init=None,
+    beta: float = 1.0,
+    convention: Literal["pairwise", "quadratic"] = "pairwise",
+    scan: Scan = "blocked",
+    progress: bool = False,
+) -> np.ndarray:
+    """Final states of ``n_chains`` independent Gibbs chains after ``n_sweeps`` sweeps.
+
+    Samples (approximately, for ``n_sweeps`` large enough) from the Ising model of the module
+    docstring. ``J``: symmetric, zero-diagonal, finite ``(p, p)`` array or scipy sparse matrix
+    (signs free); ``theta``: external field ``(p,)`` (default 0); ``init``: ``(p,)`` or
+    ``(n_chains, p)`` spins (default i.i.d. uniform ±1 per chain). One sweep updates every site
+    once (``scan``, see the module docstring). Returns a float64 ``(n_chains, p)`` array of ±1.
+
+    >>> J = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> s = gibbs_ising(J, n_chains=4000, n_sweeps=5, rng=0, beta=1.0)
+    >>> bool(abs((s[:, 0] * s[:, 1]).mean() - np.tanh(1.0)) < 0.05)
+    True
+    """
+    Jc = check_coupling(J)
+    p = Jc.shape[0]
+    n_chains = _count(n_chains, "n_chains", 1)
+    n_sweeps = _count(n_sweeps, "n_sweeps", 0)
+    beta_f = float(beta)
+    if not np.isfinite(beta_f):
+        raise DataValidationError(f"beta must be finite, got {beta!r}")
+    if convention not in ("pairwise", "quadratic"):
+        raise DomainError(f"convention must be 'pairwise' or 'quadratic', got {convention!r}")
+    th = np.zeros(p) if theta is None else np.asarray(theta, dtype=np.float64)
+    if th.shape != (p,) or not np.all(np.isfinite(th)):
+        raise DataValidationError(f"theta must be a finite vector of length {p}")
+    if scan not in ("blocked", "sequential"):
+        raise DomainError(f"scan must be 'blocked' or 'sequential', got {scan!r}")
+    gen = as_generator(rng)
+    init_arr = None if init is None else _spins(init, p, n_chains, "init")
+
+    K = (2.0 if convention == "quadratic" else 1.0) * beta_f * Jc
+    pattern = sp.csr_array(Jc)
+    blocks = _blocks(pattern, p, scan)
+    if init_arr is None:
+        state = np.where(gen.random((p, n_chains)) < 0.5, 1.0, -1.0)
+    else:
+        state = np.ascontiguousarray(init_arr.T)
+    has_theta = bool(np.any(th != 0))
+
+    if scan == "sequential" and sp.issparse(K):
+        Kc = sp.csr_array(K)
+        rows = [
+            (Kc.indices[Kc.indptr[i] : Kc.indptr[i + 1]], Kc.data[Kc.indptr[i] : Kc.indptr[i + 1]])
+            for i in range(p)
+        ]
+
+        def field(k: int) -> np.ndarray:
+            idx, w = rows[k]
+            return (w @ state[idx])[None, :]
+    else:
+        mats = [K[b] for b in blocks]
+
+        def field(k: int) -> np.ndarray:
+            return np.asarray(mats[k] @ state)
+
+    for _ in tqdm(range(n_sweeps), disable=not progress, desc="Gibbs sweeps", leave=False):
+        for k, b in enumerate(blocks):
+            h = field(k)
+            if has_theta:
+                h = h + th[b][:, None]
+            u = gen.random((b.size, n_chains))
+            state[b] = np.where(u < expit(2.0 * h), 1.0, -1.0)
+    return np.ascontiguousarray(state.T)
+
+
+# -- pairwise discrete MRFs ------------------------------------------------------------------
+
+
+def _check_pairwise(sizes, cliques, log_potentials):
+    try:
+        sz = tuple(int(k) for k in sizes)
+    except (TypeError, ValueError):
+        raise DomainError(f"sizes must be a sequence of positive integers, got {sizes!r}") from None
+    if not sz or any(k < 1 for k in sz) or any(isinstance(k, bool) for k in sizes):
+        raise DomainError(f"sizes must be a non-empty sequence of positive integers, got {sizes}")
+    cl = [tuple(c) for c in cliques]
+    tabs = list(log_potentials)
+    if len(cl) != len(tabs):
+        raise DomainError(f"{len(cl)} cliques but {len(tabs)} log-potential tables")
+    p = len(sz)
+    out = []
+    for c, t in zip(cl, tabs, strict=True):
+        if len(c) > 2:
+            raise DomainError(
+                f"gibbs_pairwise supports cliques of size <= 2, got {c} of size {len(c)}; "
+                "use the junction-tree sampler for higher-order models"
+            )
+        for v in c:
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < p:
+                raise DomainError(f"clique {c} has an invalid variable index {v!r} (p = {p})")
+        if len(set(c)) != len(c):
+            raise DomainError(f"clique {c} repeats a variable")
+        arr = np.array(t, dtype=np.float64)
+        shape = tuple(sz[v] for v in c)
+        if arr.shape != shape:
+            raise DomainError(f"log-potential of clique {c} has shape {arr.shape}, want {shape}")
+        if np.any(np.isnan(arr)) or np.any(arr == np.inf):
+            raise DataValidationError(f"log-potential of clique {c} has NaN or +inf entries")
+        out.append((tuple(int(v) for v in c), arr))
+    return sz, out
+
+
+def gibbs_pairwise(
+    sizes: Sequence[int],
+    cliques: Sequence[Sequence[int]],
+    log_potentials: Sequence,
+    *,
+    n_chains: int,
+    n_sweeps: int,
+    rng: RngLike,
+    burn_in: int | None = None,
+    thin: int = 1,
+    n_samples: int | None = None,
+    init=None,
+    scan: Scan = "blocked",
+    progress: bool = False,
+) -> np.ndarray:
+    """Gibbs samples of ``P(x) ∝ exp(Σ_C log_potentials[C][x_C])`` with all ``|C| <= 2``.
+
+    ``sizes[v]`` is the number of states of variable ``v`` (codes ``0..k-1``); ``cliques`` are
+    tuples of variable *indices* (size 0 — a constant — 1 or 2; larger raises
+    :class:`~pgm_dp.errors.DomainError`); ``log_potentials[c]`` has shape
+    ``(sizes[v] for v in cliques[c])`` and may hold ``-inf`` (structural zeros; then the
+    initial state must have positive probability).
+
+    Each chain keeps a one-hot state; a site update computes the conditional log-probabilities
+    of all its states from one sparse row-block product plus the unary terms and draws the new
+    code by inverse CDF of a uniform (exact categorical draw).
+
+    Collection: every chain runs ``n_sweeps`` sweeps; after sweep ``t`` with ``t > burn_in``
+    (default ``n_sweeps // 2``) and ``(t - burn_in) % thin == 0`` the states of all chains are
+    recorded. Rows are ordered record by record (all chains of the first record, then of the
+    next, ...), giving ``n_chains * ((n_sweeps - burn_in) // thin)`` rows; with ``n_samples``
+    only the first ``n_samples`` of them are returned (it must not exceed that number).
+    Returns an int64 array ``(rows, len(sizes))``.
+
+    >>> x = gibbs_pairwise((2, 3), [(0,), (0, 1)], [np.zeros(2), np.zeros((2, 3))],
+    ...                    n_chains=10, n_sweeps=4, rng=0)
+    >>> x.shape, x.dtype
+    ((20, 2), dtype('int64'))
+    """
+    sz, cl = _check_pairwise(sizes, cliques, log_potentials)
+    p = len(sz)
+    n_chains = _count(n_chains, "n_chains", 1)
+    n_sweeps = _count(n_sweeps, "n_sweeps", 1)
+    burn = n_sweeps // 2 if burn_in is None else _count(burn_in, "burn_in", 0)
+    thin = _count(thin, "thin", 1)
+    if burn >= n_sweeps:
+        raise DomainError(f"burn_in ({burn}) must be smaller than n_sweeps ({n_sweeps})")
+    n_records = (n_sweeps - burn) // thin
+    if n_records == 0:
+        raise DomainError("no sweep is recorded: increase n_sweeps or decrease burn_in/thin")
+    total = n_records * n_chains
+    if n_samples is not None:
+        n_samples = _count(n_samples, "n_samples", 1)
+        if n_samples > total:
+            raise DomainError(f"n_samples={n_samples} exceeds the {total} recorded states")
+    if scan not in ("blocked", "sequential"):
+        raise DomainError(f"scan must be 'blocked' or 'sequential', got {scan!r}")
+    gen = as_generator(rng)
+    if init is not None:
+        codes0 = np.asarray(init)
+        if codes0.ndim == 1:
+            codes0 = np.broadcast_to(codes0, (n_chains, codes0.shape[0]))
+        if codes0.shape != (n_chains, p):
+            raise DataValidationError(f"init must have shape ({p},) or ({n_chains}, {p})")
+        if not np.issubdtype(codes0.dtype, np.integer) and not np.all(codes0 == np.round(codes0)):
+            raise DataValidationError("init must hold integer codes")
+        codes0 = codes0.astype(np.int64)
+        if np.any(codes0 < 0) or np.any(codes0 >= np.array(sz)):
+            raise DataValidationError("init has codes outside the variables' domains")
+
+    off = np.concatenate([[0], np.cumsum(sz)])
+    n_one_hot = int(off[-1])
+    unary = np.zeros(n_one_hot)
+    r_f, c_f, v_f, r_z, c_z = [], [], [], [], []
+    adj_r, adj_c = [], []
+    for c, t in cl:
+        if len(c) == 1:
+            unary[off[c[0]] : off[c[0] + 1]] += t
+        elif len(c) == 2:
+            a, b = c
+            rr, cc = np.meshgrid(
+                off[a] + np.arange(sz[a]), off[b] + np.arange(sz[b]), indexing="ij"
+            )
+            zero = np.isneginf(t)
+            for src_r, src_c in ((rr, cc), (cc, rr)):
+                r_f.append(src_r[~zero])
+                c_f.append(src_c[~zero])
+                v_f.append(t[~zero])
+                r_z.append(src_r[zero])
+                c_z.append(src_c[zero])
+            adj_r += [a, b]
+            adj_c += [b, a]
+
+    def cat(xs: list, dt) -> np.ndarray:
+        return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
+    W = sp.csr_array(
+        (cat(v_f, np.float64), (cat(r_f, np.int64), cat(c_f, np.int64))),
+        shape=(n_one_hot, n_one_hot),
+    )
+    rz = cat(r_z, np.int64)
+    Z = None
+    if rz.size:
+        Z = sp.csr_array(
+            (np.ones(rz.size), (rz, cat(c_z, np.int64))), shape=(n_one_hot, n_one_hot)
+        )
+    graph = sp.csr_array(
+        (np.ones(len(adj_r)), (np.array(adj_r, dtype=np.int64), np.array(adj_c, dtype=np.int64))),
+        shape=(p, p),
+    )
+    groups = []
+    for block in _blocks(graph, p, scan):
+        for k in sorted({sz[v] for v in block}):
+            vs = block[np.array([sz[v] == k for v in block])]
+            R = (off[vs][:, None] + np.arange(k)[None, :]).ravel()
+            groups.append((vs, k, W[R], None if Z is None else Z[R], unary[R].reshape(-1, k)))
+
+    if init is None:
+        codes = np.stack([gen.integers(0, k, size=n_chains) for k in sz])
+    else:
+        codes = np.ascontiguousarray(codes0.T)
+    X = np.zeros((n_one_hot, n_chains))
+    X[off[:-1, None] + codes, np.arange(n_chains)[None, :]] = 1.0
+
+    out = np.empty((n_records, n_chains, p), dtype=np.int64)
+    rec = 0
+    for t in tqdm(range(1, n_sweeps + 1), disable=not progress, desc="Gibbs sweeps", leave=False):
+        for vs, k, Wg, Zg, ug in groups:
+            g = vs.size
+            logits = (Wg @ X).reshape(g, k, n_chains) + ug[:, :, None]
+            if Zg is not None:
+                forbidden = (Zg @ X).reshape(g, k, n_chains) > 0
+                logits = np.where(forbidden, -np.inf, logits)
+            top = logits.max(axis=1, keepdims=True)
+            if not np.all(np.isfinite(top)):
+                raise DataValidationError(
+                    "a chain reached a state of zero probability (check init and -inf entries)"
+                )
+            cdf = np.cumsum(np.exp(logits - top), axis=1)
+            u = gen.random((g, n_chains)) * cdf[:, -1, :]
+            new = np.minimum((cdf <= u[:, None, :]).sum(axis=1), k - 1)
+            codes[vs] = new
+            onehot = new[:, None, :] == np.arange(k)[None, :, None]
+            X[(off[vs][:, None] + np.arange(k)[None, :]).ravel()] = onehot.reshape(g * k, -1)
+        if t > burn and (t - burn) % thin == 0:
+            out[rec] = codes.T
+            rec += 1
+    flat = out.reshape(total, p)
+    return flat if n_samples is None else flat[:n_samples].copy()

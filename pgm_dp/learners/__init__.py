@@ -1,0 +1,1 @@
+"""Learners: estimators of MRF parameters, private and non-private."""
