@@ -203,12 +203,22 @@ class MarkovRandomField:
         elif method == "gibbs":
             from ..inference.gibbs import gibbs_pairwise
 
+            # Defaults: up to 1000 chains, 200 burn-in sweeps, thinning 5, enough sweeps
+            # after burn-in to collect n records.
+            chains = int(options.pop("n_chains", min(int(n), 1000)))
+            burn = int(options.pop("burn_in", 200))
+            thin = int(options.pop("thin", 5))
+            sweeps = int(options.pop("n_sweeps", burn + thin * -(-int(n) // chains)))
             codes = gibbs_pairwise(
                 self.domain.shape,
                 tuple(tuple(self.domain.index(v) for v in c) for c in self.cliques),
                 [np.asarray(t) for t in self.log_potentials],
                 n_samples=int(n),
                 rng=rng,
+                n_chains=chains,
+                n_sweeps=sweeps,
+                burn_in=burn,
+                thin=thin,
                 **options,
             )
         else:

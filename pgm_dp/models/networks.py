@@ -233,7 +233,7 @@ def load_polblogs(
     (16,705 edges, 268 components). Filters, applied in this order:
 
     1. ``largest_component`` (default ``True``): keep the largest connected component
-       (1,222 blogs). This is the version of the data the PrIsing authors' code loads.
+       (1,222 blogs), the usual version of this data set.
     2. ``max_degree``: drop blogs whose degree (in the graph of step 1) exceeds it.
     3. ``drop_isolated``: then drop blogs left without neighbours (not iterated; removing
        isolated nodes creates no new ones).
@@ -241,7 +241,7 @@ def load_polblogs(
     PrIsing's network (Sec. 4.2.2: 815 blogs, 382 liberal / 433 conservative) is closest to
     ``load_polblogs(max_degree=50, drop_isolated=True)``: 816 blogs, 382 / 434. The paper's
     text says blogs with degree ">= 50" were removed (``max_degree=49`` gives 809 blogs,
-    380 / 429); the authors' code removes degree "> 50". The remaining graph is not connected
+    380 / 429); removing degree "> 50" matches its counts best. The remaining graph is not connected
     (11 components) although the paper calls it connected; we keep all of it.
 
     >>> A, s = load_polblogs()
