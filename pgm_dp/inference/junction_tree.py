@@ -215,25 +215,99 @@ def calibrate(jt: JunctionTree, log_potentials: Sequence[jax.Array]):
     return _compiled(jt)(tuple(log_potentials))
 
 
-def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
-    """Traceable (un-jitted) core of :func:`clique_marginals`, for use inside other jitted
-    functions: normalised marginals on ``queries`` and ``log Z``."""
+def _log_space_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """Marginals from the log-space Shafer–Shenoy calibration (robust to any potentials)."""
     beliefs, log_z = _calibrate(jt, log_potentials)
     holders = [jt.containing(q) for q in queries]
-    # One exp per junction-tree clique; the query marginals are then plain sums.
     probs = {i: jnp.exp(beliefs[i] - log_z) for i in set(holders)}
+    return _read_marginals(jt, queries, holders, probs), log_z
+
+
+def _read_marginals(jt, queries, holders, probs):
     out = []
     for q, i in zip(queries, holders, strict=True):
         canon = jt.domain.canonical(q)
         axes = tuple(a for a, v in enumerate(jt.cliques[i]) if v not in canon)
         m = jnp.sum(probs[i], axis=axes) if axes else probs[i]
         out.append(to_order(m, canon, q))
-    return tuple(out), log_z
+    return tuple(out)
+
+
+def _scaled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """Shafer–Shenoy in probability space with per-message rescaling.
+
+    Each factor is exponentiated on its own small table (shifted by its maximum), so no
+    exponential is taken on a junction-tree-sized table; messages are sums of products,
+    rescaled to maximum 1 with their log-scales carried separately. Exact up to rounding
+    unless a product underflows (potentials spanning more than ~700 nats against each
+    other), which the returned ``ok`` flag reports.
+    """
+    dom = jt.domain
+    tables: list = [None] * len(jt.cliques)
+    shift: list = [jnp.zeros(())] * len(jt.cliques)
+    for f, (fc, table) in enumerate(zip(jt.factor_cliques, log_potentials, strict=True)):
+        i, canon = jt.assignment[f], dom.canonical(fc)
+        t = to_order(jnp.asarray(table, dtype=jnp.float64), fc, canon)
+        top = jax.lax.stop_gradient(jnp.max(t))
+        e = broadcast_to(jnp.exp(t - top), canon, jt.cliques[i], dom)
+        tables[i] = e if tables[i] is None else tables[i] * e
+        shift[i] = shift[i] + top
+    tables = [
+        jnp.ones(dom.sizes(c)) if t is None else jnp.broadcast_to(t, dom.sizes(c))
+        for t, c in zip(tables, jt.cliques, strict=True)
+    ]
+    incoming: list[list] = [[] for _ in jt.cliques]
+    scales = []
+    for i, j in jt.messages:
+        ci, sep = jt.cliques[i], jt.separator(i, j)
+        t, s = tables[i], shift[i]
+        for k, m, sk in incoming[i]:
+            if k != j:
+                t, s = t * broadcast_to(m, jt.separator(k, i), ci, dom), s + sk
+        axes = tuple(a for a, v in enumerate(ci) if v not in sep)
+        m = jnp.sum(t, axis=axes) if axes else t
+        c = jax.lax.stop_gradient(jnp.max(m))
+        scales.append(c)
+        incoming[j].append((i, m / c, s + jnp.log(c)))
+    holders = [jt.containing(q) for q in queries]
+    probs, log_z = {}, None
+    for i in set(holders) | {jt.root}:
+        ci, b, s = jt.cliques[i], tables[i], shift[i]
+        for k, m, sk in incoming[i]:
+            b, s = b * broadcast_to(m, jt.separator(k, i), ci, dom), s + sk
+        total = jnp.sum(b)
+        if i == jt.root:
+            log_z = s + jnp.log(total)
+        probs[i] = b / total
+    ok = jnp.isfinite(log_z)
+    if scales:
+        c = jnp.stack(scales)
+        ok = ok & jnp.all((c > 0) & jnp.isfinite(c))
+    return _read_marginals(jt, queries, holders, probs), log_z, ok
+
+
+def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """Traceable (un-jitted) core of :func:`clique_marginals`, for use inside other jitted
+    functions: normalised marginals on ``queries`` and ``log Z``.
+
+    The fast probability-space pass is used when it is numerically sound; otherwise (an
+    underflowing product, ``-inf`` tables) the log-space pass is run instead.
+    """
+    log_potentials = tuple(jnp.asarray(t, dtype=jnp.float64) for t in log_potentials)
+    margs, log_z, ok = _scaled_marginals(jt, queries, log_potentials)
+    return jax.lax.cond(
+        ok,
+        lambda fast, pots: fast,
+        lambda fast, pots: _log_space_marginals(jt, queries, pots),
+        (margs, log_z),
+        log_potentials,
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...]):
-    return jax.jit(functools.partial(marginals_and_log_z, jt, queries))
+def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], path: str):
+    fn = {"auto": marginals_and_log_z, "fast": _scaled_marginals, "log": _log_space_marginals}
+    return jax.jit(functools.partial(fn[path], jt, queries))
 
 
 def clique_marginals(
@@ -243,6 +317,15 @@ def clique_marginals(
 
     Each query must be contained in some junction-tree clique (every factor clique is);
     axes follow the query's variable order. One jit-compiled program per (tree, queries).
+    Called with concrete arrays, the fast probability-space pass runs and its soundness flag
+    is checked in Python (the log-space pass runs only if it fails); under a JAX
+    transformation the same choice is made by ``lax.cond``.
     """
     queries = jt.factor_cliques if queries is None else tuple(tuple(q) for q in queries)
-    return _compiled_marginals(jt, queries)(tuple(log_potentials))
+    pots = tuple(log_potentials)
+    if any(isinstance(t, jax.core.Tracer) for t in pots):
+        return _compiled_marginals(jt, queries, "auto")(pots)
+    margs, log_z, ok = _compiled_marginals(jt, queries, "fast")(pots)
+    if bool(ok):
+        return margs, log_z
+    return _compiled_marginals(jt, queries, "log")(pots)

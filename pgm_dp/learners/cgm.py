@@ -87,8 +87,11 @@ def _nlbp_fn(
                 jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(new, n, strict=True)])
             )
             # Safeguard: a growing fixed-point residual means alpha is too large for the
-            # curvature of log p(y | n); halve it (never below 1e-9).
-            alpha = jnp.where(resid > prev, jnp.maximum(alpha / 2, 1e-9), alpha)
+            # curvature of log p(y | n): halve it (never below 1e-9); while the residual
+            # shrinks, let it grow back by 10% (never above the starting value).
+            alpha = jnp.where(
+                resid > prev, jnp.maximum(alpha / 2, 1e-9), jnp.minimum(alpha * 1.1, damping)
+            )
             n = [(1 - alpha) * a + alpha * b for a, b in zip(n, new, strict=True)]
             return n, resid / total, resid, alpha, it + 1
 
@@ -118,8 +121,9 @@ def nlbp(
     Returns ``({clique: n_C}, info)`` with ``n_C`` summing to ``N = release.total``.
     ``damping`` is the paper's ``alpha`` (weight of the new BP solution), its starting value:
     the paper leaves the schedule open; we halve ``alpha`` whenever the fixed-point residual
-    ``max |n' - n|`` grows (a safeguard that makes the iteration converge when the noise is
-    small relative to ``N`` and ``log p(y | n)`` is sharply curved). ``init`` is the starting
+    ``max |n' - n|`` grows and let it regrow by 10% per shrinking step (a safeguard that
+    makes the iteration converge when the noise is small relative to ``N`` and
+    ``log p(y | n)`` is sharply curved). ``init`` is the starting
     statistics (default: ``N`` times the model's marginals). Converged when
     ``max |n' - n| / N <= tol``.
     """

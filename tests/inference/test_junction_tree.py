@@ -89,3 +89,39 @@ def test_running_intersection_property():
     for v in mrf.domain.attributes:
         holding = [i for i, c in enumerate(jt.cliques) if v in c]
         assert nx.is_connected(tree.subgraph(holding))
+
+
+def test_fast_and_log_space_passes_agree_and_fallback_is_taken():
+    from pgm_dp.inference.junction_tree import _compiled_marginals
+
+    rng = np.random.default_rng(3)
+    mrf = random_model(rng, 6, 6)
+    jt = mrf.junction_tree()
+    fast, z_fast, ok = _compiled_marginals(jt, jt.factor_cliques, "fast")(mrf.log_potentials)
+    slow, z_slow = _compiled_marginals(jt, jt.factor_cliques, "log")(mrf.log_potentials)
+    assert bool(ok) and abs(float(z_fast) - float(z_slow)) < 1e-10
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+    # Two factors that disagree by 2000 nats: the scaled product underflows everywhere, the
+    # flag says so, and the public function falls back to the log-space pass.
+    dom = Domain(["A", "B"], [2, 2])
+    pots = [
+        np.array([[0.0, -2000.0], [-2000.0, -2000.0]]),
+        np.array([[-2000.0, -2000.0], [-2000.0, 0.0]]),
+    ]
+    frustrated = MarkovRandomField(dom, [("A", "B"), ("B", "A")], pots)
+    jt2 = frustrated.junction_tree()
+    *_, ok2 = _compiled_marginals(jt2, jt2.factor_cliques, "fast")(frustrated.log_potentials)
+    assert not bool(ok2)
+    assert abs(float(frustrated.log_partition()) - brute_log_z(frustrated)) < 1e-9
+    for cl, m in frustrated.marginals().items():
+        np.testing.assert_allclose(np.asarray(m), brute_marginal(frustrated, cl), atol=1e-10)
+
+
+def test_structural_zeros_in_marginals():
+    dom = Domain(["A", "B", "C"], [2, 3, 2])
+    with np.errstate(divide="ignore"):
+        t = np.log(np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 1.0]]))
+    mrf = MarkovRandomField(dom, [("A", "B"), ("B", "C")], [t, np.ones((3, 2))])
+    for cl, m in mrf.marginals().items():
+        np.testing.assert_allclose(np.asarray(m), brute_marginal(mrf, cl), atol=1e-12)
