@@ -171,10 +171,10 @@ class CGMEM:
     """EM for CGMs (Alg. 2) with NLBP E-steps (Alg. 1); see the module docstring.
 
     ``em_tol``: stop when the inferred marginals ``n / N`` change by less than this (max
-    abs); ``init="uniform"`` (default; Alg. 2 initialises "arbitrarily") starts from all-zero
-    potentials, ``init="naive"`` from naive MLE on the projected noisy marginals — measured
-    worse at high noise, where EM barely moves from an over-fitted start. ``l2`` is passed to
-    the M-step solver.
+    abs) between EM maps; ``em_max_iters`` bounds the number of EM maps.
+    ``init="uniform"`` (default; Alg. 2 initialises "arbitrarily") starts from all-zero
+    potentials, ``init="naive"`` from naive MLE on the projected noisy marginals. ``l2`` is
+    passed to the M-step solver.
     """
 
     inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
@@ -198,51 +198,57 @@ class CGMEM:
             ).model
         else:
             model = mrf.replace(None)
-        history, stats = [], None
-        converged = False
-        for it in range(self.em_max_iters):
+        history: list[dict] = []
+        state = {"stats": None}
+
+        def em_map(current: MarkovRandomField) -> tuple[MarkovRandomField, float]:
             new_stats, info = nlbp(
-                model,
+                current,
                 release,
-                init=stats,
+                init=state["stats"],
                 damping=self.damping,
                 smoothing=self.smoothing,
                 tol=self.nlbp_tol,
                 max_iters=self.nlbp_max_iters,
                 inference=self.inference,
             )
+            old = state["stats"]
+            # An E-step that hit its iteration cap may have barely moved: never count it as
+            # evidence of convergence.
             change = (
-                max(float(np.max(np.abs(new_stats[c] - stats[c]))) for c in mrf.cliques) / total
-                if stats is not None
-                else np.inf
+                np.inf
+                if old is None or not info["converged"]
+                else max(float(np.max(np.abs(new_stats[c] - old[c]))) for c in mrf.cliques) / total
             )
-            stats = new_stats
+            state["stats"] = new_stats
             res = fit_marginals(
-                model,
-                {c: stats[c] / total for c in mrf.cliques},
+                current,
+                {c: new_stats[c] / total for c in mrf.cliques},
                 l2=self.l2,
                 tol=self.mle_tol,
-                init=model,
+                init=current,
             )
-            model = res.model
             history.append(
                 {
-                    "iteration": it,
+                    "iteration": len(history),
                     "marginal_change": change,
                     "nlbp_iterations": info["iterations"],
                     "mle_objective": res.objective,
                 }
             )
-            if change < self.em_tol:
-                converged = True
-                break
+            return res.model, change
+
+        converged = False
+        while len(history) < self.em_max_iters and not converged:
+            model, change = em_map(model)
+            converged = change < self.em_tol
         return Fit(
             model=model,
             history=history,
             info={
                 "converged": converged,
                 "em_iterations": len(history),
-                "inferred_statistics": stats,
+                "inferred_statistics": state["stats"],
                 "budget": release.budget,
             },
         )
