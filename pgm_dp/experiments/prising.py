@@ -124,19 +124,40 @@ def fig1(
         S = gibbs_ising(J, n_chains=reps, n_sweeps=n_sweeps, rng=gen, beta=float(beta))
         priv = prising_batch(S, J, epsilon, delta, gen)
         rows.append(
-            {"beta": float(beta), "n": n, "epsilon": epsilon, "delta": delta, "reps": reps,
-             **_summ(_mple(S, J), "mple", float(beta)), **_summ(priv, "priv", float(beta)),
-             "priv_at_zero": float(np.mean(priv == 0))}
+            {
+                "beta": float(beta),
+                "n": n,
+                "epsilon": epsilon,
+                "delta": delta,
+                "reps": reps,
+                **_summ(_mple(S, J), "mple", float(beta)),
+                **_summ(priv, "priv", float(beta)),
+                "priv_at_zero": float(np.mean(priv == 0)),
+            }
         )
     df = pd.DataFrame(rows)
     if plot is not None:
         fig = Figure(figsize=(5, 4))
         ax = fig.add_subplot()
         ax.plot([0, betas.max()], [0, betas.max()], "k--", lw=1, label="truth")
-        ax.errorbar(df.beta - 0.01, df.mple_mean, df.mple_sd, fmt="o", ms=3, capsize=2,
-                    label="non-private MPLE")
-        ax.errorbar(df.beta + 0.01, df.priv_mean, df.priv_sd, fmt="s", ms=3, capsize=2,
-                    label=f"PrIsing (ε={epsilon:g}, δ=1/n)")
+        ax.errorbar(
+            df.beta - 0.01,
+            df.mple_mean,
+            df.mple_sd,
+            fmt="o",
+            ms=3,
+            capsize=2,
+            label="non-private MPLE",
+        )
+        ax.errorbar(
+            df.beta + 0.01,
+            df.priv_mean,
+            df.priv_sd,
+            fmt="s",
+            ms=3,
+            capsize=2,
+            label=f"PrIsing (ε={epsilon:g}, δ=1/n)",
+        )
         ax.set(xlabel="β", ylabel="estimate (mean ± sd)", title=f"ER n={n}, p=n^(-1/3)")
         ax.legend()
         _save(fig, plot)
@@ -201,8 +222,9 @@ def mse_vs_n(
         ns, epsilons, reps, n_sweeps = (40, 80), (5.0,), 20, 20
     reps = _positive(reps, "reps")
     settings = [(int(n), _positive(int(n), "n"), n ** (-1 / 3)) for n in ns]
-    df = _mse_table(settings, betas, epsilons, reps, n_sweeps, as_generator(rng), progress,
-                    "mse_vs_n").drop(columns="key")
+    df = _mse_table(
+        settings, betas, epsilons, reps, n_sweeps, as_generator(rng), progress, "mse_vs_n"
+    ).drop(columns="key")
     _mse_plot(df, "n", "n", plot, logx=True)
     return df
 
@@ -232,8 +254,9 @@ def mse_vs_density(
     n, reps = _positive(n, "n"), _positive(reps, "reps")
     alphas = np.round(np.linspace(0.1, 0.9, 9), 10) if alphas is None else alphas
     settings = [(float(a), n, n ** (-float(a))) for a in alphas]
-    df = _mse_table(settings, betas, epsilons, reps, n_sweeps, as_generator(rng), progress,
-                    "mse_vs_density").rename(columns={"key": "alpha"})
+    df = _mse_table(
+        settings, betas, epsilons, reps, n_sweeps, as_generator(rng), progress, "mse_vs_density"
+    ).rename(columns={"key": "alpha"})
     _mse_plot(df, "alpha", "α  (p_n = n^-α)", plot, logx=False)
     return df
 
@@ -284,17 +307,34 @@ def real_networks(
         for beta in tqdm(betas, disable=not progress, desc=f"{name}: beta"):
             S = gibbs_ising(J, n_chains=reps, n_sweeps=n_sweeps, rng=gen, beta=float(beta))
             priv = prising_batch(S, J, epsilon, 1.0 / n, gen)
-            rows.append({"network": name, "n": n, "experiment": "synthetic", "beta": float(beta),
-                         "epsilon": epsilon, **_summ(_mple(S, J), "mple", float(beta)),
-                         **_summ(priv, "priv", float(beta))})
+            rows.append(
+                {
+                    "network": name,
+                    "n": n,
+                    "experiment": "synthetic",
+                    "beta": float(beta),
+                    "epsilon": epsilon,
+                    **_summ(_mple(S, J), "mple", float(beta)),
+                    **_summ(priv, "priv", float(beta)),
+                }
+            )
         hat = float(_mple(s[None, :], J)[0])
         for eps in cost_epsilons:
             priv = prising_batch(np.tile(s, (reps, 1)), J, float(eps), 1.0 / n, gen)
             sq = (priv - hat) ** 2
-            rows.append({"network": name, "n": n, "experiment": "cost", "beta": hat,
-                         "epsilon": float(eps), "priv_mean": float(priv.mean()),
-                         "priv_sd": float(priv.std(ddof=1)), "cost": float(sq.mean()),
-                         "cost_se": float(sq.std(ddof=1) / np.sqrt(reps))})
+            rows.append(
+                {
+                    "network": name,
+                    "n": n,
+                    "experiment": "cost",
+                    "beta": hat,
+                    "epsilon": float(eps),
+                    "priv_mean": float(priv.mean()),
+                    "priv_sd": float(priv.std(ddof=1)),
+                    "cost": float(sq.mean()),
+                    "cost_se": float(sq.std(ddof=1) / np.sqrt(reps)),
+                }
+            )
     df = pd.DataFrame(rows)
     if plot is not None:
         fig = Figure(figsize=(5 * len(networks), 8))
@@ -303,16 +343,35 @@ def real_networks(
             cost = df[(df.network == name) & (df.experiment == "cost")]
             ax = fig.add_subplot(2, len(networks), k + 1)
             ax.plot(syn.beta, syn.beta, "k--", lw=1)
-            ax.errorbar(syn.beta - 0.02, syn.mple_mean, syn.mple_sd, fmt="o", ms=3, capsize=2,
-                        label="non-private MPLE")
-            ax.errorbar(syn.beta + 0.02, syn.priv_mean, syn.priv_sd, fmt="s", ms=3, capsize=2,
-                        label=f"PrIsing (ε={epsilon:g})")
+            ax.errorbar(
+                syn.beta - 0.02,
+                syn.mple_mean,
+                syn.mple_sd,
+                fmt="o",
+                ms=3,
+                capsize=2,
+                label="non-private MPLE",
+            )
+            ax.errorbar(
+                syn.beta + 0.02,
+                syn.priv_mean,
+                syn.priv_sd,
+                fmt="s",
+                ms=3,
+                capsize=2,
+                label=f"PrIsing (ε={epsilon:g})",
+            )
             ax.set(xlabel="β", ylabel="estimate", title=f"{name} (n={int(syn.n.iloc[0])})")
             ax.legend()
             ax = fig.add_subplot(2, len(networks), len(networks) + k + 1)
             ax.errorbar(cost.epsilon, cost.cost, cost.cost_se, marker="o", capsize=2)
-            ax.set(xscale="log", yscale="log", xlabel="ε", ylabel="E[(β̂_priv − β̂)²]",
-                   title=f"{name}: cost of privacy, β̂ = {cost.beta.iloc[0]:.3g}")
+            ax.set(
+                xscale="log",
+                yscale="log",
+                xlabel="ε",
+                ylabel="E[(β̂_priv − β̂)²]",
+                title=f"{name}: cost of privacy, β̂ = {cost.beta.iloc[0]:.3g}",
+            )
         _save(fig, plot)
     return df
 

@@ -316,9 +316,7 @@ def gibbs_pairwise(
     rz = cat(r_z, np.int64)
     Z = None
     if rz.size:
-        Z = sp.csr_array(
-            (np.ones(rz.size), (rz, cat(c_z, np.int64))), shape=(n_one_hot, n_one_hot)
-        )
+        Z = sp.csr_array((np.ones(rz.size), (rz, cat(c_z, np.int64))), shape=(n_one_hot, n_one_hot))
     graph = sp.csr_array(
         (np.ones(len(adj_r)), (np.array(adj_r, dtype=np.int64), np.array(adj_c, dtype=np.int64))),
         shape=(p, p),

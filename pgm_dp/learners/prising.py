@@ -71,8 +71,10 @@ def _sigma(sigma, n: int | None, *, batch: bool) -> np.ndarray:
     arr = arr.astype(np.float64)
     want = (1, 2) if batch else (1,)
     if arr.ndim not in want or arr.shape[-1] == 0:
-        raise DataValidationError(f"sigma must be a non-empty {'1-D or 2-D' if batch else '1-D'} "
-                                  f"array, got shape {arr.shape}")
+        raise DataValidationError(
+            f"sigma must be a non-empty {'1-D or 2-D' if batch else '1-D'} "
+            f"array, got shape {arr.shape}"
+        )
     if n is not None and arr.shape[-1] != n:
         raise DataValidationError(f"sigma has length {arr.shape[-1]} but J is {n} x {n}")
     if not np.all((arr == 1.0) | (arr == -1.0)):
@@ -271,15 +273,14 @@ def prising_calibration(J, epsilon: float, delta: float, *, Delta=None) -> PrIsi
 class PrIsingResult:
     """Output of :func:`prising`. Only ``estimate`` is the private release.
 
-    ``noise`` is the secret draw ``b``: kept for diagnostics and tests, it must **not** be
-    published (with ``estimate`` and the public ``J`` it reveals ``L_σ(β̂)``, a function of σ).
-    ``boundary`` is True when ``G(0) > 0`` and the boundary value (``0.0``, or ``inf`` with
-    ``no_root="inf"``) was returned. ``calibration`` holds ``ζ``, ``Δ``, the noise scale
-    (``γ`` or the Laplace scale), the mechanism and the budget ``PureDP(ε)``/``ApproxDP(ε, δ)``.
+    The noise draw ``b`` is deliberately not kept: with ``estimate`` and the public ``J`` it
+    would reveal ``L_σ(β̂)``, a function of σ. ``boundary`` is True when ``G(0) > 0`` and the
+    boundary value (``0.0``, or ``inf`` with ``no_root="inf"``) was returned. ``calibration``
+    holds ``ζ``, ``Δ``, the noise scale (``γ`` or the Laplace scale), the mechanism and the
+    budget ``PureDP(ε)``/``ApproxDP(ε, δ)``.
     """
 
     estimate: float
-    noise: float
     boundary: bool
     calibration: PrIsingCalibration
 
@@ -356,7 +357,7 @@ def prising(
         )
     b = _draw(cal, 1, gen)
     est, bnd = _first_root(m, sig[None, :], cal.Delta / n, b / n, no_root)
-    return PrIsingResult(float(est[0]), float(b[0]), bool(bnd[0]), cal)
+    return PrIsingResult(float(est[0]), bool(bnd[0]), cal)
 
 
 def prising_batch(

@@ -36,7 +36,7 @@ def test_mse_vs_n_quick(tmp_path):
 def test_mse_vs_density_quick(tmp_path):
     df = mse_vs_density(quick=True, rng=3, plot=tmp_path / "d.png")
     assert (tmp_path / "d.png").exists()
-    assert np.allclose(sorted(df.p_n.unique()), sorted([60 ** -0.6, 60 ** -0.2]))
+    assert np.allclose(sorted(df.p_n.unique()), sorted([60**-0.6, 60**-0.2]))
     assert (df.est_mse >= 0).all()
 
 
