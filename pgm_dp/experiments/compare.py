@@ -102,7 +102,6 @@ def run_compare(
                 "seconds": seconds,
             }
         )
-        bar.update(1)
 
     for pop in range(populations):
         data = truth.sample(N, rng)
@@ -112,19 +111,9 @@ def run_compare(
                 fit = RandomMarginals().fit(truth, rng)
             else:
                 fit = NonPrivateMLE().fit(data, truth)
+            seconds = time.perf_counter() - start
             for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
-                rows.append(
-                    {
-                        "graph": graph,
-                        "N": N,
-                        "epsilon": eps,
-                        "population": pop,
-                        "replication": 0,
-                        "learner": name,
-                        "kl": kl_divergence(truth, fit.model),
-                        "seconds": time.perf_counter() - start,
-                    }
-                )
+                record(pop, eps, 0, name, fit.model, seconds)
             bar.update(1)
         for eps in epsilons:
             for rep in range(replications):
@@ -140,6 +129,7 @@ def run_compare(
                     else:
                         fit = PSGD(ApproxDP(eps, 1.0 / N)).fit(data, truth, rng=rng)
                     record(pop, eps, rep, name, fit.model, time.perf_counter() - start)
+                    bar.update(1)
     bar.close()
     runs = pd.DataFrame(rows)
     summary = runs.pivot_table(index="epsilon", columns="learner", values="kl", aggfunc="median")

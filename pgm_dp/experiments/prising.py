@@ -140,28 +140,27 @@ def fig1(
         fig = Figure(figsize=(5, 4))
         ax = fig.add_subplot()
         ax.plot([0, betas.max()], [0, betas.max()], "k--", lw=1, label="truth")
-        ax.errorbar(
-            df.beta - 0.01,
-            df.mple_mean,
-            df.mple_sd,
-            fmt="o",
-            ms=3,
-            capsize=2,
-            label="non-private MPLE",
-        )
-        ax.errorbar(
-            df.beta + 0.01,
-            df.priv_mean,
-            df.priv_sd,
-            fmt="s",
-            ms=3,
-            capsize=2,
-            label=f"PrIsing (ε={epsilon:g}, δ=1/n)",
-        )
+        _estimates_panel(ax, df, 0.01, f"PrIsing (ε={epsilon:g}, δ=1/n)")
         ax.set(xlabel="β", ylabel="estimate (mean ± sd)", title=f"ER n={n}, p=n^(-1/3)")
         ax.legend()
         _save(fig, plot)
     return df
+
+
+def _estimates_panel(ax, df: pd.DataFrame, offset: float, private_label: str) -> None:
+    """Mean ± sd of the non-private and private estimates against β, side by side."""
+    ax.errorbar(
+        df.beta - offset,
+        df.mple_mean,
+        df.mple_sd,
+        fmt="o",
+        ms=3,
+        capsize=2,
+        label="non-private MPLE",
+    )
+    ax.errorbar(
+        df.beta + offset, df.priv_mean, df.priv_sd, fmt="s", ms=3, capsize=2, label=private_label
+    )
 
 
 def _mse_table(settings, betas, epsilons, reps, n_sweeps, gen, progress, label):
@@ -343,24 +342,7 @@ def real_networks(
             cost = df[(df.network == name) & (df.experiment == "cost")]
             ax = fig.add_subplot(2, len(networks), k + 1)
             ax.plot(syn.beta, syn.beta, "k--", lw=1)
-            ax.errorbar(
-                syn.beta - 0.02,
-                syn.mple_mean,
-                syn.mple_sd,
-                fmt="o",
-                ms=3,
-                capsize=2,
-                label="non-private MPLE",
-            )
-            ax.errorbar(
-                syn.beta + 0.02,
-                syn.priv_mean,
-                syn.priv_sd,
-                fmt="s",
-                ms=3,
-                capsize=2,
-                label=f"PrIsing (ε={epsilon:g})",
-            )
+            _estimates_panel(ax, syn, 0.02, f"PrIsing (ε={epsilon:g})")
             ax.set(xlabel="β", ylabel="estimate", title=f"{name} (n={int(syn.n.iloc[0])})")
             ax.legend()
             ax = fig.add_subplot(2, len(networks), len(networks) + k + 1)

@@ -73,13 +73,6 @@ class JunctionTree:
     def separator(self, i: int, j: int) -> Clique:
         return tuple(v for v in self.cliques[i] if v in self.cliques[j])
 
-    def neighbors(self, i: int) -> tuple[int, ...]:
-        return tuple(j for a, b in self.edges for j in ((b,) if a == i else (a,) if b == i else ()))
-
-    @property
-    def max_cells(self) -> int:
-        return max(self.domain.size(c) for c in self.cliques)
-
     def containing(self, variables: Sequence[Hashable]) -> int | None:
         """Index of the smallest junction-tree clique containing ``variables``, if any."""
         want = set(variables)

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
 
-__all__ = ["Fit", "check_release_matches"]
+__all__ = ["Fit", "check_release_matches", "flatten_tables", "unflatten_tables"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,18 @@ def check_release_matches(release, mrf: MarkovRandomField) -> None:
         )
     if not np.isfinite(release.total) or release.total <= 0:
         raise DomainError(f"release total N must be positive, got {release.total}")
+
+
+def flatten_tables(tables) -> np.ndarray:
+    """Concatenate clique tables into one float64 vector (the optimisers' parameter)."""
+    return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tables])
+
+
+def unflatten_tables(flat, shapes) -> list:
+    """Split a flat vector (numpy or JAX, traceable) back into tables of ``shapes``."""
+    out, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[start : start + size].reshape(shape))
+        start += size
+    return out

@@ -40,6 +40,7 @@ from ..domain import Clique
 from ..errors import DomainError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..models.mrf import MarkovRandomField
+from .base import flatten_tables, unflatten_tables
 
 __all__ = ["MLEResult", "fit_marginals", "check_marginals"]
 
@@ -80,10 +81,9 @@ def check_marginals(
 def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
     """Jit-compiled ``flat theta -> (L, grad L)``; the gradient of ``log Z`` is read off the
     calibrated tree as the model marginals (one forward pass, no reverse-mode sweep)."""
-    splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1].tolist()
 
     def value_and_grad(flat_theta, flat_target, lam):
-        tables = [t.reshape(s) for t, s in zip(jnp.split(flat_theta, splits), shapes, strict=True)]
+        tables = unflatten_tables(flat_theta, shapes)
         margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
         mu = jnp.concatenate([m.ravel() for m in margs])
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
@@ -123,8 +123,8 @@ def fit_marginals(
     jt = mrf.junction_tree()
     shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
     fn = _objective(jt, shapes)
-    flat_target = jnp.asarray(np.concatenate([t.ravel() for t in targets]))
-    x0 = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in start.log_potentials])
+    flat_target = jnp.asarray(flatten_tables(targets))
+    x0 = flatten_tables(start.log_potentials)
     lam = jnp.asarray(float(l2))
 
     def value_and_grad(x):
@@ -138,8 +138,7 @@ def fit_marginals(
         method="L-BFGS-B",
         options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
     )
-    splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1]
-    tables = [t.reshape(s) for t, s in zip(np.split(res.x, splits), shapes, strict=True)]
+    tables = unflatten_tables(res.x, shapes)
     _, grad = value_and_grad(res.x)
     max_grad = float(np.max(np.abs(grad)))
     return MLEResult(

@@ -41,7 +41,7 @@ from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
 from ..privacy.samplers import sample_gaussian
 from ..rng import RngLike, as_generator
-from .base import Fit
+from .base import Fit, unflatten_tables
 
 __all__ = ["PSGD", "grid_search", "per_example_gradients"]
 
@@ -123,8 +123,7 @@ class PSGD:
         jt = mrf.junction_tree()
         axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
         shapes = [mrf.domain.sizes(c) for c in mrf.cliques]
-        splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1]
-        theta = [np.zeros(s) for s in shapes]
+        theta = np.zeros(sum(int(np.prod(s)) for s in shapes))
         history = []
         steps_iter = tqdm(range(steps), desc="PSGD", disable=not self.progress)
         clipped_sum = _clipped_sum_fn(jt, axes)
@@ -134,15 +133,16 @@ class PSGD:
             padded = np.zeros((size, codes.shape[1]), dtype=np.int64)
             padded[: lot.shape[0]] = lot
             mask = (np.arange(size) < lot.shape[0]).astype(np.float64)
-            total = np.asarray(clipped_sum(theta, padded, mask, self.clip))
+            total = np.asarray(
+                clipped_sum(unflatten_tables(theta, shapes), padded, mask, self.clip)
+            )
             noisy = (total + sample_gaussian(sigma * self.clip, total.shape, gen)) / (q * n)
             step = self.learning_rate / math.sqrt(t + 1)
-            flat = np.concatenate([np.ravel(x) for x in theta]) - step * noisy
-            theta = [x.reshape(s) for x, s in zip(np.split(flat, splits), shapes, strict=True)]
+            theta = theta - step * noisy
             if t % max(1, steps // 20) == 0 or t == steps - 1:
                 history.append({"step": t, "lot_size": int(lot.shape[0])})
         return Fit(
-            model=mrf.replace(theta),
+            model=mrf.replace(unflatten_tables(theta, shapes)),
             history=history,
             info={
                 "noise_multiplier": sigma,
