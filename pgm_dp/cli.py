@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments import compare, demo, prising
+from .experiments import adult, bernstein_figures, compare, demo, fig2, prising
 
 __all__ = ["main", "build_parser"]
 
-_EXPERIMENTS = [demo, compare, prising]
+_EXPERIMENTS = [demo, compare, fig2, bernstein_figures, adult, prising]
 MAIN_JOB = "compare"
 
 

@@ -16,6 +16,7 @@ population. The score is ``KL(true || learned)``, exact, through the junction tr
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,14 @@ class CompareResult:
     plot: Path | None
 
 
+def _stream(seed: int, *key) -> np.random.Generator:
+    """An independent generator per (purpose, N, population, epsilon index, replication), so
+    that any single release or fit can be reproduced on its own (e.g. to fit another learner
+    to exactly the same release later)."""
+    words = [seed] + [zlib.crc32(str(part).encode()) for part in key]
+    return np.random.default_rng(np.random.SeedSequence(words))
+
+
 def _truth(graph: str, T: int, k: int, rng):
     if graph == "chain":
         return third_order_chain(T, k, rng)
@@ -81,8 +90,7 @@ def run_compare(
     unknown = set(learners) - set(LEARNERS)
     if unknown:
         raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS}")
-    rng = np.random.default_rng(seed)
-    truth = _truth(graph, T, k, rng)
+    truth = _truth(graph, T, k, _stream(seed, "truth"))
     rows = []
     per_pop = [lr for lr in learners if lr in ("random", "nonprivate")]
     per_eps = [lr for lr in learners if lr not in per_pop]
@@ -104,22 +112,22 @@ def run_compare(
         )
 
     for pop in range(populations):
-        data = truth.sample(N, rng)
+        data = truth.sample(N, _stream(seed, "population", N, pop))
         for name in per_pop:
             start = time.perf_counter()
             if name == "random":
-                fit = RandomMarginals().fit(truth, rng)
+                fit = RandomMarginals().fit(truth, _stream(seed, "random", N, pop))
             else:
                 fit = NonPrivateMLE().fit(data, truth)
             seconds = time.perf_counter() - start
             for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
                 record(pop, eps, 0, name, fit.model, seconds)
             bar.update(1)
-        for eps in epsilons:
+        for e, eps in enumerate(epsilons):
             for rep in range(replications):
-                release = None
-                if {"naive", "cgm"} & set(per_eps):
-                    release = release_marginals(data, truth, budget=PureDP(eps), rng=rng)
+                release = release_marginals(
+                    data, truth, budget=PureDP(eps), rng=_stream(seed, "release", N, pop, e, rep)
+                )
                 for name in per_eps:
                     start = time.perf_counter()
                     if name == "naive":
@@ -127,7 +135,8 @@ def run_compare(
                     elif name == "cgm":
                         fit = CGMEM().fit(release, truth)
                     else:
-                        fit = PSGD(ApproxDP(eps, 1.0 / N)).fit(data, truth, rng=rng)
+                        gen = _stream(seed, "psgd", N, pop, e, rep)
+                        fit = PSGD(ApproxDP(eps, 1.0 / N)).fit(data, truth, rng=gen)
                     record(pop, eps, rep, name, fit.model, time.perf_counter() - start)
                     bar.update(1)
     bar.close()

@@ -76,18 +76,30 @@ def test_e_step_on_a_tree_solves_problem_6(rng, mechanism, budget):
 
 def test_cgm_recovers_the_model_as_noise_vanishes(rng):
     # As epsilon grows the release tends to the true tables and CGM-EM to the non-private
-    # MLE, whose KL from the truth is the sampling error ~ d / (2N).
+    # MLE, whose KL from the truth is the sampling error ~ d / (2N). (Much larger epsilon
+    # makes the E-step too stiff for NLBP: see the module docstring.)
     theta = _tree(rng)
     data = theta.sample(5000, rng=3)
     tables = sufficient_statistics(data, theta.cliques, theta.domain)
     reference = fit_marginals(theta.replace(None), {c: t / 5000 for c, t in tables.items()})
     kl_ref = kl_divergence(theta, reference.model)
-    for eps in (10.0, 100.0):
+    gaps = []
+    for eps in (1.0, 10.0):
         release = release_marginals(data, theta, budget=PureDP(eps), mechanism="laplace", rng=4)
         fit = CGMEM().fit(release, theta)
+        assert fit.info["converged"] and fit.history
+        gaps.append(kl_divergence(reference.model, fit.model))
         assert kl_divergence(theta, fit.model) < kl_ref + 5e-4
-        assert kl_divergence(reference.model, fit.model) < 5e-4
-    assert fit.history and fit.info["em_iterations"] >= 1
+    assert gaps[1] < gaps[0] < 1e-3
+
+
+def test_plain_em_reaches_the_same_fixed_point(rng):
+    theta = _tree(rng)
+    data = theta.sample(5000, rng=3)
+    release = release_marginals(data, theta, budget=PureDP(1.0), mechanism="laplace", rng=4)
+    quasi_newton = CGMEM().fit(release, theta)
+    em = CGMEM(solver="em", max_iters=200).fit(release, theta)
+    assert kl_divergence(quasi_newton.model, em.model) < 1e-6
 
 
 def test_cgm_refuses_a_release_for_other_cliques(rng):

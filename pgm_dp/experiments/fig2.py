@@ -1,0 +1,190 @@
+"""Figure 2 of Bernstein et al. (2017): KL from the truth vs N, per epsilon and graph.
+
+Third-order chains and connected Erdős–Rényi graphs (T=10, |X|=10, Dirichlet(1) edge
+potentials), ``N`` in a grid, ``epsilon in {0.01, 0.1, 0.5, 1}``, 5 populations x 5 noise
+draws (Sec. 4.1), each cell one call of :func:`pgm_dp.experiments.compare.run_compare`.
+Results are appended to ``fig2_runs.csv`` one (graph, N) block at a time, and blocks already
+in the file are skipped, so an interrupted run resumes where it stopped.
+
+The paper's qualitative claims are checked by :func:`claims`: the fraction of cells where
+CGM's median KL is at most naive MLE's, and each learner's median time as a ratio to naive
+MLE's (paper: CGM 4-8x, PSGD 27-40x).
+
+>>> r = run_fig2(graphs=("chain",), Ns=(300,), epsilons=(1.0,), populations=1,
+...              replications=1, learners=("naive", "cgm"), T=4, k=2, progress=False,
+...              out_dir=None)
+>>> sorted(r.runs.learner.unique())
+['cgm', 'naive']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .compare import _LABELS, LEARNERS, run_compare
+
+__all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
+
+_CSV = "fig2_runs.csv"
+
+
+@dataclass(frozen=True)
+class Fig2Result:
+    """``runs``: one row per fit; ``summary``: median KL per (graph, N, epsilon) and learner;
+    ``claims``: see :func:`claims`; ``plot``: the PNG written, if any."""
+
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    claims: dict
+    plot: Path | None
+
+
+def run_fig2(
+    graphs: Sequence[str] = ("chain", "er"),
+    Ns: Sequence[int] = (10_000, 100_000),
+    epsilons: Sequence[float] = (0.01, 0.1, 0.5, 1.0),
+    populations: int = 5,
+    replications: int = 5,
+    learners: Sequence[str] = LEARNERS,
+    T: int = 10,
+    k: int = 10,
+    seed: int = 0,
+    progress: bool = True,
+    out_dir: str | Path | None = "pgm_dp_results",
+) -> Fig2Result:
+    """Run (or resume) the Figure 2 grid; see the module docstring."""
+    out = None if out_dir is None else Path(out_dir)
+    path = None if out is None else out / _CSV
+    done = pd.read_csv(path) if path is not None and path.exists() else pd.DataFrame()
+    blocks = [done] if not done.empty else []
+    for graph in graphs:
+        for N in Ns:
+            if not done.empty and ((done.graph == graph) & (done.N == N)).any():
+                continue
+            res = run_compare(
+                graph,
+                T,
+                k,
+                int(N),
+                epsilons,
+                populations,
+                replications,
+                learners,
+                seed,
+                progress=progress,
+                out_dir=None,
+            )
+            blocks.append(res.runs)
+            if path is not None:
+                out.mkdir(parents=True, exist_ok=True)
+                res.runs.to_csv(path, mode="a", header=not path.exists(), index=False)
+    runs = pd.concat(blocks, ignore_index=True)
+    runs = runs[runs.graph.isin(graphs) & runs.N.isin(Ns) & runs.epsilon.isin(epsilons)]
+    summary = summarize(runs)
+    plot = None if out is None else plot_fig2(runs, out / "fig2.png")
+    return Fig2Result(runs, summary, claims(runs), plot)
+
+
+def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+    """Median KL per (graph, N, epsilon) and learner."""
+    table = runs.pivot_table(
+        index=["graph", "N", "epsilon"], columns="learner", values="kl", aggfunc="median"
+    )
+    table = table[[lr for lr in [*LEARNERS, "mbi"] if lr in table.columns]]
+    table.columns.name = None
+    return table
+
+
+def claims(runs: pd.DataFrame) -> dict:
+    """``cgm_le_naive``: fraction of (graph, N, epsilon) cells where CGM's median KL is at
+    most naive MLE's (target >= 0.9); ``time_ratio``: median seconds per fit of each
+    learner divided by naive MLE's, per graph."""
+    out: dict = {}
+    table = summarize(runs)
+    if {"cgm", "naive"} <= set(table.columns):
+        out["cgm_le_naive"] = float(np.mean(table["cgm"] <= table["naive"]))
+        out["cells"] = int(len(table))
+    times = runs.groupby(["graph", "learner"])["seconds"].median().unstack()
+    if "naive" in times:
+        out["time_ratio"] = {
+            g: {lr: float(times.loc[g, lr] / times.loc[g, "naive"]) for lr in times.columns}
+            for g in times.index
+        }
+    return out
+
+
+def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
+    """The paper's layout: a row per graph, a column per epsilon, KL vs N (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    graphs = list(dict.fromkeys(runs.graph))
+    epsilons = sorted(runs.epsilon.unique())
+    fig, axes = plt.subplots(
+        len(graphs), len(epsilons), figsize=(3.2 * len(epsilons), 2.9 * len(graphs)), sharey=True
+    )
+    axes = np.atleast_2d(axes)
+    for i, graph in enumerate(graphs):
+        for j, eps in enumerate(epsilons):
+            ax = axes[i, j]
+            cell = runs[(runs.graph == graph) & (runs.epsilon == eps)]
+            for name in [*LEARNERS, "mbi"]:
+                sub = cell[cell.learner == name]
+                if sub.empty:
+                    continue
+                med = sub.groupby("N")["kl"].median()
+                ax.plot(med.index, med.values, marker="o", label=_LABELS.get(name, name))
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{graph}, epsilon={eps:g}", fontsize=9)
+            if i == len(graphs) - 1:
+                ax.set_xlabel("N")
+            if j == 0:
+                ax.set_ylabel("KL from true distribution")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def _print(result: Fig2Result) -> None:
+    print("Median KL(true || learned):")
+    print(result.summary.rename(columns=_LABELS).to_string(float_format=lambda x: f"{x:.4g}"))
+    for key, value in result.claims.items():
+        print(f"{key}: {value}")
+    if result.plot is not None:
+        print(f"Plot written to {result.plot}")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("fig2", help="Bernstein et al. Fig. 2: KL vs N per epsilon")
+    p.add_argument("--graphs", nargs="+", default=["chain", "er"], choices=["chain", "er"])
+    p.add_argument("--N", type=int, nargs="+", default=[10_000, 100_000])
+    p.add_argument("--eps", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
+    p.add_argument("--populations", type=int, default=5)
+    p.add_argument("--replications", type=int, default=5)
+    p.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
+    p.set_defaults(
+        func=lambda a: _print(
+            run_fig2(
+                a.graphs,
+                a.N,
+                a.eps,
+                a.populations,
+                a.replications,
+                a.learners,
+                seed=a.seed,
+                out_dir=a.out,
+            )
+        )
+    )
