@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pgm_dp import Accountant, ApproxDP, BudgetExceededError, DataValidationError, PureDP
+from pgm_dp.learners import psgd
 from pgm_dp.learners.psgd import PSGD, per_example_gradients
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
@@ -65,3 +66,51 @@ def test_psgd_refuses_bad_input_before_spending():
         PSGD(PureDP(1.0)).fit(truth.sample(10, rng=0), truth)
     with pytest.raises(BudgetExceededError):
         PSGD(ApproxDP(2.0, 1e-5), epochs=1).fit(truth.sample(1000, rng=0), truth, accountant=acct)
+
+
+def _lot(seed=0, n=300):
+    mrf = third_order_chain(5, 3, rng=seed)
+    gen = np.random.default_rng(seed)
+    mrf = mrf.replace([gen.normal(size=t.shape) for t in mrf.log_potentials])
+    codes = mrf.domain.encode(mrf.sample(n, rng=seed + 1))
+    axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
+    return mrf, jnp.asarray(codes), axes
+
+
+def test_closed_form_norms_match_and_never_underestimate():
+    mrf, codes, axes = _lot()
+    margs = mrf.marginals()
+    margs = [margs[c] for c in mrf.cliques]
+    g = np.asarray(per_example_gradients(list(mrf.log_potentials), margs, codes, axes))
+    direct = np.linalg.norm(g, axis=1)
+    fast = np.asarray(psgd._gradient_norms(margs, codes, axes))
+    np.testing.assert_allclose(fast, direct, rtol=1e-10)
+    assert np.all(fast >= direct)
+
+
+@pytest.mark.parametrize("clip", [0.3, 1.0, 100.0])
+def test_clipped_sum_matches_direct_clipping(clip):
+    mrf, codes, axes = _lot(seed=3)
+    jt = mrf.junction_tree()
+    mask = (np.arange(codes.shape[0]) < 250).astype(float)
+    tables = list(mrf.log_potentials)
+    got = np.asarray(psgd._clipped_sum(jt, axes, tables, codes, mask, clip))
+    margs = mrf.marginals()
+    g = np.asarray(per_example_gradients(tables, [margs[c] for c in mrf.cliques], codes, axes))
+    norms = np.linalg.norm(g, axis=1)
+    clipped = g * np.minimum(1.0, clip / norms)[:, None]
+    assert np.all(np.linalg.norm(clipped, axis=1) <= clip * (1 + 1e-12))
+    np.testing.assert_allclose(got, mask @ clipped, atol=1e-9)
+
+
+def test_chunked_scan_gives_the_same_run(monkeypatch):
+    truth = third_order_chain(4, 2, rng=0)
+    data = truth.sample(2000, rng=1)
+    learner = PSGD(ApproxDP(1.0, 1 / 2000), epochs=2, batch_size=200)
+    whole = learner.fit(data, truth, rng=2)
+    per_step = 24 + 256 * 5 + 1  # dim + width * (columns + 1) + 1
+    monkeypatch.setattr(psgd, "_CHUNK_CELLS", 3 * per_step)  # 7 chunks of 3, one step padded
+    chunked = learner.fit(data, truth, rng=2)
+    assert whole.info["steps"] == 20 and whole.history == chunked.history
+    for a, b in zip(whole.model.log_potentials, chunked.model.log_potentials, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
