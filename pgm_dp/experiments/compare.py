@@ -32,11 +32,17 @@ from ..learners.psgd import PSGD
 from ..metrics import kl_divergence
 from ..models import erdos_renyi, third_order_chain
 from ..privacy import ApproxDP, PureDP, release_marginals
+from .mbi_baseline import fit_mbi
 
 __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
 
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
+MBI_ITERS = (300, 1000, 3000)
+#: Optional: mbi (Private-PGM) mirror descent, needs the ``bench`` extra; one row per count.
+OPTIONAL = ("mbi",)
+COLUMNS = LEARNERS + tuple(f"mbi{i}" for i in MBI_ITERS)
 _LABELS = {
+    **{f"mbi{i}": f"mbi MD {i}" for i in MBI_ITERS},
     "random": "Random",
     "nonprivate": "Non-private",
     "naive": "Naive MLE",
@@ -87,9 +93,9 @@ def run_compare(
 ) -> CompareResult:
     """Run the comparison; see the module docstring. Writes ``compare_<graph>.csv`` and
     ``.png`` to ``out_dir`` unless it is ``None``."""
-    unknown = set(learners) - set(LEARNERS)
+    unknown = set(learners) - set(LEARNERS + OPTIONAL)
     if unknown:
-        raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS}")
+        raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS + OPTIONAL}")
     truth = _truth(graph, T, k, _stream(seed, "truth"))
     rows = []
     per_pop = [lr for lr in learners if lr in ("random", "nonprivate")]
@@ -130,6 +136,11 @@ def run_compare(
                 )
                 for name in per_eps:
                     start = time.perf_counter()
+                    if name == "mbi":  # same release; one row per iteration count
+                        for f in fit_mbi(release, truth, MBI_ITERS):
+                            record(pop, eps, rep, f"mbi{f.iterations}", f.model, f.seconds)
+                        bar.update(1)
+                        continue
                     if name == "naive":
                         fit = NaiveMLE().fit(release, truth)
                     elif name == "cgm":
@@ -142,7 +153,7 @@ def run_compare(
     bar.close()
     runs = pd.DataFrame(rows)
     summary = runs.pivot_table(index="epsilon", columns="learner", values="kl", aggfunc="median")
-    summary = summary[[lr for lr in LEARNERS if lr in summary.columns]]
+    summary = summary[[lr for lr in COLUMNS if lr in summary.columns]]
     summary.columns.name = None
     plot = None
     if out_dir is not None:
@@ -163,7 +174,7 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name in LEARNERS:
+    for name in COLUMNS:
         sub = runs[runs.learner == name]
         if sub.empty:
             continue
@@ -214,7 +225,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     p.add_argument("--populations", type=int, default=1)
     p.add_argument("--replications", type=int, default=1)
-    p.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
+    p.add_argument(
+        "--learners",
+        nargs="+",
+        default=list(LEARNERS),
+        choices=LEARNERS + OPTIONAL,
+        help="'mbi' (needs the bench extra) adds mbi mirror descent at 300/1000/3000 iterations",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
     p.set_defaults(

@@ -1,0 +1,51 @@
+import pandas as pd
+import pytest
+
+from pgm_dp.experiments.fig2 import claims, run_fig2
+
+
+def _runs(rows):
+    keys = ["graph", "N", "epsilon", "learner", "kl", "seconds"]
+    return pd.DataFrame([dict(zip(keys, r, strict=True)) for r in rows])
+
+
+def test_claims_count_cells_and_compare_with_the_best_mbi_count():
+    runs = _runs(
+        [
+            ("chain", 100, 0.1, "naive", 4.0, 1.0),
+            ("chain", 100, 0.1, "cgm", 1.0, 3.0),
+            ("chain", 100, 0.1, "mbi300", 2.5, 1.0),
+            ("chain", 100, 0.1, "mbi1000", 5.0, 2.0),
+            ("chain", 1000, 0.1, "naive", 1.0, 1.0),
+            ("chain", 1000, 0.1, "cgm", 2.0, 3.0),
+            ("chain", 1000, 0.1, "mbi300", 1.5, 1.0),
+            ("chain", 1000, 0.1, "mbi1000", 3.0, 2.0),
+        ]
+    )
+    c = claims(runs)
+    assert c["cgm_le_naive"] == 0.5 and c["cells"] == 2
+    assert c["cgm_over_best_mbi"]["('chain', 100, 0.1)"] == pytest.approx(0.4)
+    assert c["cgm_le_half_mbi_noisy_cells"] == 1.0  # N=100 is the noise-dominated cell
+    assert c["cgm_le_mbi_other_cells"] == 0.0  # 2.0 > 1.5 at N=1000
+    assert c["time_ratio"]["chain"]["cgm"] == pytest.approx(3.0)
+
+
+def test_run_fig2_writes_and_resumes(tmp_path):
+    kw = dict(
+        graphs=("chain",),
+        Ns=(300,),
+        epsilons=(1.0,),
+        populations=1,
+        replications=1,
+        T=4,
+        k=2,
+        progress=False,
+        out_dir=tmp_path,
+    )
+    first = run_fig2(learners=("naive",), **kw)
+    assert (tmp_path / "fig2_runs.csv").exists() and (tmp_path / "fig2.png").exists()
+    again = run_fig2(learners=("naive",), **kw)  # nothing new to run
+    pd.testing.assert_frame_equal(first.runs.reset_index(drop=True), again.runs)
+    both = run_fig2(learners=("naive", "cgm"), **kw)  # only CGM is run and appended
+    assert sorted(both.runs.learner) == ["cgm", "naive"]
+    assert both.claims["cells"] == 1
