@@ -49,10 +49,16 @@ solution: the classical "EM gradient" (the M-step's gradient at the current ``th
    MLE solver started from NLBP's final ``theta'``, which already solves it when ``tau = 0``
    (``N mu(theta') = n'`` within the NLBP tolerance). Plain EM moves ``theta`` by about
    ``1 / b`` per iteration, so at high noise it needs hundreds of iterations.
-Both start from all-zero potentials (``init="uniform"``; Alg. 2 initialises "arbitrarily")
-or from the naive MLE (``init="naive"``). The E-step is stiff when the noise is small
-(``N / b^2`` large): NLBP's damping must then be small and each E-step takes hundreds of
-BP passes, which is where CGM-EM's time goes at large ``N`` and ``epsilon``.
+Alg. 2 initialises "arbitrarily": ``init="uniform"`` starts from all-zero potentials,
+``init="naive"`` from the naive MLE on the projected release, and ``init="auto"`` (default,
+our choice) picks naive when the E-step is stiff. The E-step is stiff when the noise is
+small next to the counts, measured by the public ``N / b^2`` (``b`` the smallest noise scale:
+Laplace ``b``, Gaussian ``sigma``): NLBP's damping must then be about ``b^2 / N`` and an
+E-step far from its solution can exhaust ``nlbp_max_iters``, which stalls L-BFGS. On UCI
+Adult at epsilon = 2 (``N / b^2`` = 3000) a uniform start stalls after 18 iterations
+(held-out log-likelihood -9.10, naive MLE -8.43), a naive start reaches -8.425. ``"auto"``
+uses the naive start when ``N / b^2 > 100`` (the uniform start converged in our grid up to
+174). In the stiff regime the time goes into NLBP's many BP passes.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ from .naive_mle import noisy_pseudo_marginals
 __all__ = ["CGMEM", "nlbp", "noise_gradient", "noise_log_density"]
 
 _LAPLACE = ("laplace", "discrete_laplace")
+_STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 
 
 def noise_gradient(kind: str, scale: float, smoothing: float, y, n):
@@ -258,7 +265,7 @@ class CGMEM:
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
     max_iters: int = 1000
-    init: Literal["naive", "uniform"] = "uniform"
+    init: Literal["auto", "naive", "uniform"] = "auto"
     damping: float = 1.0
     smoothing: float = 1.0
     nlbp_tol: float = 1e-7
@@ -271,7 +278,7 @@ class CGMEM:
             )
         if self.solver not in ("lbfgs", "em"):
             raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
-        (_, objective), y = _setup(
+        (_, objective), y = _setup(  # validates the release before anything else
             mrf,
             release,
             self.damping,
@@ -282,7 +289,11 @@ class CGMEM:
         )
         total = float(release.total)
         lam = self.prior_precision / total  # the per-record penalty of the shared MLE solver
-        if self.init == "naive":
+        if self.init not in ("auto", "naive", "uniform"):
+            raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
+        scale = min(float(release.noise[c].scale) for c in mrf.cliques)
+        stiff = total / scale**2 > _STIFF
+        if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)
             start = fit_marginals(mrf.replace(None), targets, l2=1e-4).model
         else:

@@ -110,3 +110,16 @@ def test_cgm_refuses_a_release_for_other_cliques(rng):
         CGMEM().fit(other, theta)
     with pytest.raises(DomainError):
         nlbp(theta, other)
+
+
+def test_auto_init_starts_from_naive_mle_only_when_the_e_step_is_stiff(rng):
+    theta = _tree(rng)
+    data = theta.sample(5000, rng=3)
+    stiff = release_marginals(data, theta, budget=PureDP(10.0), rng=4)  # N / b^2 = 125,000
+    mild = release_marginals(data, theta, budget=PureDP(0.1), rng=4)  # N / b^2 = 12.5
+    for release, same_as in ((stiff, "naive"), (mild, "uniform")):
+        auto = CGMEM(max_iters=3).fit(release, theta)
+        other = CGMEM(max_iters=3, init=same_as).fit(release, theta)
+        assert auto.info["objective"] == pytest.approx(other.info["objective"], rel=1e-12)
+    with pytest.raises(ValueError, match="init"):
+        CGMEM(init="random").fit(mild, theta)
