@@ -266,7 +266,7 @@ class CGMEM:
     tol: float = 1e-5
     max_iters: int = 1000
     init: Literal["auto", "naive", "uniform"] = "auto"
-    damping: float = 1.0
+    damping: float = 0.5
     smoothing: float = 1.0
     nlbp_tol: float = 1e-7
     nlbp_max_iters: int = 5000
