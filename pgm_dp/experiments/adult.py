@@ -54,6 +54,7 @@ from ..metrics import log_likelihood
 from ..models import MarkovRandomField
 from ..privacy import ApproxDP, PureDP, release_marginals
 from ..rng import RngLike, as_generator
+from .plotting import LABELS, median_errorbar
 
 __all__ = [
     "ADULT_CHAIN",
@@ -79,7 +80,6 @@ ADULT_CHAIN = (
 )
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
 LEARNERS = ("nonprivate", "naive", "cgm", "psgd")
-_LABELS = {"nonprivate": "Non-private", "naive": "Naive MLE", "cgm": "CGM", "psgd": "PSGD"}
 _STEM = "adult_heldout"
 
 
@@ -217,17 +217,8 @@ def plot_adult(
         sub = runs[runs.learner == name]
         if sub.empty:
             continue
-        g = sub.groupby("epsilon")["heldout_ll"]
-        med, lo, hi = g.median(), g.min(), g.max()
         style = {"linestyle": "--", "marker": None} if name == "nonprivate" else {"marker": "o"}
-        ax.errorbar(
-            med.index,
-            med.values,
-            yerr=[med - lo, hi - med],
-            capsize=3,
-            label=_LABELS[name],
-            **style,
-        )
+        median_errorbar(ax, sub, "epsilon", "heldout_ll", LABELS[name], **style)
     if uniform_ll is not None:  # far below the learners: a legend note, not a line
         ax.plot([], [], " ", label=f"(all-zero model: {uniform_ll:.2f})")
     ax.set_xscale("log")
@@ -242,15 +233,13 @@ def plot_adult(
 
 def _print(result: AdultResult) -> None:
     print("Median held-out log-likelihood per record by epsilon (rows) and learner (columns):")
-    table = result.summary.rename(columns=_LABELS)
+    table = result.summary.rename(columns=LABELS)
     print(table.to_string(float_format=lambda x: f"{x:.4f}"))
     print(f"All-zero (uniform) model: {result.uniform_ll:.4f}")
     if result.skipped:
         print(f"PSGD skipped (epsilon unreachable): {list(result.skipped)}")
     times = result.runs.groupby("learner")["seconds"].median()
-    print(
-        "Median time per fit: " + ", ".join(f"{_LABELS[n]} {times[n]:.2f} s" for n in times.index)
-    )
+    print("Median time per fit: " + ", ".join(f"{LABELS[n]} {times[n]:.2f} s" for n in times.index))
     for path in (result.csv, result.plot):
         if path is not None:
             print(f"Written: {path}")

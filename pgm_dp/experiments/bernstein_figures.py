@@ -31,12 +31,10 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from ..learners.baselines import NonPrivateMLE
@@ -47,6 +45,11 @@ from ..models import erdos_renyi, third_order_chain
 from ..models.mrf import MarkovRandomField
 from ..privacy import PureDP, release_marginals
 from ..rng import RngLike, as_generator
+from .plotting import LABELS, median_errorbar
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["fig1a", "fig1b", "fig1c", "fig3a", "add_parser"]
 
@@ -54,7 +57,6 @@ __all__ = ["fig1a", "fig1b", "fig1c", "fig3a", "add_parser"]
 N_GRID = (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
 #: Default ``λ`` grid of Fig. 1(c) (per-record scale of :func:`~pgm_dp.learners.mle.fit_marginals`).
 LAMBDA_GRID = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
-_LABELS = {"naive": "Naive MLE", "cgm": "CGM", "nonprivate": "Non-Private"}
 
 OutDir = str | Path | None
 
@@ -71,21 +73,23 @@ def _check(Ns: Sequence[int], trials: int) -> list[int]:
     return [int(n) for n in Ns]
 
 
+def _figure(figsize: tuple[float, float]) -> Figure:
+    """A matplotlib figure on the Agg canvas (matplotlib is imported only when plotting)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Figure, out_dir: OutDir, name: str) -> None:
     if out_dir is None:
         return
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
     fig.tight_layout()
     fig.savefig(out / f"bernstein_{name}.png", dpi=120)
-
-
-def _median_plot(ax: Axes, df: pd.DataFrame, x: str, style: str, label: str) -> None:
-    """Median KL over the trials against ``x``, with min-max bars."""
-    g = df.groupby(x).kl
-    med, lo, hi = g.median(), g.min(), g.max()
-    ax.errorbar(med.index, med.values, yerr=[med - lo, hi - med], fmt=style, capsize=3, label=label)
 
 
 def _log_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> None:
@@ -152,7 +156,7 @@ def fig1a(
     bar.close()
     df = pd.DataFrame(rows)
     if out_dir is not None:
-        fig = Figure(figsize=(5.5, 4.2))
+        fig = _figure((5.5, 4.2))
         ax = fig.add_subplot()
         mean = df.groupby(["epsilon", "N"]).mean(numeric_only=True).reset_index()
         for i, eps in enumerate(sorted(mean.epsilon.unique())):
@@ -214,11 +218,11 @@ def fig1b(
     bar.close()
     df = pd.DataFrame(rows)
     if out_dir is not None:
-        fig = Figure(figsize=(5.5, 4.2))
+        fig = _figure((5.5, 4.2))
         ax = fig.add_subplot()
         for project, style in ((True, "o-"), (False, "s--")):
             label = "Naive MLE, projected" if project else "Naive MLE, not projected"
-            _median_plot(ax, df[df.project == project], "N", style, label)
+            median_errorbar(ax, df[df.project == project], "N", "kl", label, fmt=style)
         title = f"ER T={T}, |X|={k}, ε={epsilon:g}"
         _log_axes(ax, "N (population size)", "KL from true distribution", title)
         _save(fig, out_dir, "fig1b")
@@ -276,13 +280,13 @@ def fig1c(
     bar.close()
     df = pd.DataFrame(rows)
     if out_dir is not None:
-        fig = Figure(figsize=(5.5, 4.2))
+        fig = _figure((5.5, 4.2))
         ax = fig.add_subplot()
         for stats, style, label in (
             ("true", "o-", "true statistics"),
             ("noisy", "s--", f"noisy statistics (ε={epsilon:g})"),
         ):
-            _median_plot(ax, df[df.statistics == stats], "lam", style, label)
+            median_errorbar(ax, df[df.statistics == stats], "lam", "kl", label, fmt=style)
         title = f"chain T={T}, |X|={k}, N={int(N):,}"
         _log_axes(ax, "λ (regularisation, per record)", "KL from true distribution", title)
         _save(fig, out_dir, "fig1c")
@@ -341,11 +345,11 @@ def fig3a(
     df = pd.concat(frames, ignore_index=True)
     df = df.assign(T=T, k=k, N=int(N), epsilon=float(epsilon))
     if out_dir is not None:
-        fig = Figure(figsize=(5, 5))
+        fig = _figure((5, 5))
         ax = fig.add_subplot()
         for name, marker in (("naive", "o"), ("cgm", "^"), ("nonprivate", "s")):
             d = df[df.learner == name]
-            label = f"{_LABELS[name]} (KL {d.kl.iloc[0]:.3g})"
+            label = f"{LABELS[name]} (KL {d.kl.iloc[0]:.3g})"
             ax.scatter(d.true, d.inferred, s=6, marker=marker, alpha=0.5, label=label)
         hi = float(max(df.true.max(), df.inferred.max()))
         ax.plot([0, hi], [0, hi], "k-", lw=1, label="y = x")

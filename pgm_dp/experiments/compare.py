@@ -16,12 +16,10 @@ population. The score is ``KL(true || learned)``, exact, through the junction tr
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -32,23 +30,16 @@ from ..learners.psgd import PSGD
 from ..metrics import kl_divergence
 from ..models import erdos_renyi, third_order_chain
 from ..privacy import ApproxDP, PureDP, release_marginals
-from .mbi_baseline import fit_mbi
+from ..rng import derived_generator
+from .mbi_baseline import MBI_ITERS, fit_mbi
+from .plotting import LABELS, median_errorbar
 
 __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
 
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
-MBI_ITERS = (300, 1000, 3000)
 #: Optional: mbi (Private-PGM) mirror descent, needs the ``bench`` extra; one row per count.
 OPTIONAL = ("mbi",)
 COLUMNS = LEARNERS + tuple(f"mbi{i}" for i in MBI_ITERS)
-_LABELS = {
-    **{f"mbi{i}": f"mbi MD {i}" for i in MBI_ITERS},
-    "random": "Random",
-    "nonprivate": "Non-private",
-    "naive": "Naive MLE",
-    "cgm": "CGM",
-    "psgd": "PSGD",
-}
 
 
 @dataclass(frozen=True)
@@ -60,14 +51,6 @@ class CompareResult:
     runs: pd.DataFrame
     summary: pd.DataFrame
     plot: Path | None
-
-
-def _stream(seed: int, *key) -> np.random.Generator:
-    """An independent generator per (purpose, N, population, epsilon index, replication), so
-    that any single release or fit can be reproduced on its own (e.g. to fit another learner
-    to exactly the same release later)."""
-    words = [seed] + [zlib.crc32(str(part).encode()) for part in key]
-    return np.random.default_rng(np.random.SeedSequence(words))
 
 
 def _truth(graph: str, T: int, k: int, rng):
@@ -96,7 +79,7 @@ def run_compare(
     unknown = set(learners) - set(LEARNERS + OPTIONAL)
     if unknown:
         raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS + OPTIONAL}")
-    truth = _truth(graph, T, k, _stream(seed, "truth"))
+    truth = _truth(graph, T, k, derived_generator(seed, "truth"))
     rows = []
     per_pop = [lr for lr in learners if lr in ("random", "nonprivate")]
     per_eps = [lr for lr in learners if lr not in per_pop]
@@ -118,11 +101,11 @@ def run_compare(
         )
 
     for pop in range(populations):
-        data = truth.sample(N, _stream(seed, "population", N, pop))
+        data = truth.sample(N, derived_generator(seed, "population", N, pop))
         for name in per_pop:
             start = time.perf_counter()
             if name == "random":
-                fit = RandomMarginals().fit(truth, _stream(seed, "random", N, pop))
+                fit = RandomMarginals().fit(truth, derived_generator(seed, "random", N, pop))
             else:
                 fit = NonPrivateMLE().fit(data, truth)
             seconds = time.perf_counter() - start
@@ -131,9 +114,10 @@ def run_compare(
             bar.update(1)
         for e, eps in enumerate(epsilons):
             for rep in range(replications):
-                release = release_marginals(
-                    data, truth, budget=PureDP(eps), rng=_stream(seed, "release", N, pop, e, rep)
-                )
+                release = None
+                if {"naive", "cgm", "mbi"} & set(per_eps):
+                    gen = derived_generator(seed, "release", N, pop, e, rep)
+                    release = release_marginals(data, truth, budget=PureDP(eps), rng=gen)
                 for name in per_eps:
                     start = time.perf_counter()
                     if name == "mbi":  # same release; one row per iteration count
@@ -146,7 +130,7 @@ def run_compare(
                     elif name == "cgm":
                         fit = CGMEM().fit(release, truth)
                     else:
-                        gen = _stream(seed, "psgd", N, pop, e, rep)
+                        gen = derived_generator(seed, "psgd", N, pop, e, rep)
                         fit = PSGD(ApproxDP(eps, 1.0 / N)).fit(data, truth, rng=gen)
                     record(pop, eps, rep, name, fit.model, time.perf_counter() - start)
                     bar.update(1)
@@ -178,16 +162,7 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
         sub = runs[runs.learner == name]
         if sub.empty:
             continue
-        g = sub.groupby("epsilon")["kl"]
-        med, lo, hi = g.median(), g.min(), g.max()
-        ax.errorbar(
-            med.index,
-            med.values,
-            yerr=[med - lo, hi - med],
-            marker="o",
-            capsize=3,
-            label=_LABELS[name],
-        )
+        median_errorbar(ax, sub, "epsilon", "kl", LABELS[name], marker="o")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("epsilon")
@@ -202,12 +177,12 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
 
 def _print(result: CompareResult) -> None:
     print("Median KL(true || learned) by epsilon (rows) and learner (columns):")
-    table = result.summary.rename(columns=_LABELS)
+    table = result.summary.rename(columns=LABELS)
     print(table.to_string(float_format=lambda x: f"{x:.4g}"))
     times = result.runs.groupby("learner")["seconds"].median()
     if "naive" in times:
         ratios = ", ".join(
-            f"{_LABELS[n]} {times[n] / times['naive']:.1f}x" for n in ("cgm", "psgd") if n in times
+            f"{LABELS[n]} {times[n] / times['naive']:.1f}x" for n in ("cgm", "psgd") if n in times
         )
         print(f"Median time per fit: Naive MLE {times['naive']:.2f} s; {ratios}")
     if result.plot is not None:

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .compare import _LABELS, COLUMNS, LEARNERS, MBI_ITERS, OPTIONAL, run_compare
+from .compare import COLUMNS, LEARNERS, OPTIONAL, run_compare
+from .mbi_baseline import MBI_ITERS
+from .plotting import LABELS
 
 __all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
 
@@ -159,7 +161,7 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
                 if sub.empty:
                     continue
                 med = sub.groupby("N")["kl"].median()
-                ax.plot(med.index, med.values, marker="o", label=_LABELS.get(name, name))
+                ax.plot(med.index, med.values, marker="o", label=LABELS.get(name, name))
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{graph}, epsilon={eps:g}", fontsize=9)
@@ -176,7 +178,7 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
 
 def _print(result: Fig2Result) -> None:
     print("Median KL(true || learned):")
-    print(result.summary.rename(columns=_LABELS).to_string(float_format=lambda x: f"{x:.4g}"))
+    print(result.summary.rename(columns=LABELS).to_string(float_format=lambda x: f"{x:.4g}"))
     for key, value in result.claims.items():
         print(f"{key}: {value}")
     if result.plot is not None:

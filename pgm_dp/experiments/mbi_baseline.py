@@ -40,7 +40,10 @@ import numpy as np
 from ..learners.base import check_release_matches
 from ..models.mrf import MarkovRandomField
 
-__all__ = ["MbiFit", "fit_mbi", "to_mbi_measurements", "from_mbi_potentials"]
+__all__ = ["MBI_ITERS", "MbiFit", "fit_mbi", "to_mbi_measurements", "from_mbi_potentials"]
+
+#: Iteration counts at which mbi is reported (the issue's 300 / 1000 / 3000).
+MBI_ITERS = (300, 1000, 3000)
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ def _potentials_estimator(mbi):
 def fit_mbi(
     release,
     mrf: MarkovRandomField,
-    iters: Sequence[int] = (300, 1000, 3000),
+    iters: Sequence[int] = MBI_ITERS,
     *,
     stepsize: float | None = None,
 ) -> list[MbiFit]:

@@ -83,6 +83,7 @@ __all__ = ["CGMEM", "nlbp", "noise_gradient", "noise_log_density"]
 
 _LAPLACE = ("laplace", "discrete_laplace")
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
+_LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
 
 
 def noise_gradient(kind: str, scale: float, smoothing: float, y, n):
@@ -113,7 +114,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, tol, max_it
     def bp(tables):
         if jt is not None:
             return marginals_and_log_z(jt, cliques, tables)
-        res = loopy_bp_core(domain, cliques, 0.5, 1e-9, 500, tables)
+        res = loopy_bp_core(domain, cliques, *_LOOPY_BP, tables)
         return res.factor_marginals, res.log_z
 
     def shift(theta, y, n):
@@ -193,7 +194,7 @@ def _setup(mrf, release, damping, smoothing, tol, max_iters, inference):
         inference,
     )
     y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
-    return programs, y
+    return programs, y, noise
 
 
 def _start(mrf, total, inference):
@@ -222,7 +223,7 @@ def nlbp(
     ``N``). ``init`` is the starting statistics (default: ``N`` times the model's
     marginals). Converged when ``max |n' - n| / N <= tol``.
     """
-    (loop, _), y = _setup(mrf, release, damping, smoothing, tol, max_iters, inference)
+    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, tol, max_iters, inference)
     total = float(release.total)
     if init is None:
         n0 = _start(mrf, total, inference)
@@ -278,7 +279,9 @@ class CGMEM:
             )
         if self.solver not in ("lbfgs", "em"):
             raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
-        (_, objective), y = _setup(  # validates the release before anything else
+        if self.init not in ("auto", "naive", "uniform"):
+            raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
+        (_, objective), y, noise = _setup(  # validates the release before anything else
             mrf,
             release,
             self.damping,
@@ -289,10 +292,7 @@ class CGMEM:
         )
         total = float(release.total)
         lam = self.prior_precision / total  # the per-record penalty of the shared MLE solver
-        if self.init not in ("auto", "naive", "uniform"):
-            raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
-        scale = min(float(release.noise[c].scale) for c in mrf.cliques)
-        stiff = total / scale**2 > _STIFF
+        stiff = total / min(s for _, s in noise) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)
             start = fit_marginals(mrf.replace(None), targets, l2=1e-4).model
@@ -308,6 +308,8 @@ class CGMEM:
         history: list[dict] = []
 
         def evaluate(flat):
+            if state.get("x") is not None and np.array_equal(flat, state["x"]):
+                return state["last"]  # the final report re-asks for the last point
             # Warm start: the previous E-step's statistics and damping (the damping that
             # was stable for nearby theta), regrown by a factor of 2.
             alpha0 = jnp.minimum(2.0 * state["alpha"], self.damping)
@@ -317,7 +319,9 @@ class CGMEM:
             state["n"], state["alpha"] = n, alpha
             state["nlbp"] += int(iters)
             state["capped"] = bool(float(delta) > self.nlbp_tol)
-            return float(value), np.asarray(grad, dtype=np.float64), shifted
+            state["x"] = np.array(flat, dtype=np.float64)
+            state["last"] = (float(value), np.asarray(grad, dtype=np.float64), shifted)
+            return state["last"]
 
         x = flatten_tables(start.log_potentials)
         if self.solver == "lbfgs":
