@@ -58,7 +58,8 @@ E-step far from its solution can exhaust ``nlbp_max_iters``, which stalls L-BFGS
 Adult at epsilon = 2 (``N / b^2`` = 3000) a uniform start stalls after 18 iterations
 (held-out log-likelihood -9.10, naive MLE -8.43), a naive start reaches -8.425. ``"auto"``
 uses the naive start when ``N / b^2 > 100`` (the uniform start converged in our grid up to
-174). In the stiff regime the time goes into NLBP's many BP passes.
+174). In the stiff regime the time goes into NLBP's many BP passes; inexact E-steps
+(``nlbp_forcing``, see :class:`CGMEM`) spend them only near the optimum.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ __all__ = ["CGMEM", "nlbp", "noise_gradient", "noise_log_density"]
 _LAPLACE = ("laplace", "discrete_laplace")
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
+_LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 
 
 def noise_gradient(kind: str, scale: float, smoothing: float, y, n):
@@ -106,8 +108,9 @@ def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
 
 
 @functools.lru_cache(maxsize=64)
-def _programs(domain, cliques, max_cells, noise, smoothing, damping, tol, max_iters, inference):
-    """Jit-compiled NLBP (Alg. 1) and EM objective for one structure and noise model."""
+def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, inference):
+    """Jit-compiled NLBP (Alg. 1) and EM objective for one structure and noise model (the
+    NLBP tolerance is an argument, so an E-step's accuracy can change between calls)."""
     jt = build_junction_tree(domain, cliques, max_cells) if inference == "junction_tree" else None
     shapes = tuple(domain.sizes(c) for c in cliques)
 
@@ -123,7 +126,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, tol, max_it
             for t, (k, s), yc, nc in zip(theta, noise, y, n, strict=True)
         ]
 
-    def loop(theta, y, n0, total, alpha0=damping):
+    def loop(theta, y, n0, total, tol, alpha0=damping):
         def cond(state):
             _, delta, _, _, it = state
             return (delta > tol) & (it < max_iters)
@@ -147,10 +150,10 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, tol, max_it
         n, delta, _, alpha, iters = jax.lax.while_loop(cond, body, init)
         return n, delta, iters, alpha
 
-    def objective(flat_theta, y, n0, alpha0, total, lam):  # lam = tau / N
+    def objective(flat_theta, y, n0, alpha0, total, lam, tol):  # lam = tau / N
         """``(-F / N, -grad F / N, n*, shifted theta', NLBP delta, iterations, damping)``."""
         theta = unflatten_tables(flat_theta, shapes)
-        n, delta, iters, alpha = loop(theta, y, n0, total, alpha0)
+        n, delta, iters, alpha = loop(theta, y, n0, total, tol, alpha0)
         shifted = shift(theta, y, n)
         mu_star, log_z_star = bp(shifted)
         mu, log_z = bp(theta)
@@ -171,7 +174,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, tol, max_it
     return jax.jit(loop), jax.jit(objective)
 
 
-def _setup(mrf, release, damping, smoothing, tol, max_iters, inference):
+def _setup(mrf, release, damping, smoothing, max_iters, inference):
     check_release_matches(release, mrf)
     if not 0 < damping <= 1:
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
@@ -189,7 +192,6 @@ def _setup(mrf, release, damping, smoothing, tol, max_iters, inference):
         noise,
         float(smoothing),
         float(damping),
-        float(tol),
         int(max_iters),
         inference,
     )
@@ -223,13 +225,15 @@ def nlbp(
     ``N``). ``init`` is the starting statistics (default: ``N`` times the model's
     marginals). Converged when ``max |n' - n| / N <= tol``.
     """
-    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, tol, max_iters, inference)
+    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference)
     total = float(release.total)
     if init is None:
         n0 = _start(mrf, total, inference)
     else:
         n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
-    n, delta, iters, alpha = loop(list(mrf.log_potentials), y, n0, jnp.asarray(total))
+    n, delta, iters, alpha = loop(
+        list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol))
+    )
     stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
     return stats, {
         "iterations": int(iters),
@@ -249,6 +253,16 @@ class CGMEM:
     ``mu* - mu(theta) - 2 (tau / N) theta`` is below it; ``max_iters``: L-BFGS iterations
     or EM maps. ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``: the E-step's
     (:func:`nlbp`).
+
+    ``nlbp_forcing`` (our choice; the paper runs every E-step to convergence): *inexact
+    E-steps*. Far from the optimum the EM gradient is large and an exact E-step is wasted,
+    so each E-step stops at ``max(nlbp_tol, min(1e-4, nlbp_forcing * g))``, ``g`` the
+    largest entry of the last EM gradient (the forcing-term rule of inexact Newton
+    methods); the final point is always re-evaluated at ``nlbp_tol`` and ``converged`` and
+    the reported statistics come from that exact E-step. ``0`` gives exact E-steps
+    throughout. On the chain (T=10, k=10), N=1e5, epsilon=1, ``0.1`` cut the BP passes from
+    68,035 to 8,887 at the same optimum (KL 0.1029 vs 0.1031, both converged); ``0.3``
+    stopped L-BFGS before convergence.
 
     Example
     -------
@@ -271,6 +285,7 @@ class CGMEM:
     smoothing: float = 1.0
     nlbp_tol: float = 1e-7
     nlbp_max_iters: int = 5000
+    nlbp_forcing: float = 0.1
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         if self.prior_precision < 0 or not np.isfinite(self.prior_precision):
@@ -279,6 +294,8 @@ class CGMEM:
             )
         if self.solver not in ("lbfgs", "em"):
             raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
+        if not 0 <= self.nlbp_forcing < 1:
+            raise ValueError(f"nlbp_forcing must be in [0, 1), got {self.nlbp_forcing}")
         if self.init not in ("auto", "naive", "uniform"):
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
         (_, objective), y, noise = _setup(  # validates the release before anything else
@@ -286,7 +303,6 @@ class CGMEM:
             release,
             self.damping,
             self.smoothing,
-            self.nlbp_tol,
             self.nlbp_max_iters,
             self.inference,
         )
@@ -304,21 +320,34 @@ class CGMEM:
             "alpha": jnp.asarray(self.damping),
             "nlbp": 0,
             "capped": False,
+            "grad": np.inf,
+            "forcing": self.nlbp_forcing,
         }
         history: list[dict] = []
 
-        def evaluate(flat):
+        def evaluate(flat, exact=False):
             if state.get("x") is not None and np.array_equal(flat, state["x"]):
-                return state["last"]  # the final report re-asks for the last point
+                if not exact or state["tol"] <= self.nlbp_tol:
+                    return state["last"]  # the final report re-asks for the last point
+            tol = self.nlbp_tol
+            if not exact:  # inexact E-step, see the class docstring
+                tol = max(tol, min(_LOOSEST, state["forcing"] * state["grad"]))
             # Warm start: the previous E-step's statistics and damping (the damping that
             # was stable for nearby theta), regrown by a factor of 2.
             alpha0 = jnp.minimum(2.0 * state["alpha"], self.damping)
             value, grad, n, shifted, delta, iters, alpha = objective(
-                jnp.asarray(flat), y, state["n"], alpha0, jnp.asarray(total), jnp.asarray(lam)
+                jnp.asarray(flat),
+                y,
+                state["n"],
+                alpha0,
+                jnp.asarray(total),
+                jnp.asarray(lam),
+                jnp.asarray(tol),
             )
+            state["tol"], state["grad"] = tol, float(jnp.max(jnp.abs(grad)))
             state["n"], state["alpha"] = n, alpha
             state["nlbp"] += int(iters)
-            state["capped"] = bool(float(delta) > self.nlbp_tol)
+            state["capped"] = bool(float(delta) > tol)
             state["x"] = np.array(flat, dtype=np.float64)
             state["last"] = (float(value), np.asarray(grad, dtype=np.float64), shifted)
             return state["last"]
@@ -329,15 +358,28 @@ class CGMEM:
             def callback(xk):
                 history.append({"iteration": len(history), "nlbp_iterations": state["nlbp"]})
 
-            res = scipy.optimize.minimize(
-                lambda v: evaluate(v)[:2],
-                x,
-                jac=True,
-                method="L-BFGS-B",
-                callback=callback,
-                options={"maxiter": self.max_iters, "gtol": self.tol, "ftol": 0.0, "maxcor": 20},
-            )
-            x = res.x
+            while True:
+                res = scipy.optimize.minimize(
+                    lambda v: evaluate(v)[:2],
+                    x,
+                    jac=True,
+                    method="L-BFGS-B",
+                    callback=callback,
+                    options={
+                        "maxiter": self.max_iters - len(history),
+                        "gtol": self.tol,
+                        "ftol": 0.0,
+                        "maxcor": 20,
+                    },
+                )
+                x = res.x
+                # Inexact gradients can stop the line search early (seen on very stiff
+                # E-steps): go on from there with exact E-steps.
+                if state["forcing"] == 0 or len(history) >= self.max_iters:
+                    break
+                state["forcing"] = 0.0
+                if np.max(np.abs(evaluate(x, exact=True)[1])) <= self.tol:
+                    break
         else:
             for it in range(self.max_iters):
                 value, grad, shifted = evaluate(x)
@@ -353,7 +395,7 @@ class CGMEM:
                         mrf, targets, l2=lam, init=mrf.replace(list(shifted))
                     ).model.log_potentials
                 )
-        value, grad, _ = evaluate(x)
+        value, grad, _ = evaluate(x, exact=True)
         max_grad = float(np.max(np.abs(grad)))
         return Fit(
             model=mrf.replace(unflatten_tables(x, shapes)),

@@ -102,6 +102,20 @@ def test_plain_em_reaches_the_same_fixed_point(rng):
     assert kl_divergence(quasi_newton.model, em.model) < 1e-6
 
 
+@pytest.mark.parametrize("epsilon", [0.1, 10.0])  # N / b^2 = 0.4 (mild) and 4,000 (stiff)
+def test_inexact_e_steps_reach_the_exact_e_steps_optimum(rng, epsilon):
+    theta = _tree(rng)
+    data = theta.sample(4000, rng=3)
+    release = release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
+    exact = CGMEM(nlbp_forcing=0.0).fit(release, theta)
+    inexact = CGMEM().fit(release, theta)
+    assert exact.info["converged"] and inexact.info["converged"]
+    assert inexact.info["max_gradient"] <= 1e-5  # from an exact final E-step
+    assert kl_divergence(exact.model, inexact.model) < 1e-7
+    with pytest.raises(ValueError, match="nlbp_forcing"):
+        CGMEM(nlbp_forcing=1.0).fit(release, theta)
+
+
 def test_cgm_refuses_a_release_for_other_cliques(rng):
     theta = _tree(rng)
     data = theta.sample(100, rng=1)
