@@ -31,7 +31,7 @@ from ..metrics import kl_divergence
 from ..models import erdos_renyi, third_order_chain
 from ..privacy import ApproxDP, PureDP, release_marginals
 from ..rng import derived_generator
-from .mbi_baseline import MBI_ITERS, fit_mbi
+from .mbi_baseline import MBI_COLUMNS, MBI_ITERS, fit_mbi
 from .plotting import LABELS, median_errorbar
 
 __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
@@ -39,7 +39,7 @@ __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compa
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
 #: Optional: mbi (Private-PGM) mirror descent, needs the ``bench`` extra; one row per count.
 OPTIONAL = ("mbi",)
-COLUMNS = LEARNERS + tuple(f"mbi{i}" for i in MBI_ITERS)
+COLUMNS = LEARNERS + MBI_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .compare import COLUMNS, LEARNERS, OPTIONAL, run_compare
-from .mbi_baseline import MBI_ITERS
+from .mbi_baseline import MBI_COLUMNS
 from .plotting import LABELS
 
 __all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
@@ -95,7 +95,7 @@ def run_fig2(
 
 
 def _row_names(learner: str) -> list[str]:
-    return [f"mbi{i}" for i in MBI_ITERS] if learner == "mbi" else [learner]
+    return list(MBI_COLUMNS) if learner == "mbi" else [learner]
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:

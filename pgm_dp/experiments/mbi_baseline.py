@@ -40,10 +40,19 @@ import numpy as np
 from ..learners.base import check_release_matches
 from ..models.mrf import MarkovRandomField
 
-__all__ = ["MBI_ITERS", "MbiFit", "fit_mbi", "to_mbi_measurements", "from_mbi_potentials"]
+__all__ = [
+    "MBI_COLUMNS",
+    "MBI_ITERS",
+    "MbiFit",
+    "fit_mbi",
+    "to_mbi_measurements",
+    "from_mbi_potentials",
+]
 
 #: Iteration counts at which mbi is reported (the issue's 300 / 1000 / 3000).
 MBI_ITERS = (300, 1000, 3000)
+#: The learner names of those fits in the experiments' run tables.
+MBI_COLUMNS = tuple(f"mbi{i}" for i in MBI_ITERS)
 
 
 @dataclass(frozen=True)

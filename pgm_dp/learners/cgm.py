@@ -324,11 +324,12 @@ class CGMEM:
             "capped": False,
             "grad": np.inf,
             "forcing": self.nlbp_forcing,
+            "x": None,
         }
         history: list[dict] = []
 
         def evaluate(flat, exact=False):
-            if state.get("x") is not None and np.array_equal(flat, state["x"]):
+            if state["x"] is not None and np.array_equal(flat, state["x"]):
                 if not exact or state["tol"] <= self.nlbp_tol:
                     return state["last"]  # the final report re-asks for the last point
             tol = self.nlbp_tol
@@ -346,12 +347,13 @@ class CGMEM:
                 jnp.asarray(lam),
                 jnp.asarray(tol),
             )
-            state["tol"], state["grad"] = tol, float(jnp.max(jnp.abs(grad)))
+            grad = np.asarray(grad, dtype=np.float64)
+            state["tol"], state["grad"] = tol, float(np.max(np.abs(grad)))
             state["n"], state["alpha"] = n, alpha
             state["nlbp"] += int(iters)
             state["capped"] = bool(float(delta) > tol)
             state["x"] = np.array(flat, dtype=np.float64)
-            state["last"] = (float(value), np.asarray(grad, dtype=np.float64), shifted)
+            state["last"] = (float(value), grad, shifted)
             return state["last"]
 
         x = flatten_tables(start.log_potentials)
@@ -360,7 +362,10 @@ class CGMEM:
             def callback(xk):
                 history.append({"iteration": len(history), "nlbp_iterations": state["nlbp"]})
 
-            while True:
+            # Inexact E-steps first; if L-BFGS stops early on their gradients (seen on very
+            # stiff E-steps), go on from there with exact E-steps.
+            for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
+                state["forcing"] = forcing
                 res = scipy.optimize.minimize(
                     lambda v: evaluate(v)[:2],
                     x,
@@ -375,11 +380,8 @@ class CGMEM:
                     },
                 )
                 x = res.x
-                # Inexact gradients can stop the line search early (seen on very stiff
-                # E-steps): go on from there with exact E-steps.
-                if state["forcing"] == 0 or len(history) >= self.max_iters:
+                if len(history) >= self.max_iters:
                     break
-                state["forcing"] = 0.0
                 if np.max(np.abs(evaluate(x, exact=True)[1])) <= self.tol:
                     break
         else:
