@@ -27,15 +27,18 @@ True
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import networkx as nx
+import numpy as np
 
 from ..domain import Clique, Domain, normalize_cliques
 from ..errors import ModelTooLargeError
+from .scaled_pass import read_plan, scaled_marginals, scaled_pass
 from .tables import broadcast_to, logsumexp_to, to_order
 
 __all__ = [
@@ -154,14 +157,21 @@ def _build(domain: Domain, factor_cliques: tuple[Clique, ...], max_cells: int) -
 
 
 def build_junction_tree(
-    domain: Domain, cliques: Sequence[Sequence[Hashable]], max_cells: int = DEFAULT_MAX_CELLS
+    domain: Domain,
+    cliques: Sequence[Sequence[Hashable]],
+    max_cells: int = DEFAULT_MAX_CELLS,
+    *,
+    validated: bool = False,
 ) -> JunctionTree:
     """Triangulate and build (or fetch from cache) the junction tree for ``cliques``.
 
     Raises :class:`~pgm_dp.errors.ModelTooLargeError` before allocating anything when the
-    largest clique table would exceed ``max_cells``.
+    largest clique table would exceed ``max_cells``. ``validated=True`` skips re-checking
+    cliques that are already a tuple of validated tuples (a model's own cliques).
     """
-    return _build(domain, normalize_cliques(domain, cliques), int(max_cells))
+    if not validated:
+        cliques = normalize_cliques(domain, cliques)
+    return _build(domain, tuple(cliques), int(max_cells))
 
 
 def _calibrate(jt: JunctionTree, log_potentials: tuple[jax.Array, ...]):
@@ -226,68 +236,15 @@ def _read_marginals(jt, queries, holders, probs):
     return tuple(out)
 
 
-def _scaled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
-    """Shafer–Shenoy in probability space with per-message rescaling.
-
-    Each factor is exponentiated on its own small table (shifted by its maximum), so no
-    exponential is taken on a junction-tree-sized table; messages are sums of products,
-    rescaled to maximum 1 with their log-scales carried separately. Exact up to rounding
-    unless a product underflows (potentials spanning more than ~700 nats against each
-    other), which the returned ``ok`` flag reports.
-    """
-    dom = jt.domain
-    tables: list = [None] * len(jt.cliques)
-    shift: list = [jnp.zeros(())] * len(jt.cliques)
-    for f, (fc, table) in enumerate(zip(jt.factor_cliques, log_potentials, strict=True)):
-        i, canon = jt.assignment[f], dom.canonical(fc)
-        t = to_order(jnp.asarray(table, dtype=jnp.float64), fc, canon)
-        top = jax.lax.stop_gradient(jnp.max(t))
-        e = broadcast_to(jnp.exp(t - top), canon, jt.cliques[i], dom)
-        tables[i] = e if tables[i] is None else tables[i] * e
-        shift[i] = shift[i] + top
-    tables = [
-        jnp.ones(dom.sizes(c)) if t is None else jnp.broadcast_to(t, dom.sizes(c))
-        for t, c in zip(tables, jt.cliques, strict=True)
-    ]
-    incoming: list[list] = [[] for _ in jt.cliques]
-    scales = []
-    for i, j in jt.messages:
-        ci, sep = jt.cliques[i], jt.separator(i, j)
-        t, s = tables[i], shift[i]
-        for k, m, sk in incoming[i]:
-            if k != j:
-                t, s = t * broadcast_to(m, jt.separator(k, i), ci, dom), s + sk
-        axes = tuple(a for a, v in enumerate(ci) if v not in sep)
-        m = jnp.sum(t, axis=axes) if axes else t
-        c = jax.lax.stop_gradient(jnp.max(m))
-        scales.append(c)
-        incoming[j].append((i, m / c, s + jnp.log(c)))
-    holders = [jt.containing(q) for q in queries]
-    probs, log_z = {}, None
-    for i in set(holders) | {jt.root}:
-        ci, b, s = jt.cliques[i], tables[i], shift[i]
-        for k, m, sk in incoming[i]:
-            b, s = b * broadcast_to(m, jt.separator(k, i), ci, dom), s + sk
-        total = jnp.sum(b)
-        if i == jt.root:
-            log_z = s + jnp.log(total)
-        probs[i] = b / total
-    ok = jnp.isfinite(log_z)
-    if scales:
-        c = jnp.stack(scales)
-        ok = ok & jnp.all((c > 0) & jnp.isfinite(c))
-    return _read_marginals(jt, queries, holders, probs), log_z, ok
-
-
 def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     """Traceable (un-jitted) core of :func:`clique_marginals`, for use inside other jitted
     functions: normalised marginals on ``queries`` and ``log Z``.
 
-    The fast probability-space pass is used when it is numerically sound; otherwise (an
-    underflowing product, ``-inf`` tables) the log-space pass is run instead.
+    The fast probability-space pass (:mod:`.scaled_pass`) is used when it is numerically
+    sound; otherwise (an underflowing product, ``-inf`` tables) the log-space pass is run.
     """
     log_potentials = tuple(jnp.asarray(t, dtype=jnp.float64) for t in log_potentials)
-    margs, log_z, ok = _scaled_marginals(jt, queries, log_potentials)
+    margs, log_z, ok = scaled_marginals(jt, queries, log_potentials)
     return jax.lax.cond(
         ok,
         lambda fast, pots: fast,
@@ -297,10 +254,83 @@ def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_poten
     )
 
 
+#: XLA:CPU compile options for the eager marginals program. YNNPACK reduction fusions split
+#: each fused product-and-sum of a message into two kernels; without them the all-clique
+#: marginals of the third-order chain take ~1.4x less time (``benchmarks/bench_inference.py``).
+_CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+@functools.cache
+def _compiler_options() -> dict | None:
+    """:data:`_CPU_COMPILER_OPTIONS` on the CPU backend where this XLA knows them, else None."""
+    if jax.default_backend() != "cpu":
+        return None
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=_CPU_COMPILER_OPTIONS).lower(1.0).compile()
+    except Exception:  # an XLA without the option: keep its defaults
+        return None
+    return _CPU_COMPILER_OPTIONS
+
+
+def _packed_fast(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """The fast pass's group sums, ``log Z`` and flag as one flat vector (one output buffer
+    and one host copy instead of one per query); :func:`_layout` reads it."""
+    group_sums, log_z, ok = scaled_pass(jt, queries, log_potentials)
+    tail = jnp.stack([log_z, ok.astype(jnp.float64)])
+    return jnp.concatenate([jnp.ravel(g) for g in group_sums] + [tail])
+
+
+def _packed_log(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
+    """The log-space pass packed in the same layout as :func:`_packed_fast`."""
+    margs, log_z = _log_space_marginals(jt, queries, log_potentials)
+    plan = read_plan(jt, queries)
+    rows = [
+        jnp.ravel(to_order(margs[n], queries[n], plan.kept[n]))
+        for _, members in plan.groups
+        for n, _ in members
+    ]
+    return jnp.concatenate(rows + [jnp.stack([log_z, jnp.ones(())])])
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], path: str):
-    fn = {"auto": marginals_and_log_z, "fast": _scaled_marginals, "log": _log_space_marginals}
-    return jax.jit(functools.partial(fn[path], jt, queries))
+    fn = {
+        "auto": marginals_and_log_z,
+        "fast": scaled_marginals,
+        "log": _log_space_marginals,
+        "packed-fast": _packed_fast,
+        "packed-log": _packed_log,
+    }[path]
+    if not path.startswith("packed-"):  # may be called inside another jit: no options there
+        return jax.jit(functools.partial(fn, jt, queries))
+    return jax.jit(functools.partial(fn, jt, queries), compiler_options=_compiler_options())
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(jt: JunctionTree, queries: tuple[Clique, ...]) -> tuple:
+    """Where a packed vector keeps each group: ``(start, stop, block shape, members)`` with
+    ``members = ((query index, axes permutation to the query's order or None), ...)``."""
+    plan, out, start = read_plan(jt, queries), [], 0
+    for _, members in plan.groups:
+        shape = jt.domain.sizes(plan.kept[members[0][0]])
+        stop = start + len(members) * math.prod(shape)
+        perms = []
+        for n, _ in members:
+            perm = tuple(plan.kept[n].index(v) for v in queries[n])
+            perms.append((n, None if perm == tuple(range(len(perm))) else perm))
+        out.append((start, stop, (len(members), *shape), tuple(perms)))
+        start = stop
+    return tuple(out)
+
+
+def _unpack(flat: np.ndarray, jt: JunctionTree, queries: tuple[Clique, ...]):
+    """Split a packed vector into NumPy marginals (views), ``log Z`` and the flag."""
+    margs: list = [None] * len(queries)
+    for start, stop, shape, members in _layout(jt, queries):
+        block = flat[start:stop].reshape(shape)
+        for row, (n, perm) in enumerate(members):
+            margs[n] = block[row] if perm is None else block[row].transpose(perm)
+    return tuple(margs), flat[-2], bool(flat[-1])
 
 
 def clique_marginals(
@@ -310,15 +340,18 @@ def clique_marginals(
 
     Each query must be contained in some junction-tree clique (every factor clique is);
     axes follow the query's variable order. One jit-compiled program per (tree, queries).
-    Called with concrete arrays, the fast probability-space pass runs and its soundness flag
-    is checked in Python (the log-space pass runs only if it fails); under a JAX
-    transformation the same choice is made by ``lax.cond``.
+    Called with concrete arrays it returns NumPy arrays: the fast probability-space pass runs,
+    all its outputs come back in one host copy, and its soundness flag is checked in Python
+    (the log-space pass runs only if it fails). Under a JAX transformation it returns traced
+    arrays and the same choice is made by ``lax.cond``.
     """
     queries = jt.factor_cliques if queries is None else tuple(tuple(q) for q in queries)
     pots = tuple(log_potentials)
     if any(isinstance(t, jax.core.Tracer) for t in pots):
         return _compiled_marginals(jt, queries, "auto")(pots)
-    margs, log_z, ok = _compiled_marginals(jt, queries, "fast")(pots)
-    if bool(ok):
-        return margs, log_z
-    return _compiled_marginals(jt, queries, "log")(pots)
+    flat = np.asarray(_compiled_marginals(jt, queries, "packed-fast")(pots))
+    margs, log_z, ok = _unpack(flat, jt, queries)
+    if not ok:
+        flat = np.asarray(_compiled_marginals(jt, queries, "packed-log")(pots))
+        margs, log_z, _ = _unpack(flat, jt, queries)
+    return margs, log_z

@@ -107,7 +107,7 @@ def _gradient_norms(marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes
     bound on the float64 error of that sum) is added so the norm is never underestimated and clipped
     gradients never exceed ``clip``; it changes ``norm ~ 1`` by about ``1e-12``.
     """
-    flat = [m.ravel() for m in marginals]
+    flat = [jnp.ravel(jnp.asarray(m)) for m in marginals]
 
     def at(x: jax.Array) -> jax.Array:
         return sum(

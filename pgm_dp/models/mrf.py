@@ -127,6 +127,8 @@ class MarkovRandomField:
     # -- inference ---------------------------------------------------------------------
     def junction_tree(self, extra: Sequence[Clique] = ()):
         """The (cached) junction tree of this model's cliques plus ``extra`` cliques."""
+        if not extra:  # the model's cliques were validated when it was built
+            return build_junction_tree(self.domain, self.cliques, self.max_cells, validated=True)
         cliques = self.cliques + tuple(c for c in extra if c not in self.cliques)
         return build_junction_tree(self.domain, cliques, self.max_cells)
 
@@ -135,6 +137,8 @@ class MarkovRandomField:
 
         ``method="junction_tree"`` is exact; ``method="loopy_bp"`` returns BP
         pseudo-marginals (``options`` go to :func:`pgm_dp.inference.loopy_bp.loopy_bp`).
+        Called eagerly the tables are NumPy arrays; under ``jax.jit``/``jax.grad`` (traced
+        log-potentials) they are JAX arrays.
         """
         if method == "junction_tree":
             margs, _ = clique_marginals(self.junction_tree(), self.log_potentials)
@@ -142,6 +146,8 @@ class MarkovRandomField:
             margs = loopy_bp(
                 self.domain, self.cliques, self.log_potentials, **options
             ).factor_marginals
+            if not any(isinstance(t, jax.core.Tracer) for t in self.log_potentials):
+                margs = tuple(np.asarray(m) for m in margs)
         else:
             raise ValueError(f"unknown method {method!r}; use 'junction_tree' or 'loopy_bp'")
         return dict(zip(self.cliques, margs, strict=True))

@@ -91,7 +91,20 @@ def test_running_intersection_property():
         assert nx.is_connected(tree.subgraph(holding))
 
 
-def test_fast_and_log_space_passes_agree_and_fallback_is_taken():
+@pytest.fixture(params=["unscaled", "rescaled"])
+def message_scaling(request, monkeypatch):
+    """Run the probability-space pass in both of its modes: unscaled messages (small
+    domains) and messages rescaled to maximum 1 (forced here by a tiny margin)."""
+    from pgm_dp.inference import junction_tree, scaled_pass
+
+    if request.param == "rescaled":
+        monkeypatch.setattr(scaled_pass, "UNDERFLOW_MARGIN", -1.0)
+    junction_tree._compiled_marginals.cache_clear()
+    yield request.param
+    junction_tree._compiled_marginals.cache_clear()
+
+
+def test_fast_and_log_space_passes_agree_and_fallback_is_taken(message_scaling):
     from pgm_dp.inference.junction_tree import _compiled_marginals
 
     rng = np.random.default_rng(3)
@@ -116,6 +129,28 @@ def test_fast_and_log_space_passes_agree_and_fallback_is_taken():
     assert abs(float(frustrated.log_partition()) - brute_log_z(frustrated)) < 1e-9
     for cl, m in frustrated.marginals().items():
         np.testing.assert_allclose(np.asarray(m), brute_marginal(frustrated, cl), atol=1e-10)
+
+
+@pytest.mark.parametrize("spread", [50.0, 300.0, 3000.0])
+def test_fast_pass_is_exact_or_falls_back_on_wide_potentials(message_scaling, spread):
+    # Potentials spanning `spread` nats: the fast pass either agrees with the log-space
+    # pass or says it cannot be trusted; the public result is exact either way.
+    from pgm_dp.inference.junction_tree import _compiled_marginals
+
+    rng = np.random.default_rng(11)
+    base = random_model(rng, 6, 7)
+    pots = [spread * rng.standard_normal(np.shape(t)) for t in base.log_potentials]
+    mrf = MarkovRandomField(base.domain, base.cliques, pots)
+    jt = mrf.junction_tree()
+    fast, z_fast, ok = _compiled_marginals(jt, jt.factor_cliques, "fast")(mrf.log_potentials)
+    slow, z_slow = _compiled_marginals(jt, jt.factor_cliques, "log")(mrf.log_potentials)
+    if bool(ok):
+        assert abs(float(z_fast) - float(z_slow)) < 1e-9 * max(1.0, abs(float(z_slow)))
+        for a, b in zip(fast, slow, strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+    assert abs(float(mrf.log_partition()) - brute_log_z(mrf)) < 1e-9 * max(1, spread)
+    for cl, m in mrf.marginals().items():
+        np.testing.assert_allclose(np.asarray(m), brute_marginal(mrf, cl), atol=1e-10)
 
 
 def test_structural_zeros_in_marginals():
