@@ -59,7 +59,8 @@ Adult at epsilon = 2 (``N / b^2`` = 3000) a uniform start stalls after 18 iterat
 (held-out log-likelihood -9.10, naive MLE -8.43), a naive start reaches -8.425. ``"auto"``
 uses the naive start when ``N / b^2 > 100`` (the uniform start converged in our grid up to
 174). In the stiff regime the time goes into NLBP's many BP passes; inexact E-steps
-(``nlbp_forcing``, see :class:`CGMEM`) spend them only near the optimum.
+(``nlbp_forcing``, see :class:`CGMEM`) spend them only near the optimum, and Anderson
+acceleration of NLBP (``nlbp_anderson``) needs fewer of them per E-step.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ import scipy.optimize
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_core
 from ..models.mrf import MarkovRandomField
+from .anderson import anderson_init, anderson_reset, anderson_step
 from .base import Fit, check_release_matches, flatten_tables, unflatten_tables
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
@@ -108,7 +110,7 @@ def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
 
 
 @functools.lru_cache(maxsize=64)
-def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, inference):
+def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, inference, memory):
     """Jit-compiled NLBP (Alg. 1) and EM objective for one structure and noise model (the
     NLBP tolerance is an argument, so an E-step's accuracy can change between calls)."""
     jt = build_junction_tree(domain, cliques, max_cells) if inference == "junction_tree" else None
@@ -126,34 +128,50 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             for t, (k, s), yc, nc in zip(theta, noise, y, n, strict=True)
         ]
 
-    def loop(theta, y, n0, total, tol, alpha0=damping):
+    def loop(theta, y, n0, total, tol, alpha0=damping, acc0=None):
+        def residual(x):  # F(n) - n on the flat statistics n
+            new = bp(shift(theta, y, unflatten_tables(x, shapes)))[0]
+            return total * jnp.concatenate([jnp.ravel(m) for m in new]) - x
+
         def cond(state):
-            _, delta, _, _, it = state
-            return (delta > tol) & (it < max_iters)
+            return (state[2] > tol) & (state[5] < max_iters)
 
         def body(state):
-            n, _, prev, alpha, it = state
-            new = [total * m for m in bp(shift(theta, y, n))[0]]
-            resid = jnp.max(
-                jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(new, n, strict=True)])
-            )
-            # Safeguard: a growing fixed-point residual means alpha is too large for the
-            # curvature of log p(y | n): halve it (never below 1e-9); while the residual
-            # shrinks, let it grow back by 10% (never above the starting value).
+            x, acc, _, prev, alpha, it = state
+            f = residual(x)
+            resid = jnp.max(jnp.abs(f))
+            grew = resid > prev
+            accelerated = acc.count > 0
+            # Safeguards. A residual that grows after a plain damped step means alpha is too
+            # large for the curvature of log p(y | n): halve it (never below 1e-9). One that
+            # grows after an accelerated step sends the iteration back to where that step
+            # started, with an empty Anderson history. While the residual shrinks, let alpha
+            # grow back by 10% (never above the starting value).
             alpha = jnp.where(
-                resid > prev, jnp.maximum(alpha / 2, 1e-9), jnp.minimum(alpha * 1.1, damping)
+                grew & ~accelerated,
+                jnp.maximum(alpha / 2, 1e-9),
+                jnp.where(grew, alpha, jnp.minimum(alpha * 1.1, damping)),
             )
-            n = [(1 - alpha) * a + alpha * b for a, b in zip(n, new, strict=True)]
-            return n, resid / total, resid, alpha, it + 1
+            back = grew & accelerated
+            x, f = jnp.where(back, acc.x_prev, x), jnp.where(back, acc.f_prev, f)
+            resid = jnp.where(back, prev, resid)
+            acc = anderson_reset(acc, when=grew)
+            x, acc = anderson_step(acc, x, f, alpha)
+            return x, acc, resid / total, resid, alpha, it + 1
 
-        init = (list(n0), jnp.asarray(jnp.inf), jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0)
-        n, delta, _, alpha, iters = jax.lax.while_loop(cond, body, init)
-        return n, delta, iters, alpha
+        x0 = jnp.concatenate([jnp.ravel(a) for a in n0])
+        inf = jnp.asarray(jnp.inf)
+        # A history carried over from the last E-step keeps its differences (the map has
+        # changed little) but forms none across the two maps.
+        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
+        init = (x0, acc0, inf, inf, jnp.asarray(alpha0), 0)
+        x, acc, delta, _, alpha, iters = jax.lax.while_loop(cond, body, init)
+        return unflatten_tables(x, shapes), delta, iters, alpha, acc
 
-    def objective(flat_theta, y, n0, alpha0, total, lam, tol):  # lam = tau / N
+    def objective(flat_theta, y, n0, alpha0, total, lam, tol, acc0):  # lam = tau / N
         """``(-F / N, -grad F / N, n*, shifted theta', NLBP delta, iterations, damping)``."""
         theta = unflatten_tables(flat_theta, shapes)
-        n, delta, iters, alpha = loop(theta, y, n0, total, tol, alpha0)
+        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, alpha0, acc0)
         shifted = shift(theta, y, n)
         mu_star, log_z_star = bp(shifted)
         mu, log_z = bp(theta)
@@ -169,12 +187,12 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             jnp.concatenate([(a - b).ravel() for a, b in zip(mu_star, mu, strict=True)])
             - 2.0 * lam * flat_theta
         )
-        return -value, -grad, n, shifted, delta, iters, alpha
+        return -value, -grad, n, shifted, delta, iters, alpha, acc
 
     return jax.jit(loop), jax.jit(objective)
 
 
-def _setup(mrf, release, damping, smoothing, max_iters, inference):
+def _setup(mrf, release, damping, smoothing, max_iters, inference, anderson):
     check_release_matches(release, mrf)
     if not 0 < damping <= 1:
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
@@ -182,6 +200,8 @@ def _setup(mrf, release, damping, smoothing, max_iters, inference):
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
     if inference not in ("junction_tree", "loopy_bp"):
         raise ValueError(f"unknown inference {inference!r}")
+    if int(anderson) != anderson or anderson < 0:
+        raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
     noise = tuple((release.noise[c].kind, float(release.noise[c].scale)) for c in mrf.cliques)
     if any(s <= 0 for _, s in noise):
         raise ValueError("NLBP needs a release with positive noise scale")
@@ -194,6 +214,7 @@ def _setup(mrf, release, damping, smoothing, max_iters, inference):
         float(damping),
         int(max_iters),
         inference,
+        int(anderson),
     )
     y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
     return programs, y, noise
@@ -214,6 +235,7 @@ def nlbp(
     tol: float = 1e-7,
     max_iters: int = 2000,
     inference: Literal["junction_tree", "loopy_bp"] = "junction_tree",
+    anderson: int = 5,
 ):
     """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.
 
@@ -224,14 +246,21 @@ def nlbp(
     iteration converge when ``log p(y | n)`` is sharply curved, i.e. small noise relative to
     ``N``). ``init`` is the starting statistics (default: ``N`` times the model's
     marginals). Converged when ``max |n' - n| / N <= tol``.
+
+    ``anderson`` (our choice; the paper iterates the damped map as written): the memory of
+    the Anderson acceleration of the damped map (:mod:`pgm_dp.learners.anderson`); ``0``
+    is Alg. 1 literally. The fixed point is the same, the solution of Problem (6); a step
+    after which the residual grows is undone and the history dropped. On the chain (T=10,
+    k=10), N=1e5, from the naive MLE, memory 5 took 63 / 23 / 6 BP passes against
+    188 / 52 / 10 at epsilon = 1 / 0.5 / 0.1 (memory 3: 73 / 27 / 6; 10: 52 / 27 / 6).
     """
-    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference)
+    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
     if init is None:
         n0 = _start(mrf, total, inference)
     else:
         n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
-    n, delta, iters, alpha = loop(
+    n, delta, iters, alpha, _ = loop(
         list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol))
     )
     stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
@@ -266,6 +295,12 @@ class CGMEM:
     goes on from there with exact E-steps (on UCI Adult at epsilon = 2, ``N / b^2`` = 3000,
     this cost 15% more BP passes than exact E-steps throughout).
 
+    ``nlbp_anderson``: memory of the Anderson acceleration of NLBP (see :func:`nlbp`; ``0``
+    iterates Alg. 1's damped map as written). Its history is carried from one E-step to the
+    next (the map changes little between nearby ``theta``). On the chain, N=1e5, it cut the
+    BP passes of a whole fit from 8,771 to 4,985 at epsilon = 1 and from 1,518 to 1,033 at
+    epsilon = 0.1, to the same optimum.
+
     Example
     -------
     >>> from pgm_dp.models import third_order_chain
@@ -288,6 +323,7 @@ class CGMEM:
     nlbp_tol: float = 1e-7
     nlbp_max_iters: int = 5000
     nlbp_forcing: float = 0.1
+    nlbp_anderson: int = 5
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         if self.prior_precision < 0 or not np.isfinite(self.prior_precision):
@@ -307,6 +343,7 @@ class CGMEM:
             self.smoothing,
             self.nlbp_max_iters,
             self.inference,
+            self.nlbp_anderson,
         )
         total = float(release.total)
         lam = self.prior_precision / total  # the per-record penalty of the shared MLE solver
@@ -317,8 +354,10 @@ class CGMEM:
         else:
             start = mrf.replace(None)
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+        n0 = _start(start, total, self.inference)
         state = {
-            "n": _start(start, total, self.inference),
+            "n": n0,
+            "acc": anderson_init(jnp.concatenate([jnp.ravel(a) for a in n0]), self.nlbp_anderson),
             "alpha": jnp.asarray(self.damping),
             "nlbp": 0,
             "capped": False,
@@ -338,7 +377,7 @@ class CGMEM:
             # Warm start: the previous E-step's statistics and damping (the damping that
             # was stable for nearby theta), regrown by a factor of 2.
             alpha0 = jnp.minimum(2.0 * state["alpha"], self.damping)
-            value, grad, n, shifted, delta, iters, alpha = objective(
+            value, grad, n, shifted, delta, iters, alpha, acc = objective(
                 jnp.asarray(flat),
                 y,
                 state["n"],
@@ -346,7 +385,9 @@ class CGMEM:
                 jnp.asarray(total),
                 jnp.asarray(lam),
                 jnp.asarray(tol),
+                state["acc"],
             )
+            state["acc"] = acc
             grad = np.asarray(grad, dtype=np.float64)
             state["tol"], state["grad"] = tol, float(np.max(np.abs(grad)))
             state["n"], state["alpha"] = n, alpha

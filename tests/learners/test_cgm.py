@@ -61,12 +61,15 @@ def _problem6_by_optimiser(theta, release, smoothing):
     return {c: total * np.asarray(m) for c, m in zip(cliques, margs, strict=True)}
 
 
+@pytest.mark.parametrize("anderson", [0, 5])  # Alg. 1 as written, and accelerated
 @pytest.mark.parametrize("mechanism, budget", [("gaussian", ZCDP(0.5)), ("laplace", PureDP(1.0))])
-def test_e_step_on_a_tree_solves_problem_6(rng, mechanism, budget):
+def test_e_step_on_a_tree_solves_problem_6(rng, mechanism, budget, anderson):
     theta = _tree(rng)
     data = theta.sample(200, rng=1)
     release = release_marginals(data, theta, budget=budget, mechanism=mechanism, rng=2)
-    n, info = nlbp(theta, release, damping=0.5, smoothing=0.5, tol=1e-11, max_iters=20_000)
+    n, info = nlbp(
+        theta, release, damping=0.5, smoothing=0.5, tol=1e-11, max_iters=20_000, anderson=anderson
+    )
     assert info["converged"]
     ref = _problem6_by_optimiser(theta, release, smoothing=0.5)
     for c in theta.cliques:
@@ -102,18 +105,36 @@ def test_plain_em_reaches_the_same_fixed_point(rng):
     assert kl_divergence(quasi_newton.model, em.model) < 1e-6
 
 
-@pytest.mark.parametrize("epsilon", [0.1, 10.0])  # N / b^2 = 0.4 (mild) and 4,000 (stiff)
-def test_inexact_e_steps_reach_the_exact_e_steps_optimum(rng, epsilon):
+def _tree_release(rng, epsilon):
     theta = _tree(rng)
     data = theta.sample(4000, rng=3)
-    release = release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
-    exact = CGMEM(nlbp_forcing=0.0).fit(release, theta)
-    inexact = CGMEM().fit(release, theta)
-    assert exact.info["converged"] and inexact.info["converged"]
+    return theta, release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
+
+
+def _same_optimum(theta, release, first, second):
+    """Fit with two CGM-EM settings; both converge to one optimum (KL < 1e-7)."""
+    a, b = first.fit(release, theta), second.fit(release, theta)
+    assert a.info["converged"] and b.info["converged"]
+    assert kl_divergence(a.model, b.model) < 1e-7
+    return a, b
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 10.0])  # N / b^2 = 0.4 (mild) and 4,000 (stiff)
+def test_inexact_e_steps_reach_the_exact_e_steps_optimum(rng, epsilon):
+    theta, release = _tree_release(rng, epsilon)
+    exact, inexact = _same_optimum(theta, release, CGMEM(nlbp_forcing=0.0), CGMEM())
     assert inexact.info["max_gradient"] <= 1e-5  # from an exact final E-step
-    assert kl_divergence(exact.model, inexact.model) < 1e-7
     with pytest.raises(ValueError, match="nlbp_forcing"):
         CGMEM(nlbp_forcing=1.0).fit(release, theta)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 10.0])
+def test_accelerated_e_steps_reach_the_plain_e_steps_optimum_with_fewer_bp_passes(rng, epsilon):
+    theta, release = _tree_release(rng, epsilon)
+    plain, accelerated = _same_optimum(theta, release, CGMEM(nlbp_anderson=0), CGMEM())
+    assert accelerated.info["nlbp_iterations"] < plain.info["nlbp_iterations"]
+    with pytest.raises(ValueError, match="anderson"):
+        CGMEM(nlbp_anderson=-1).fit(release, theta)
 
 
 def test_cgm_refuses_a_release_for_other_cliques(rng):

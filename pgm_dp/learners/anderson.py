@@ -1,0 +1,96 @@
+"""Anderson acceleration of a damped fixed-point iteration, as pure ``init``/``step``
+functions on a NamedTuple state (usable inside ``jax.lax.while_loop``).
+
+For a map ``F`` with residual ``f(x) = F(x) - x``, the damped iteration is
+``x <- x + alpha f(x)``. Anderson acceleration (type II; Walker & Ni 2011, Eq. 2.2 with
+mixing ``beta = alpha``) keeps the last ``memory`` differences ``dx_i``, ``df_i`` of iterates
+and residuals, fits ``gamma = argmin ||f - dF gamma||_2`` and steps to
+
+    x <- x + alpha f - (dX + alpha dF) gamma,
+
+which is the damped step when the history is empty. It has the same fixed points as the
+damped iteration and, on a linearised problem, behaves like GMRES rather than like
+Richardson iteration. The least-squares problem is solved through its normal equations with
+a relative Tikhonov term ``1e-10 (1 + trace(dF dF^T))`` (our choice) so that nearly
+collinear differences cannot produce huge coefficients.
+
+Example
+-------
+>>> import jax.numpy as jnp
+>>> A = jnp.array([[0.9, 0.05], [0.0, 0.95]]); b = jnp.array([1.0, 2.0])
+>>> state, x = anderson_init(jnp.zeros(2), memory=3), jnp.zeros(2)
+>>> for _ in range(12):
+...     x, state = anderson_step(state, x, A @ x + b - x, alpha=1.0)
+>>> bool(jnp.allclose(x, jnp.linalg.solve(jnp.eye(2) - A, b)))
+True
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["AndersonState", "anderson_init", "anderson_reset", "anderson_step"]
+
+_RIDGE = 1e-10  # relative Tikhonov term of the least-squares fit
+
+
+class AndersonState(NamedTuple):
+    """``dx``/``df``: ring buffers of the last differences (one row each); ``count``: rows
+    in use (the last step was accelerated iff ``count > 0``); ``slot``: the next row to
+    overwrite; ``x_prev``/``f_prev``: the iterate and residual the last step started from
+    (valid once ``started``)."""
+
+    dx: jax.Array
+    df: jax.Array
+    count: jax.Array
+    slot: jax.Array
+    x_prev: jax.Array
+    f_prev: jax.Array
+    started: jax.Array
+
+
+def anderson_init(x0: jax.Array, memory: int) -> AndersonState:
+    """An empty history for iterates shaped like the flat vector ``x0``."""
+    rows = (memory, x0.size)
+    return AndersonState(
+        dx=jnp.zeros(rows, x0.dtype),
+        df=jnp.zeros(rows, x0.dtype),
+        count=jnp.asarray(0),
+        slot=jnp.asarray(0),
+        x_prev=jnp.zeros_like(x0),
+        f_prev=jnp.zeros_like(x0),
+        started=jnp.asarray(False),
+    )
+
+
+def anderson_reset(state: AndersonState, when=True) -> AndersonState:
+    """Forget the history (where ``when``, traceable): the next step is a plain damped one."""
+    return state._replace(
+        count=jnp.where(when, 0, state.count),
+        slot=jnp.where(when, 0, state.slot),
+        started=jnp.where(when, False, state.started),
+    )
+
+
+def anderson_step(
+    state: AndersonState, x: jax.Array, f: jax.Array, alpha
+) -> tuple[jax.Array, AndersonState]:
+    """The next iterate from ``x`` and its residual ``f = F(x) - x``, and the new state."""
+    memory = state.dx.shape[0]
+    if memory == 0:
+        return x + alpha * f, state._replace(x_prev=x, f_prev=f, started=jnp.asarray(True))
+    slot = state.slot
+    dx = state.dx.at[slot].set(jnp.where(state.started, x - state.x_prev, state.dx[slot]))
+    df = state.df.at[slot].set(jnp.where(state.started, f - state.f_prev, state.df[slot]))
+    count = jnp.where(state.started, jnp.minimum(state.count + 1, memory), state.count)
+    slot = jnp.where(state.started, (slot + 1) % memory, slot)
+    used = (jnp.arange(memory) < count).astype(x.dtype)
+    # Rows not in use may hold stale (finite) values: mask the small system, not the rows.
+    gram = (df @ df.T) * jnp.outer(used, used)
+    gram = gram + _RIDGE * (1.0 + jnp.trace(gram)) * jnp.eye(memory) + jnp.diag(1.0 - used)
+    gamma = jnp.linalg.solve(gram, (df @ f) * used)  # unused rows: gamma = 0
+    x_next = x + alpha * f - (dx + alpha * df).T @ gamma
+    return x_next, AndersonState(dx, df, count, slot, x, f, jnp.asarray(True))
