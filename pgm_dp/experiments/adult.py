@@ -21,7 +21,9 @@ once; for each ``epsilon`` and trial the clique tables of the training set are r
 (``PureDP(epsilon)``) and Naive MLE and CGM-EM are fitted to that release; PSGD gets
 ``ApproxDP(epsilon, 1/N_train)`` (as the paper) on the training records; an ``epsilon`` PSGD
 cannot reach (a :class:`~pgm_dp.errors.PgmDpError`) is skipped and listed in ``skipped``.
-The score is the mean per-record log-likelihood of the test set (nats). Default grid
+Each split, release and PSGD run draws from its own generator derived from ``seed``, so a
+run with fewer learners sees the same split and releases. The score is the mean per-record
+log-likelihood of the test set (nats). Default grid
 ``epsilon in {0.05, 0.1, 0.5, 1, 2}`` (our choice; the paper's grid is not listed), 3 trials.
 
 >>> res = run_adult(columns=("sex", "income>50K"), epsilons=(1.0,), trials=1,
@@ -53,7 +55,7 @@ from ..learners.psgd import PSGD
 from ..metrics import log_likelihood
 from ..models import MarkovRandomField
 from ..privacy import ApproxDP, PureDP, release_marginals
-from ..rng import RngLike, as_generator
+from ..rng import RngLike, as_generator, derived_generator
 from .plotting import LABELS, median_errorbar
 
 __all__ = [
@@ -138,10 +140,12 @@ def run_adult(
     epsilons = [float(e) for e in epsilons]
     for eps in epsilons:
         PureDP(eps)  # validates before any data are touched
-    gen = as_generator(seed)
+    # Every random draw has its own generator under one base seed, so any subset of the
+    # learners sees the same split and the same releases.
+    base = seed if isinstance(seed, int | np.integer) else int(as_generator(seed).integers(2**63))
     data, domain = load_adult(columns)
     mrf = chain_model(domain)
-    train, test = split_records(data, test_fraction, gen)
+    train, test = split_records(data, test_fraction, derived_generator(base, "split"))
     n_train = len(train)
     per_eps = [lr for lr in LEARNERS if lr in learners and lr != "nonprivate"]
     total = ("nonprivate" in learners) + len(epsilons) * int(trials) * len(per_eps)
@@ -166,6 +170,7 @@ def run_adult(
         for trial in range(int(trials)):
             release = None
             if {"naive", "cgm"} & set(per_eps):
+                gen = derived_generator(base, "release", eps, trial)
                 release = release_marginals(train, mrf, budget=PureDP(eps), rng=gen)
             for name in per_eps:
                 start = time.perf_counter()
@@ -175,7 +180,9 @@ def run_adult(
                     model = CGMEM().fit(release, mrf).model
                 else:
                     try:
-                        model = PSGD(ApproxDP(eps, 1.0 / n_train)).fit(train, mrf, rng=gen).model
+                        gen = derived_generator(base, "psgd", eps, trial)
+                        psgd = PSGD(ApproxDP(eps, 1.0 / n_train))
+                        model = psgd.fit(train, mrf, rng=gen).model
                     except PgmDpError:
                         if eps not in skipped:
                             skipped.append(eps)
