@@ -142,7 +142,10 @@ def run_adult(
         PureDP(eps)  # validates before any data are touched
     # Every random draw has its own generator under one base seed, so any subset of the
     # learners sees the same split and the same releases.
-    base = seed if isinstance(seed, int | np.integer) else int(as_generator(seed).integers(2**63))
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        base = int(seed)
+    else:  # a Generator (or anything as_generator takes, which validates it)
+        base = int(as_generator(seed).integers(2**63))
     data, domain = load_adult(columns)
     mrf = chain_model(domain)
     train, test = split_records(data, test_fraction, derived_generator(base, "split"))

@@ -1,10 +1,11 @@
-"""Exact inference by junction tree (Shafer–Shenoy message passing in log space).
+"""Exact inference by junction tree (Shafer–Shenoy message passing).
 
 The structure (elimination order, maximal cliques, tree, message schedule) depends only on
 the domain and the clique set, is computed once by :func:`build_junction_tree` and cached.
 Calibration, :func:`calibrate`, is a pure, jit-compiled JAX function of the log-potentials,
 so it is differentiable: ``jax.grad`` of ``log Z`` gives the model marginals, which is what
-the learners' MLE solver and the NumPyro models use.
+the learners' MLE solver and the NumPyro models use. Marginals come from a faster
+probability-space pass (:mod:`.scaled_pass`), with the log-space calibration as its fallback.
 
 Triangulation uses the greedy *min-fill* heuristic with ties broken by *min-weight* (the size
 of the table the elimination would create). Before anything is allocated the largest clique

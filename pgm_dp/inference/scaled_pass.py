@@ -31,8 +31,11 @@ __all__ = ["ReadPlan", "read_plan", "scaled_marginals", "scaled_pass"]
 
 #: Unscaled messages are trusted while the scaled partition sum exceeds
 #: ``exp(UNDERFLOW_MARGIN + 2 log|X|)``: no product they form can then have lost mass that
-#: matters in float64. Domains with ``2 log|X| >= -UNDERFLOW_MARGIN`` rescale every message.
+#: matters in float64; rescaled messages while no scale or read table's sum is below
+#: ``exp(UNDERFLOW_MARGIN)``.
 UNDERFLOW_MARGIN = -650.0
+#: Domains with ``log|X|`` at least this rescale every message (unscaled sums reach ``|X|``).
+RESCALE_LOG_CELLS = 325.0
 
 Holder = tuple  # ("sep", i, j) or ("clique", i)
 
@@ -92,6 +95,7 @@ def _scaled_factors(jt: JunctionTree, log_potentials) -> tuple[list, jax.Array]:
     for size, members in groups.items():
         stacked = jnp.stack([jnp.reshape(log_potentials[f], (size,)) for f in members])
         top = jax.lax.stop_gradient(jnp.max(stacked, axis=1))
+        top = jnp.where(jnp.isfinite(top), top, 0.0)  # an all -inf table: zeros, not NaN
         shift = shift + jnp.sum(top)
         e = jnp.exp(stacked - top[:, None])
         for row, f in enumerate(members):
@@ -103,14 +107,15 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     """``(group_sums, log_z, ok)``: ``group_sums[g]`` stacks the (normalised) marginals of
     :func:`read_plan`'s group ``g``, one row per member, axes in ``kept`` order.
 
-    Messages are left unscaled when ``|X|`` is small enough that no sum can overflow; ``ok``
+    Messages are left unscaled when ``log|X| < RESCALE_LOG_CELLS`` (no sum can overflow); ``ok``
     is then false when the scaled partition sum is below ``exp(UNDERFLOW_MARGIN + 2 log|X|)``,
     i.e. when products may have underflowed. On larger domains each message is rescaled to
-    maximum 1 with its cumulative log-scale carried separately, and ``ok`` reports a vanishing
-    scale. Differentiable: the shifts are constants (``stop_gradient``), which leaves
-    ``log Z`` and its gradient exact.
+    maximum 1 with its cumulative log-scale carried separately, and ``ok`` reports a scale or
+    a read table's sum below ``exp(UNDERFLOW_MARGIN)``. Differentiable: the shifts are
+    constants (``stop_gradient``), which leaves ``log Z`` and its gradient exact.
     """
     dom = jt.domain
+    log_potentials = tuple(jnp.asarray(t, dtype=jnp.float64) for t in log_potentials)
     scaled, shift = _scaled_factors(jt, log_potentials)
     tables: list = [None] * len(jt.cliques)
     for f, fc in enumerate(jt.factor_cliques):
@@ -122,7 +127,7 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
         for t, c in zip(tables, jt.cliques, strict=True)
     ]
     log_cells = sum(math.log(n) for n in dom.shape)
-    rescale = 2 * log_cells >= -UNDERFLOW_MARGIN
+    rescale = log_cells >= RESCALE_LOG_CELLS
     scales: list = []
     log_scale: dict[tuple[int, int], jax.Array] = {}
     msgs: dict[tuple[int, int], jax.Array] = {}
@@ -138,6 +143,7 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
         if rescale:  # cumulative log-scale of the message: its own and those it absorbed
             c = jax.lax.stop_gradient(jnp.max(m))
             scales.append(c)
+            c = jnp.where(c > 0, c, 1.0)  # a vanishing scale fails `ok`; keep NaN out
             m = m / c
             log_scale[(i, j)] = jnp.log(c) + sum(
                 (log_scale[(k, i)] for k, _ in incoming[i] if k != j), jnp.zeros(())
@@ -159,23 +165,35 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
         return beliefs[h]
 
     total = jnp.sum(belief(("sep", *jt.edges[0]) if jt.edges else ("clique", jt.root)))
+    # Where `ok` is false the caller discards this pass; the guards keep NaN out of the
+    # gradients that still flow through it under `lax.cond`.
+    safe_total = jnp.where(total > 0, total, 1.0)
     if rescale and jt.edges:  # the separator belief's two messages carry these scales
         i, j = jt.edges[0]
         shift = shift + log_scale[(i, j)] + log_scale[(j, i)]
-    log_z = shift + jnp.log(total)
-    group_sums = []
+    log_z = shift + jnp.log(safe_total)
+    group_sums, holder_sums = [], []
     for axes, members in read_plan(jt, queries).groups:
-        # Rescaled beliefs differ in scale from holder to holder: normalise each by its sum.
-        stacked = jnp.stack(
-            [belief(h) / jnp.sum(belief(h)) if rescale else belief(h) for _, h in members]
-        )
+        if rescale:  # beliefs differ in scale from holder to holder: normalise each by its sum
+            sums = [jnp.sum(belief(h)) for _, h in members]
+            holder_sums += sums
+            stacked = jnp.stack(
+                [
+                    belief(h) / jnp.where(z > 0, z, 1.0)
+                    for (_, h), z in zip(members, sums, strict=True)
+                ]
+            )
+        else:
+            stacked = jnp.stack([belief(h) for _, h in members])
         sums = jnp.sum(stacked, axis=tuple(a + 1 for a in axes)) if axes else stacked
-        group_sums.append(sums if rescale else sums / total)
+        group_sums.append(sums if rescale else sums / safe_total)
+    ok = jnp.isfinite(log_z) & (total > 0)
     if rescale:
-        c = jnp.stack(scales) if scales else jnp.ones(1)
-        ok = jnp.isfinite(log_z) & jnp.all((c > 0) & jnp.isfinite(c))
+        c = jnp.stack(scales + holder_sums) if scales or holder_sums else jnp.ones(1)
+        ok = ok & jnp.all(jnp.isfinite(c) & (c > 0))
+        ok = ok & jnp.all(jnp.log(jnp.where(c > 0, c, 1.0)) > UNDERFLOW_MARGIN)
     else:
-        ok = jnp.isfinite(log_z) & (jnp.log(total) > UNDERFLOW_MARGIN + 2 * log_cells)
+        ok = ok & (jnp.log(safe_total) > UNDERFLOW_MARGIN + 2 * log_cells)
     return tuple(group_sums), log_z, ok
 
 

@@ -132,7 +132,9 @@ class MarkovRandomField:
         cliques = self.cliques + tuple(c for c in extra if c not in self.cliques)
         return build_junction_tree(self.domain, cliques, self.max_cells)
 
-    def marginals(self, method: str = "junction_tree", **options) -> dict[Clique, jax.Array]:
+    def marginals(
+        self, method: str = "junction_tree", **options
+    ) -> dict[Clique, np.ndarray | jax.Array]:
         """``{clique: probability table}`` for every clique of the model.
 
         ``method="junction_tree"`` is exact; ``method="loopy_bp"`` returns BP
@@ -152,7 +154,7 @@ class MarkovRandomField:
             raise ValueError(f"unknown method {method!r}; use 'junction_tree' or 'loopy_bp'")
         return dict(zip(self.cliques, margs, strict=True))
 
-    def marginal(self, variables: Sequence[Hashable]) -> jax.Array:
+    def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
         """Exact marginal of any subset of variables (axes in the given order)."""
         if isinstance(variables, str) or not isinstance(variables, Sequence):
             variables = (variables,)
@@ -166,7 +168,7 @@ class MarkovRandomField:
         (m,), _ = clique_marginals(jt, pots, (query,))
         return m
 
-    def log_partition(self, method: str = "junction_tree", **options) -> jax.Array:
+    def log_partition(self, method: str = "junction_tree", **options) -> float | jax.Array:
         """``log Z``: exact (junction tree) or the Bethe approximation (loopy BP)."""
         if method == "junction_tree":
             _, log_z = clique_marginals(self.junction_tree(), self.log_potentials, ())

@@ -62,3 +62,20 @@ def test_reset_forgets_the_history():
     nxt, state = anderson_step(state, x, f, 0.5)
     np.testing.assert_allclose(nxt, x + 0.5 * f)  # a plain damped step
     assert int(state.count) == 0
+
+
+def test_carried_history_is_used_but_forms_no_difference_across_maps():
+    # CGM-EM carries the history from one E-step to the next with started=False: the first
+    # step of the new map uses the old differences but adds none between the two maps.
+    a, b, exact = _linear_problem(d=30)
+    x = jnp.zeros(b.shape)
+    state = anderson_init(x, 5)
+    for _ in range(8):
+        x, state = anderson_step(state, x, a @ x + b - x, 1.0)
+    carried = state._replace(started=False)
+    f = a @ x + b - x
+    nxt, after = anderson_step(carried, x, f, 1.0)
+    assert int(after.count) == int(state.count) == 5
+    np.testing.assert_array_equal(after.dx, state.dx)  # no new row
+    assert not np.allclose(nxt, x + f)  # not the plain step: the history was used
+    assert np.linalg.norm(nxt - exact) < np.linalg.norm(x + f - exact)
