@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -171,15 +172,35 @@ def calibrate_noise_multiplier(
     ``target.delta`` is at most ``target.epsilon``.
 
     Uses ``dp_accounting.calibrate_dp_mechanism``, which guarantees that the returned value
-    meets the target; returns 0.05 if even that little noise meets it.
+    meets the target; returns 0.05 if even that little noise meets it. The result depends
+    only on these public arguments and is cached (a calibration takes ~1 s), so repeated
+    fits with one budget and schedule calibrate once.
     """
-    import dp_accounting
-
     if not isinstance(target, ApproxDP):
         raise PrivacyParameterError(f"target must be an ApproxDP budget, got {target!r}")
     _check(1.0, sampling_rate, steps)
     d = _check_delta(target.delta)
     _make_accountant(accountant, pld_discretization)
+    return _calibrated(
+        float(target.epsilon), d, float(sampling_rate), int(steps), accountant, float(tol),
+        float(pld_discretization),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrated(
+    epsilon: float,
+    d: float,
+    sampling_rate: float,
+    steps: int,
+    accountant: AccountantKind,
+    tol: float,
+    pld_discretization: float,
+) -> float:
+    """:func:`calibrate_noise_multiplier` on validated arguments (cached)."""
+    import dp_accounting
+
+    target = ApproxDP(epsilon, d)
 
     def event(z: float) -> dp_accounting.DpEvent:
         return dpsgd_event(z, sampling_rate, steps)
