@@ -300,9 +300,9 @@ class CGMEM:
 
     ``nlbp_anderson``: memory of the Anderson acceleration of NLBP (see :func:`nlbp`; ``0``
     iterates Alg. 1's damped map as written). Its history is carried from one E-step to the
-    next (the map changes little between nearby ``theta``). On the chain, N=1e5, it cut the
-    BP passes of a whole fit from 8,771 to 4,985 at epsilon = 1 and from 1,518 to 1,033 at
-    epsilon = 0.1, to the same optimum.
+    next (the map changes little between nearby ``theta``). On ``pgm-dp compare``'s releases
+    (chain, N=1e5) it cut the BP passes of a whole fit from 9,431 to 3,923 at epsilon = 1
+    and from 1,860 to 1,232 at epsilon = 0.1, to the same optimum.
 
     Example
     -------
