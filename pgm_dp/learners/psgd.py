@@ -3,8 +3,9 @@
 The baseline of Bernstein et al. (2017, Sec. 4), following Abadi et al. (2016, Alg. 1):
 at each of ``T`` steps every record joins the lot independently with probability ``q``
 (Poisson sampling); each per-example gradient of
-``l(theta; x) = log Z(theta) - sum_C theta_C(x_C)`` (computed with ``jax.vmap`` over the
-lot; ``grad log Z`` = the model marginals, from one junction-tree pass per step) is clipped
+``l(theta; x) = log Z(theta) - sum_C theta_C(x_C)`` (``mu - e(x)``: ``grad log Z`` = the
+model marginals ``mu``, from one junction-tree pass per step; ``e(x)`` the record's one-hot
+cells; :func:`per_example_gradients` computes them with ``jax.vmap``) is clipped
 to L2 norm ``C``; Gaussian noise ``N(0, sigma^2 C^2 I)`` is added to their sum, which is
 divided by the expected lot size ``q N``; then ``theta <- theta - eta_t * g``.
 
@@ -25,10 +26,12 @@ tuning on the private data is **not itself private** unless the search is accoun
 Implementation: after the charge, all ``T`` lots are drawn first (one ``Bernoulli(q)`` per
 record and step, as before), then the steps run inside one jit-compiled ``jax.lax.scan`` per
 chunk of steps (chunks bound host memory; one compilation per lot width, padded to a multiple
-of 256), with the chunk's Gaussian noise drawn in one :func:`sample_gaussian` call. Per-example
-gradients are still ``jax.vmap`` of ``jax.grad``; their norms use the closed form
-``||mu - e(x)||^2 = sum_C (||mu_C||^2 - 2 mu_C(x_C) + 1)`` (see :func:`_gradient_norms`).
-The distribution of the output, hence the privacy analysis, is unchanged.
+of 256), with the chunk's Gaussian noise drawn in one :func:`sample_gaussian` call. Inside a
+step the per-example gradients are never formed: their norms use the closed form
+``||mu - e(x)||^2 = sum_C (||mu_C||^2 - 2 mu_C(x_C) + 1)`` (:func:`_gradient_norms`) and the
+clipped sum is ``(sum_i s_i) mu - sum_i s_i e(x_i)``, one scatter-add (:func:`_clipped_sum`);
+both are tested against the clipped ``jax.vmap`` gradients. The sum, hence the distribution
+of the output and the privacy analysis, is unchanged.
 """
 
 from __future__ import annotations
