@@ -153,7 +153,11 @@ def dpsgd_cost(
     1e-05
     """
     eps = dpsgd_epsilon(
-        noise_multiplier, sampling_rate, steps, delta, accountant,
+        noise_multiplier,
+        sampling_rate,
+        steps,
+        delta,
+        accountant,
         pld_discretization=pld_discretization,
     )
     return ApproxDP(eps, delta)
@@ -182,7 +186,12 @@ def calibrate_noise_multiplier(
     d = _check_delta(target.delta)
     _make_accountant(accountant, pld_discretization)
     return _calibrated(
-        float(target.epsilon), d, float(sampling_rate), int(steps), accountant, float(tol),
+        float(target.epsilon),
+        d,
+        float(sampling_rate),
+        int(steps),
+        accountant,
+        float(tol),
         float(pld_discretization),
     )
 
