@@ -40,7 +40,7 @@ import numpy as np
 from ..domain import Clique, Domain, normalize_cliques
 from ..errors import ModelTooLargeError
 from .scaled_pass import read_plan, scaled_marginals, scaled_pass
-from .tables import broadcast_to, logsumexp_to, to_order
+from .tables import any_traced, broadcast_to, logsumexp_to, to_order
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
@@ -348,7 +348,7 @@ def clique_marginals(
     """
     queries = jt.factor_cliques if queries is None else tuple(tuple(q) for q in queries)
     pots = tuple(log_potentials)
-    if any(isinstance(t, jax.core.Tracer) for t in pots):
+    if any_traced(pots):
         return _compiled_marginals(jt, queries, "auto")(pots)
     flat = np.asarray(_compiled_marginals(jt, queries, "packed-fast")(pots))
     margs, log_z, ok = _unpack(flat, jt, queries)

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
 
-__all__ = ["Fit", "check_release_matches", "flatten_tables", "unflatten_tables"]
+__all__ = ["Fit", "check_release_matches", "concat_tables", "flatten_tables", "unflatten_tables"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,12 @@ def check_release_matches(release, mrf: MarkovRandomField) -> None:
 def flatten_tables(tables) -> np.ndarray:
     """Concatenate clique tables into one float64 vector (the optimisers' parameter)."""
     return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tables])
+
+
+def concat_tables(tables) -> jax.Array:
+    """Concatenate tables into one flat JAX vector (traceable; the inverse of
+    :func:`unflatten_tables`)."""
+    return jnp.concatenate([jnp.ravel(t) for t in tables])
 
 
 def unflatten_tables(flat, shapes) -> list:

@@ -78,7 +78,7 @@ from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_core
 from ..models.mrf import MarkovRandomField
 from .anderson import anderson_init, anderson_reset, anderson_step
-from .base import Fit, check_release_matches, flatten_tables, unflatten_tables
+from .base import Fit, check_release_matches, concat_tables, flatten_tables, unflatten_tables
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
 
@@ -131,7 +131,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
     def loop(theta, y, n0, total, tol, alpha0=damping, acc0=None):
         def residual(x):  # F(n) - n on the flat statistics n
             new = bp(shift(theta, y, unflatten_tables(x, shapes)))[0]
-            return total * jnp.concatenate([jnp.ravel(m) for m in new]) - x
+            return total * concat_tables(new) - x
 
         def cond(state):
             return (state[2] > tol) & (state[5] < max_iters)
@@ -160,7 +160,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             x, acc = anderson_step(acc, x, f, alpha)
             return x, acc, resid / total, resid, alpha, it + 1, checked
 
-        x0 = jnp.concatenate([jnp.ravel(a) for a in n0])
+        x0 = concat_tables(n0)
         inf = jnp.asarray(jnp.inf)
         # A history carried over from the last E-step keeps its differences (the map has
         # changed little) but forms none across the two maps.
@@ -360,7 +360,7 @@ class CGMEM:
         n0 = _start(start, total, self.inference)
         state = {
             "n": n0,
-            "acc": anderson_init(jnp.concatenate([jnp.ravel(a) for a in n0]), self.nlbp_anderson),
+            "acc": anderson_init(concat_tables(n0), self.nlbp_anderson),
             "alpha": jnp.asarray(self.damping),
             "nlbp": 0,
             "capped": False,

@@ -52,7 +52,7 @@ from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
 from ..privacy.samplers import sample_gaussian
 from ..rng import RngLike, as_generator
-from .base import Fit, unflatten_tables
+from .base import Fit, concat_tables, unflatten_tables
 
 __all__ = ["PSGD", "grid_search", "per_example_gradients"]
 
@@ -102,23 +102,31 @@ def per_example_gradients(
     return jnp.concatenate(_gradient_blocks(tables, marginals, codes, axes), axis=1)
 
 
-def _gradient_norms(marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes) -> jax.Array:
+def _record_cells(marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes) -> jax.Array:
+    """``(cliques, batch)`` positions of each record's cell ``x_C`` in the concatenated
+    marginals (the support of its one-hot ``e(x)``)."""
+    cells, offset = [], 0
+    for m, ax in zip(marginals, axes, strict=True):
+        cells.append(offset + _flat_index(codes.T, ax, np.shape(m)))
+        offset += math.prod(np.shape(m))
+    return jnp.stack(cells)
+
+
+def _gradient_norms(
+    marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes, cells: jax.Array | None = None
+) -> jax.Array:
     """``||mu - e(x_i)||_2`` per record without forming the gradients.
 
     ``e_C(x)`` is one-hot, so ``||mu - e(x)||^2 = sum_C (||mu_C||^2 - 2 mu_C(x_C) + 1)``: a
-    gather per clique instead of a pass over ``(batch, dim)``. A rounding slack (a generous
-    bound on the float64 error of that sum) is added so the norm is never underestimated and clipped
+    gather per clique instead of a pass over ``(batch, dim)`` (``cells``: the records'
+    :func:`_record_cells`, computed if not given). A rounding slack (a generous bound on the
+    float64 error of that sum) is added so the norm is never underestimated and clipped
     gradients never exceed ``clip``; it changes ``norm ~ 1`` by about ``1e-12``.
     """
-    flat = [jnp.ravel(jnp.asarray(m)) for m in marginals]
-
-    def at(x: jax.Array) -> jax.Array:
-        return sum(
-            m[_flat_index(x, ax, mg.shape)] for m, mg, ax in zip(flat, marginals, axes, strict=True)
-        )
-
-    k, dim = len(flat), sum(m.size for m in flat)
-    squared = sum(jnp.vdot(m, m) for m in flat) - 2.0 * jax.vmap(at)(codes) + k
+    mu = concat_tables(marginals)
+    cells = _record_cells(marginals, codes, axes) if cells is None else cells
+    k, dim = cells.shape[0], mu.size
+    squared = jnp.vdot(mu, mu) - 2.0 * jnp.sum(mu[cells], axis=0) + k
     slack = 16 * np.finfo(np.float64).eps * (dim + k * k)
     return jnp.sqrt(jnp.maximum(squared, 0.0) + slack)
 
@@ -133,14 +141,12 @@ def _clipped_sum(
     instead of forming the ``(lot, dim)`` gradients (the same sum, tested against them).
     """
     margs, _ = marginals_and_log_z(jt, jt.factor_cliques, tables)
-    norms = _gradient_norms(margs, codes, axes)
-    scale = mask * jnp.minimum(1.0, clip / jnp.maximum(norms, 1e-300))
-    cells, offset = [], 0
-    for m, ax in zip(margs, axes, strict=True):
-        cells.append(offset + _flat_index(codes.T, ax, m.shape))  # every record's cell
-        offset += m.size
-    mu = jnp.concatenate([jnp.ravel(m) for m in margs])
-    hits = jnp.zeros(offset).at[jnp.concatenate(cells)].add(jnp.tile(scale, len(cells)))
+    cells = _record_cells(margs, codes, axes)  # shared by the norms and the scatter-add
+    scale = mask * jnp.minimum(
+        1.0, clip / jnp.maximum(_gradient_norms(margs, codes, axes, cells), 1e-300)
+    )
+    mu = concat_tables(margs)
+    hits = jnp.zeros(mu.size).at[cells.ravel()].add(jnp.tile(scale, cells.shape[0]))
     return jnp.sum(scale) * mu - hits
 
 

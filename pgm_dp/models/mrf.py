@@ -33,6 +33,7 @@ from ..errors import DomainError
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree, clique_marginals
 from ..inference.loopy_bp import loopy_bp
 from ..inference.sampling import sample_junction_tree
+from ..inference.tables import any_traced
 from ..rng import as_generator
 
 __all__ = ["MarkovRandomField"]
@@ -148,7 +149,7 @@ class MarkovRandomField:
             margs = loopy_bp(
                 self.domain, self.cliques, self.log_potentials, **options
             ).factor_marginals
-            if not any(isinstance(t, jax.core.Tracer) for t in self.log_potentials):
+            if not any_traced(self.log_potentials):
                 margs = tuple(np.asarray(m) for m in margs)
         else:
             raise ValueError(f"unknown method {method!r}; use 'junction_tree' or 'loopy_bp'")
