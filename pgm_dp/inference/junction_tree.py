@@ -43,6 +43,7 @@ from .scaled_pass import read_plan, scaled_marginals, scaled_pass
 from .tables import any_traced, broadcast_to, logsumexp_to, to_order
 
 __all__ = [
+    "jit_program",
     "DEFAULT_MAX_CELLS",
     "JunctionTree",
     "build_junction_tree",
@@ -273,6 +274,13 @@ def _compiler_options() -> dict | None:
     return _CPU_COMPILER_OPTIONS
 
 
+def jit_program(fn):
+    """``jax.jit(fn)`` with :data:`_CPU_COMPILER_OPTIONS` where the backend takes them. For
+    top-level programs that run junction-tree passes (the eager marginals, the learners'
+    objectives and loops); functions traced inside another ``jit`` get that one's options."""
+    return jax.jit(fn, compiler_options=_compiler_options())
+
+
 def _packed_fast(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     """The fast pass's group sums, ``log Z`` and flag as one flat vector (one output buffer
     and one host copy instead of one per query); :func:`_layout` reads it."""
@@ -304,7 +312,7 @@ def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], path: str
     }[path]
     if not path.startswith("packed-"):  # may be called inside another jit: no options there
         return jax.jit(functools.partial(fn, jt, queries))
-    return jax.jit(functools.partial(fn, jt, queries), compiler_options=_compiler_options())
+    return jit_program(functools.partial(fn, jt, queries))
 
 
 @functools.lru_cache(maxsize=256)

@@ -31,14 +31,13 @@ import functools
 from collections.abc import Mapping
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
 from ..domain import Clique
 from ..errors import DomainError
-from ..inference.junction_tree import JunctionTree, marginals_and_log_z
+from ..inference.junction_tree import JunctionTree, jit_program, marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from .base import flatten_tables, unflatten_tables
 
@@ -89,7 +88,7 @@ def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
         return value, mu - flat_target + 2.0 * lam * flat_theta
 
-    return jax.jit(value_and_grad)
+    return jit_program(value_and_grad)
 
 
 def fit_marginals(

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..inference.junction_tree import marginals_and_log_z
+from ..inference.junction_tree import jit_program, marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
 from ..privacy.samplers import sample_gaussian
@@ -166,7 +166,7 @@ def _run_steps_fn(jt: Any, axes: Axes, shapes: tuple[tuple[int, ...], ...]):
 
         return jax.lax.scan(step, theta, (lots, masks, noise, rates))[0]
 
-    return jax.jit(run)
+    return jit_program(run)
 
 
 _BUCKET = 256  # lots are padded to a multiple of this, so few shapes are compiled

@@ -158,3 +158,14 @@ def test_auto_init_starts_from_naive_mle_only_when_the_e_step_is_stiff(rng):
         assert auto.info["objective"] == pytest.approx(other.info["objective"], rel=1e-12)
     with pytest.raises(ValueError, match="init"):
         CGMEM(init="random").fit(mild, theta)
+
+
+def test_default_prior_variance_is_that_of_a_log_dirichlet_1_entry(rng):
+    # tau = 3 / pi^2 <=> theta ~ N(0, pi^2 / 6): the within-table variance of the log of a
+    # Dirichlet(1) draw (the edge potentials of Bernstein et al. Sec. 4.1), up to its constant.
+    from pgm_dp.learners.cgm import DEFAULT_PRIOR_PRECISION
+
+    assert CGMEM().prior_precision == DEFAULT_PRIOR_PRECISION
+    draws = np.log(rng.dirichlet(np.ones(100), size=2000))
+    within = np.mean(np.var(draws, axis=1, ddof=1))
+    assert within == pytest.approx(1 / (2 * DEFAULT_PRIOR_PRECISION), rel=0.02)
