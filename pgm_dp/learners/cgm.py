@@ -91,34 +91,22 @@ from .anderson import anderson_init, anderson_reset, anderson_step
 from .base import Fit, check_release_matches, concat_tables, flatten_tables, unflatten_tables
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
+from .noise_model import noise_curvature, noise_gradient, noise_log_density
 
-__all__ = ["CGMEM", "DEFAULT_PRIOR_PRECISION", "nlbp", "noise_gradient", "noise_log_density"]
+__all__ = [
+    "CGMEM",
+    "DEFAULT_PRIOR_PRECISION",
+    "nlbp",
+    "noise_curvature",
+    "noise_gradient",
+    "noise_log_density",
+]
 
-_LAPLACE = ("laplace", "discrete_laplace")
 #: ``tau = 3 / pi^2``: log-potential variance ``pi^2 / 6``, that of the log of an Exp(1) draw.
 DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
-
-
-def noise_gradient(kind: str, scale: float, smoothing: float, y, n):
-    """``d/dn log p(y | n)`` elementwise (Laplace kinds: pseudo-Huber smoothed, see module)."""
-    r = y - n
-    if kind in _LAPLACE:
-        s = smoothing * scale
-        return r / (scale * jnp.sqrt(r * r + s * s))
-    return r / (scale * scale)
-
-
-def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
-    """``log p(y | n)`` summed over cells, up to a constant; the antiderivative of
-    :func:`noise_gradient` (Laplace kinds pseudo-Huber smoothed)."""
-    r = y - n
-    if kind in _LAPLACE:
-        s = smoothing * scale
-        return -jnp.sum(jnp.sqrt(r * r + s * s)) / scale
-    return -jnp.sum(r * r) / (2.0 * scale * scale)
 
 
 @functools.lru_cache(maxsize=64)
@@ -145,6 +133,14 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             new = bp(shift(theta, y, unflatten_tables(x, shapes)))[0]
             return total * concat_tables(new) - x
 
+        def merit(at, f):  # sum_i c_i(at) f_i^2, c = noise_curvature at the statistics `at`
+            n = unflatten_tables(at, shapes)
+            c = [
+                noise_curvature(k, s, smoothing, yc, nc)
+                for (k, s), yc, nc in zip(noise, y, n, strict=True)
+            ]
+            return jnp.sum(concat_tables(c) * f * f)
+
         def cond(state):
             return (state[2] > tol) & (state[5] < max_iters)
 
@@ -152,7 +148,9 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             x, acc, _, prev, alpha, it, _ = state
             f = residual(x)
             resid = jnp.max(jnp.abs(f))
-            grew = resid > prev
+            # Growth is judged in the curvature-weighted norm of `merit`, with the weights
+            # where the last step started: there the damped step is a descent direction.
+            grew = acc.started & (merit(acc.x_prev, f) > merit(acc.x_prev, acc.f_prev))
             accelerated = acc.count > 0
             # Safeguards. A residual that grows after a plain damped step means alpha is too
             # large for the curvature of log p(y | n): halve it (never below 1e-9). One that
@@ -255,10 +253,16 @@ def nlbp(
     Returns ``({clique: n_C}, info)`` with ``n_C`` summing to ``N = release.total``.
     ``damping`` is the paper's ``alpha`` (weight of the new BP solution), its starting value:
     the paper leaves the schedule open; we halve ``alpha`` whenever the fixed-point residual
-    ``max |n' - n|`` grows and let it regrow by 10% per shrinking step (this makes the
+    ``f = n' - n`` grows and let it regrow by 10% per shrinking step (this makes the
     iteration converge when ``log p(y | n)`` is sharply curved, i.e. small noise relative to
-    ``N``). ``init`` is the starting statistics (default: ``N`` times the model's
-    marginals). Converged when ``max |n' - n| / N <= tol``.
+    ``N``). Growth is measured in the norm ``sum_i c_i f_i^2`` with ``c = -d^2 log p(y | n) /
+    dn^2`` (:func:`noise_curvature`) at the step's starting point: the map's Jacobian is
+    ``-N Cov(theta') diag(c)``, so in that norm a small enough damped step always shrinks
+    ``f``. (In the max norm it need not: on a chain release at N=1e5, epsilon=1, ``alpha``
+    fell to its floor, E-steps ran into ``max_iters`` and a CGM fit took 50,738 BP passes
+    without converging; with the weighted norm, 5,902, converged.) ``init`` is the starting
+    statistics (default: ``N`` times the model's marginals). Converged when
+    ``max |n' - n| / N <= tol``.
 
     ``anderson`` (our choice; the paper iterates the damped map as written): the memory of
     the Anderson acceleration of the damped map (:mod:`pgm_dp.learners.anderson`); ``0``

@@ -1,0 +1,53 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pgm_dp import Domain, MarkovRandomField
+from pgm_dp.inference.junction_tree import clique_marginals
+from pgm_dp.learners.noise_model import noise_curvature, noise_gradient, noise_log_density
+
+KINDS = ["laplace", "discrete_laplace", "gaussian", "discrete_gaussian"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gradient_and_curvature_are_the_derivatives_of_the_log_density(rng, kind):
+    y, n = rng.normal(50, 20, size=7), rng.normal(50, 20, size=7)
+    scale, smoothing = 3.0, 0.7
+    grad = jax.grad(lambda m: noise_log_density(kind, scale, smoothing, y, m))(n)
+    hess = jax.hessian(lambda m: noise_log_density(kind, scale, smoothing, y, m))(n)
+    np.testing.assert_allclose(noise_gradient(kind, scale, smoothing, y, n), grad, rtol=1e-10)
+    np.testing.assert_allclose(np.diag(hess), -noise_curvature(kind, scale, smoothing, y, n))
+    np.testing.assert_allclose(hess - np.diag(np.diag(hess)), 0.0)
+    assert np.all(noise_curvature(kind, scale, smoothing, y, n) > 0)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_a_small_damped_nlbp_step_shrinks_the_curvature_weighted_residual(rng, kind):
+    # NLBP's safeguard (learners.cgm.nlbp) relies on this: the map F(n) = N BP(theta +
+    # grad log p(y | n)) has Jacobian -N Cov diag(c), so d/dalpha sum c f^2 < 0 at alpha = 0.
+    dom = Domain(["A", "B", "C"], [2, 3, 2])
+    cliques = [("A", "B"), ("B", "C")]
+    mrf = MarkovRandomField(dom, cliques, [rng.normal(size=dom.sizes(c)) for c in cliques])
+    jt, total, scale = mrf.junction_tree(), 1000.0, 2.0
+    sizes = [int(np.prod(dom.sizes(c))) for c in cliques]
+    y = jnp.asarray(rng.uniform(0, 300, size=sum(sizes)))
+
+    def split(v):
+        parts = jnp.split(v, np.cumsum(sizes)[:-1])
+        return [p.reshape(dom.sizes(c)) for p, c in zip(parts, cliques, strict=True)]
+
+    def residual(n):
+        shifted = [
+            t + noise_gradient(kind, scale, 1.0, yc, nc)
+            for t, yc, nc in zip(mrf.log_potentials, split(y), split(n), strict=True)
+        ]
+        margs, _ = clique_marginals(jt, shifted)
+        return total * jnp.concatenate([m.ravel() for m in margs]) - n
+
+    for _ in range(5):
+        n = jnp.asarray(rng.uniform(0, 300, size=sum(sizes)))
+        f = residual(n)
+        c = noise_curvature(kind, scale, 1.0, y, n)
+        jac = jax.jacfwd(residual)(n)  # J - I
+        assert float(f @ (c * (jac @ f))) < 0
