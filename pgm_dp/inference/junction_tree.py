@@ -43,13 +43,13 @@ from .scaled_pass import read_plan, scaled_marginals, scaled_pass
 from .tables import any_traced, broadcast_to, logsumexp_to, to_order
 
 __all__ = [
-    "jit_program",
     "DEFAULT_MAX_CELLS",
     "JunctionTree",
     "build_junction_tree",
     "calibrate",
     "clique_marginals",
     "elimination_order",
+    "jit_program",
     "marginals_and_log_z",
 ]
 
