@@ -275,10 +275,21 @@ def _compiler_options() -> dict | None:
 
 
 def jit_program(fn):
-    """``jax.jit(fn)`` with :data:`_CPU_COMPILER_OPTIONS` where the backend takes them. For
-    top-level programs that run junction-tree passes (the eager marginals, the learners'
-    objectives and loops); functions traced inside another ``jit`` get that one's options."""
-    return jax.jit(fn, compiler_options=_compiler_options())
+    """``jax.jit(fn)`` with :data:`_CPU_COMPILER_OPTIONS` where the backend takes them, for
+    programs that run junction-tree passes (the eager marginals, the learners' objectives
+    and loops). JAX accepts compiler options only on a top-level ``jit``: called with traced
+    arguments (inside another ``jit``/``grad``) the plain ``jax.jit(fn)`` runs instead."""
+    options = _compiler_options()
+    top = jax.jit(fn, compiler_options=options)
+    if options is None:
+        return top
+    nested = jax.jit(fn)
+
+    @functools.wraps(fn)
+    def call(*args):
+        return (nested if any_traced(jax.tree_util.tree_leaves(args)) else top)(*args)
+
+    return call
 
 
 def _packed_fast(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):

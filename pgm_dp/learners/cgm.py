@@ -46,8 +46,8 @@ solution: the classical "EM gradient" (the M-step's gradient at the current ``th
    cell) it lowered CGM's median KL against ``tau = 1`` in 12 of 16 cells and put CGM at or
    below naive MLE in all 400 trials (``tau = 1``: 325; it lost at N=1e5, epsilon >= 0.5,
    e.g. chain, epsilon 0.5: 0.244 against naive 0.198, now 0.189). ``tau = 1`` is better
-   only where noise dominates (N=1e4, epsilon = 0.1: chain 5.46 against 5.94, ER 3.92
-   against 4.07; within 4% at epsilon = 0.01). On three chain releases at N=1e5, epsilon =
+   only where noise dominates (N=1e4, epsilon = 0.1: chain 5.46 against 5.96, ER 3.92
+   against 4.07; within 5% at epsilon = 0.01). On three chain releases at N=1e5, epsilon =
    0.5, ``tau`` = 0.01 / 0.03 / 0.1 / 0.3 / 1 gave KL 0.26-0.29 / 0.22-0.25 / 0.19-0.21 /
    0.18-0.20 / 0.24-0.25 (naive 0.19-0.21). A per-record ``lam = 1e-4`` as in naive MLE
    (``tau = 10`` at N=1e5) over-smooths (epsilon = 1: KL 0.55).
@@ -133,13 +133,13 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             new = bp(shift(theta, y, unflatten_tables(x, shapes)))[0]
             return total * concat_tables(new) - x
 
-        def merit(at, f):  # sum_i c_i(at) f_i^2, c = noise_curvature at the statistics `at`
+        def curvature(at):  # noise_curvature at the flat statistics `at`
             n = unflatten_tables(at, shapes)
             c = [
                 noise_curvature(k, s, smoothing, yc, nc)
                 for (k, s), yc, nc in zip(noise, y, n, strict=True)
             ]
-            return jnp.sum(concat_tables(c) * f * f)
+            return concat_tables(c)
 
         def cond(state):
             return (state[2] > tol) & (state[5] < max_iters)
@@ -148,9 +148,10 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             x, acc, _, prev, alpha, it, _ = state
             f = residual(x)
             resid = jnp.max(jnp.abs(f))
-            # Growth is judged in the curvature-weighted norm of `merit`, with the weights
+            # Growth is judged in the curvature-weighted norm sum_i c_i f_i^2, with weights
             # where the last step started: there the damped step is a descent direction.
-            grew = acc.started & (merit(acc.x_prev, f) > merit(acc.x_prev, acc.f_prev))
+            c = curvature(acc.x_prev)
+            grew = acc.started & (jnp.sum(c * f * f) > jnp.sum(c * acc.f_prev * acc.f_prev))
             accelerated = acc.count > 0
             # Safeguards. A residual that grows after a plain damped step means alpha is too
             # large for the curvature of log p(y | n): halve it (never below 1e-9). One that
@@ -257,12 +258,16 @@ def nlbp(
     iteration converge when ``log p(y | n)`` is sharply curved, i.e. small noise relative to
     ``N``). Growth is measured in the norm ``sum_i c_i f_i^2`` with ``c = -d^2 log p(y | n) /
     dn^2`` (:func:`noise_curvature`) at the step's starting point: the map's Jacobian is
-    ``-N Cov(theta') diag(c)``, so in that norm a small enough damped step always shrinks
-    ``f``. (In the max norm it need not: on a chain release at N=1e5, epsilon=1, ``alpha``
-    fell to its floor, E-steps ran into ``max_iters`` and a CGM fit took 50,738 BP passes
-    without converging; with the weighted norm, 5,902, converged.) ``init`` is the starting
-    statistics (default: ``N`` times the model's marginals). Converged when
-    ``max |n' - n| / N <= tol``.
+    ``-N Cov(theta') diag(c)`` with exact BP, so in that norm a small enough damped step
+    always shrinks ``f`` (tested; with ``inference="loopy_bp"`` this holds only as far as
+    loopy BP's pseudo-marginals behave like marginals). In the max norm it need not: on a
+    Fig. 2 chain release at N=1e5, epsilon=1, ``alpha`` fell to its floor, E-steps ran into
+    ``max_iters`` and a CGM fit took 50,738 BP passes without converging (with the weighted
+    norm: 5,902, converged). The price is more passes where the max norm did not stall:
+    over 12 Fig. 2 releases at N=1e5 (chain and ER, epsilon 0.1 / 0.5 / 1) whole fits took
+    60,662 BP passes against 104,540 with the max norm, or 53,802 leaving out its one
+    stalled fit. ``init`` is the starting statistics (default: ``N`` times the model's
+    marginals). Converged when ``max |n' - n| / N <= tol``.
 
     ``anderson`` (our choice; the paper iterates the damped map as written): the memory of
     the Anderson acceleration of the damped map (:mod:`pgm_dp.learners.anderson`); ``0``
@@ -271,7 +276,8 @@ def nlbp(
     plain step's growth halves ``alpha`` as above). The statistics returned are the last
     point whose residual was checked, the one ``delta`` describes. On the chain (T=10,
     k=10), N=1e5, from the naive MLE, memory 5 took 63 / 23 / 6 BP passes against
-    188 / 52 / 10 at epsilon = 1 / 0.5 / 0.1 (memory 3: 73 / 27 / 6; 10: 52 / 27 / 6).
+    188 / 52 / 10 at epsilon = 1 / 0.5 / 0.1 (memory 3: 73 / 27 / 6; 10: 52 / 27 / 6;
+    measured with the earlier max-norm safeguard and prior 1).
     """
     (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
@@ -308,17 +314,19 @@ class CGMEM:
     largest entry of the last EM gradient (the forcing-term rule of inexact Newton
     methods); the final point is always re-evaluated at ``nlbp_tol`` and ``converged`` and
     the reported statistics come from that exact E-step. ``0`` gives exact E-steps
-    throughout. On the chain (T=10, k=10), N=1e5, epsilon=1, ``0.1`` cut the BP passes from
-    68,035 to 8,887 at the same optimum (KL 0.1029 vs 0.1031, both converged); ``0.3``
-    stopped L-BFGS before convergence. If L-BFGS stops early on inexact gradients, the fit
-    goes on from there with exact E-steps (on UCI Adult at epsilon = 2, ``N / b^2`` = 3000,
-    this cost 15% more BP passes than exact E-steps throughout).
+    throughout. On ``pgm-dp compare``'s releases (chain, T=10, k=10, N=1e5) ``0.1`` cut the
+    BP passes of a whole fit from 17,121 to 5,933 at epsilon = 1 and from 2,656 to 1,459 at
+    epsilon = 0.1, at the same optimum (with prior 1 and the max-norm safeguard: 68,035 to
+    8,887 at epsilon = 1); ``0.3`` stopped L-BFGS before convergence. If L-BFGS stops early
+    on inexact gradients, the fit goes on from there with exact E-steps (on UCI Adult at
+    epsilon = 2, ``N / b^2`` = 3000, this cost 15% more BP passes than exact E-steps
+    throughout, with prior 1).
 
     ``nlbp_anderson``: memory of the Anderson acceleration of NLBP (see :func:`nlbp`; ``0``
     iterates Alg. 1's damped map as written). Its history is carried from one E-step to the
     next (the map changes little between nearby ``theta``). On ``pgm-dp compare``'s releases
-    (chain, N=1e5) it cut the BP passes of a whole fit from 9,431 to 3,923 at epsilon = 1
-    and from 1,860 to 1,232 at epsilon = 0.1, to the same optimum.
+    (chain, N=1e5) it cut the BP passes of a whole fit from 51,095 to 5,933 at epsilon = 1
+    and from 2,199 to 1,459 at epsilon = 0.1, to the same optimum.
 
     Example
     -------

@@ -5,8 +5,8 @@ differentiable at ``n = y``; we use the *pseudo-Huber* smoothing
 ``-sqrt((y - n)^2 + s^2) / b`` with ``s = smoothing * b`` (our choice; the paper leaves it
 open): concave, within ``s / b`` of the Laplace log-density everywhere, with a gradient that
 tends to the subgradient ``sign(y - n) / b`` away from the kink. Discrete Laplace / Gaussian
-releases use the same formulas with their scale. All functions act elementwise on one
-clique's table and are traceable.
+releases use the same formulas with their scale. The functions take one clique's table
+(``noise_log_density`` returns its sum, the others act elementwise) and are traceable.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def noise_curvature(kind: str, scale: float, smoothing: float, y, n):
     """``-d^2/dn^2 log p(y | n) > 0`` elementwise (Laplace kinds: of the pseudo-Huber
     smoothing, at most ``1 / (scale * s)``)."""
     if kind in _LAPLACE:
-        r, s = y - n, smoothing * scale
-        q = r * r + s * s
-        return s * s / (scale * q * jnp.sqrt(q))
+        s = smoothing * scale
+        t = (y - n) / s
+        return 1.0 / (scale * s * (1.0 + t * t) ** 1.5)
     return jnp.full_like(n, 1.0 / (scale * scale))
 
 

@@ -1,4 +1,5 @@
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import brute_log_z, brute_marginal, random_model
@@ -176,3 +177,13 @@ def test_structural_zeros_in_marginals():
     mrf = MarkovRandomField(dom, [("A", "B"), ("B", "C")], [t, np.ones((3, 2))])
     for cl, m in mrf.marginals().items():
         np.testing.assert_allclose(np.asarray(m), brute_marginal(mrf, cl), atol=1e-12)
+
+
+def test_jit_program_runs_at_top_level_and_inside_jit_and_grad():
+    from pgm_dp.inference.junction_tree import jit_program
+
+    f = jit_program(lambda x, ys: jnp.sum(x * x) + sum(jnp.sum(y) for y in ys))
+    x, ys = jnp.arange(3.0), [jnp.ones(2), jnp.ones(3)]
+    assert float(f(x, ys)) == pytest.approx(10.0)
+    assert float(jax.jit(f)(x, ys)) == pytest.approx(10.0)
+    np.testing.assert_allclose(jax.grad(f)(x, ys), 2 * x)

@@ -169,3 +169,17 @@ def test_default_prior_variance_is_that_of_a_log_dirichlet_1_entry(rng):
     draws = np.log(rng.dirichlet(np.ones(100), size=2000))
     within = np.mean(np.var(draws, axis=1, ddof=1))
     assert within == pytest.approx(1 / (2 * DEFAULT_PRIOR_PRECISION), rel=0.02)
+
+
+def test_nlbp_does_not_stall_where_a_max_norm_growth_test_drove_alpha_to_its_floor():
+    # Regression: judging residual growth in the max norm halved alpha down to 1e-9 on this
+    # release (the damped step can grow the max norm for every alpha); the curvature-weighted
+    # norm cannot grow for small alpha, so NLBP converges with a sane damping.
+    from pgm_dp.models import third_order_chain
+
+    truth = third_order_chain(4, 3, np.random.default_rng(0))
+    data = truth.sample(100_000, rng=1)
+    release = release_marginals(data, truth, budget=PureDP(1.0), rng=2)
+    _, info = nlbp(truth.replace(None), release, anderson=5, max_iters=3000)
+    assert info["converged"]
+    assert info["final_damping"] > 1e-6
