@@ -321,9 +321,7 @@ def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], path: str
         "packed-fast": _packed_fast,
         "packed-log": _packed_log,
     }[path]
-    if not path.startswith("packed-"):  # may be called inside another jit: no options there
-        return jax.jit(functools.partial(fn, jt, queries))
-    return jit_program(functools.partial(fn, jt, queries))
+    return jit_program(functools.partial(fn, jt, queries))  # options only at top level
 
 
 @functools.lru_cache(maxsize=256)

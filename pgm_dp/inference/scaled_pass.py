@@ -190,8 +190,7 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     ok = jnp.isfinite(log_z) & (total > 0)
     if rescale:
         c = jnp.stack(scales + holder_sums) if scales or holder_sums else jnp.ones(1)
-        ok = ok & jnp.all(jnp.isfinite(c) & (c > 0))
-        ok = ok & jnp.all(jnp.log(jnp.where(c > 0, c, 1.0)) > UNDERFLOW_MARGIN)
+        ok = ok & jnp.all(jnp.isfinite(c) & (c > math.exp(UNDERFLOW_MARGIN)))
     else:
         ok = ok & (jnp.log(safe_total) > UNDERFLOW_MARGIN + 2 * log_cells)
     return tuple(group_sums), log_z, ok

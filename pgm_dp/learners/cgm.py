@@ -141,11 +141,11 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             ]
             return concat_tables(c)
 
-        def cond(state):
-            return (state[2] > tol) & (state[5] < max_iters)
+        def cond(state):  # state[2]: max |f| at the checked point
+            return (state[2] / total > tol) & (state[4] < max_iters)
 
         def body(state):
-            x, acc, _, prev, alpha, it, _ = state
+            x, acc, prev, alpha, it, _ = state
             f = residual(x)
             resid = jnp.max(jnp.abs(f))
             # Growth is judged in the curvature-weighted norm sum_i c_i f_i^2, with weights
@@ -169,16 +169,16 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             acc = anderson_reset(acc, when=grew)
             checked = x  # the point whose residual `delta` reports: the one returned
             x, acc = anderson_step(acc, x, f, alpha)
-            return x, acc, resid / total, resid, alpha, it + 1, checked
+            return x, acc, resid, alpha, it + 1, checked
 
         x0 = concat_tables(n0)
         inf = jnp.asarray(jnp.inf)
         # A history carried over from the last E-step keeps its differences (the map has
         # changed little) but forms none across the two maps.
         acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
-        init = (x0, acc0, inf, inf, jnp.asarray(alpha0), 0, x0)
-        _, acc, delta, _, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
-        return unflatten_tables(checked, shapes), delta, iters, alpha, acc
+        init = (x0, acc0, inf, jnp.asarray(alpha0), 0, x0)
+        _, acc, resid, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
 
     def objective(flat_theta, y, n0, alpha0, total, lam, tol, acc0):  # lam = tau / N
         """``(-F / N, -grad F / N, n*, shifted theta', NLBP delta, iterations, damping)``."""
@@ -195,10 +195,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
         for a, b, m in zip(shifted, theta, mu_star, strict=True):
             kl = kl + jnp.sum((a - b) * m)
         value = fit / total - kl - lam * jnp.dot(flat_theta, flat_theta)
-        grad = (
-            jnp.concatenate([(a - b).ravel() for a, b in zip(mu_star, mu, strict=True)])
-            - 2.0 * lam * flat_theta
-        )
+        grad = concat_tables(mu_star) - concat_tables(mu) - 2.0 * lam * flat_theta
         return -value, -grad, n, shifted, delta, iters, alpha, acc
 
     return jit_program(loop), jit_program(objective)

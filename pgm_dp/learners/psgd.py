@@ -112,19 +112,19 @@ def _record_cells(marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes) 
     return jnp.stack(cells)
 
 
-def _gradient_norms(
-    marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes, cells: jax.Array | None = None
-) -> jax.Array:
-    """``||mu - e(x_i)||_2`` per record without forming the gradients.
+def _gradient_norms(marginals: Sequence[jax.Array], codes: jax.Array, axes: Axes) -> jax.Array:
+    """``||mu - e(x_i)||_2`` per record without forming the gradients (see :func:`_norms`)."""
+    return _norms(concat_tables(marginals), _record_cells(marginals, codes, axes))
+
+
+def _norms(mu: jax.Array, cells: jax.Array) -> jax.Array:
+    """``||mu - e(x_i)||_2`` from the flat marginals ``mu`` and the records' cells.
 
     ``e_C(x)`` is one-hot, so ``||mu - e(x)||^2 = sum_C (||mu_C||^2 - 2 mu_C(x_C) + 1)``: a
-    gather per clique instead of a pass over ``(batch, dim)`` (``cells``: the records'
-    :func:`_record_cells`, computed if not given). A rounding slack (a generous bound on the
-    float64 error of that sum) is added so the norm is never underestimated and clipped
-    gradients never exceed ``clip``; it changes ``norm ~ 1`` by about ``1e-12``.
+    gather per clique instead of a pass over ``(batch, dim)``. A rounding slack (a generous
+    bound on the float64 error of that sum) is added so the norm is never underestimated and
+    clipped gradients never exceed ``clip``; it changes ``norm ~ 1`` by about ``1e-12``.
     """
-    mu = concat_tables(marginals)
-    cells = _record_cells(marginals, codes, axes) if cells is None else cells
     k, dim = cells.shape[0], mu.size
     squared = jnp.vdot(mu, mu) - 2.0 * jnp.sum(mu[cells], axis=0) + k
     slack = 16 * np.finfo(np.float64).eps * (dim + k * k)
@@ -141,11 +141,9 @@ def _clipped_sum(
     instead of forming the ``(lot, dim)`` gradients (the same sum, tested against them).
     """
     margs, _ = marginals_and_log_z(jt, jt.factor_cliques, tables)
-    cells = _record_cells(margs, codes, axes)  # shared by the norms and the scatter-add
-    scale = mask * jnp.minimum(
-        1.0, clip / jnp.maximum(_gradient_norms(margs, codes, axes, cells), 1e-300)
-    )
     mu = concat_tables(margs)
+    cells = _record_cells(margs, codes, axes)  # shared by the norms and the scatter-add
+    scale = mask * jnp.minimum(1.0, clip / jnp.maximum(_norms(mu, cells), 1e-300))
     hits = jnp.zeros(mu.size).at[cells.ravel()].add(jnp.tile(scale, cells.shape[0]))
     return jnp.sum(scale) * mu - hits
 
