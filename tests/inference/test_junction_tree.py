@@ -1,3 +1,5 @@
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -187,3 +189,17 @@ def test_jit_program_runs_at_top_level_and_inside_jit_and_grad():
     assert float(f(x, ys)) == pytest.approx(10.0)
     assert float(jax.jit(f)(x, ys)) == pytest.approx(10.0)
     np.testing.assert_allclose(jax.grad(f)(x, ys), 2 * x)
+
+
+def test_fast_pass_never_forms_a_clique_table_it_can_factor_away():
+    """On the third-order chain (cliques of 10^4 cells, pairwise factors) every message and
+    read is contracted factor by factor: no intermediate reaches the size of a clique."""
+    from pgm_dp.inference.scaled_pass import scaled_pass
+
+    mrf = third_order_chain(10, 10, rng=0)
+    jt = build_junction_tree(mrf.domain, mrf.cliques)
+    assert max(mrf.domain.size(c) for c in jt.cliques) == 10**4
+    pots = tuple(mrf.log_potentials)
+    jaxpr = jax.make_jaxpr(lambda p: scaled_pass(jt, jt.factor_cliques, p))(pots).jaxpr
+    biggest = max(math.prod(v.aval.shape) for eqn in jaxpr.eqns for v in eqn.outvars)
+    assert biggest < 10**4
