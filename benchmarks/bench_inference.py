@@ -10,7 +10,9 @@ Times (median of repeated calls, after JIT compilation where there is one):
    pgm_dp's junction tree vs pgmpy ``BeliefPropagation`` (calibrate + read the clique beliefs)
    vs mbi's default CPU junction-tree oracle on the same log-potentials;
 2. contingency tables of all 24 edge cliques for 1e6 records: ``sufficient_statistics`` vs
-   ``pandas.DataFrame.groupby(...).size()``.
+   ``pandas.DataFrame.groupby(...).size()``;
+3. (no reference) the gradient of ``log Z`` (``jax.jit(jax.grad(...))``, what the learners
+   differentiate) on the same chain with k = 10 and k = 20.
 Prints the ratios; targets: >= 50x pgmpy, >= 2x mbi, >= 3x pandas.
 """
 
@@ -95,6 +97,13 @@ def mbi_marginals(mrf):
     return run
 
 
+def bench_gradient(k, repeat, rng):
+    mrf = third_order_chain(10, k, rng)
+    grad = jax.jit(jax.grad(lambda m: m.log_partition()))
+    jax.block_until_ready(grad(mrf))  # compile
+    return median_time(lambda: jax.block_until_ready(grad(mrf)), repeat, number=20)
+
+
 def bench_tables(n_rows, repeat, rng):
     import pandas as pd
 
@@ -148,6 +157,9 @@ def main(argv=None):
         mbi_t = statistics.median(times["mbi"])
         name = mbi_run.__name__
         print(f"  mbi {name:<22}{mbi_t * 1e3:9.3f} ms   ratio {ratio('mbi'):8.1f}x")
+    for k in (10, 20):
+        t = bench_gradient(k, args.repeat, rng)
+        print(f"Gradient of log Z, third-order chain T=10, k={k}: {t * 1e3:9.3f} ms")
     ours_t, pandas_t = bench_tables(args.rows, max(3, args.repeat // 3), rng)
     print(f"Contingency tables, {args.rows:,} rows, 24 cliques")
     print(f"  pgm_dp sufficient_statistics {ours_t * 1e3:9.1f} ms")
