@@ -180,9 +180,14 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
         _, acc, resid, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
         return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
 
-    def objective(flat_theta, y, n0, alpha0, total, lam, tol, acc0):  # lam = tau / N
-        """``(-F / N, -grad F / N, n*, shifted theta', NLBP delta, iterations, damping)``."""
+    def objective(flat_theta, y, n0, last_alpha, total, lam, tol, acc0):  # lam = tau / N
+        """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
+        ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
+        copy for all that the optimiser reads). NLBP starts from ``n0`` and from the last
+        E-step's damping regrown by a factor of 2 (the damping that was stable for nearby
+        ``theta``)."""
         theta = unflatten_tables(flat_theta, shapes)
+        alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, alpha0, acc0)
         shifted = shift(theta, y, n)
         mu_star, log_z_star = bp(shifted)
@@ -196,7 +201,8 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
             kl = kl + jnp.sum((a - b) * m)
         value = fit / total - kl - lam * jnp.dot(flat_theta, flat_theta)
         grad = concat_tables(mu_star) - concat_tables(mu) - 2.0 * lam * flat_theta
-        return -value, -grad, n, shifted, delta, iters, alpha, acc
+        report = jnp.concatenate([-grad, jnp.stack([-value, delta, iters.astype(grad.dtype)])])
+        return report, n, shifted, alpha, acc
 
     return jit_program(loop), jit_program(objective)
 
@@ -398,25 +404,23 @@ class CGMEM:
             tol = self.nlbp_tol
             if not exact:  # inexact E-step, see the class docstring
                 tol = max(tol, min(_LOOSEST, state["forcing"] * state["grad"]))
-            # Warm start: the previous E-step's statistics and damping (the damping that
-            # was stable for nearby theta), regrown by a factor of 2.
-            alpha0 = jnp.minimum(2.0 * state["alpha"], self.damping)
-            value, grad, n, shifted, delta, iters, alpha, acc = objective(
-                jnp.asarray(flat),
+            # Warm start: the previous E-step's statistics, damping and Anderson history.
+            report, n, shifted, alpha, acc = objective(
+                np.asarray(flat, dtype=np.float64),
                 y,
                 state["n"],
-                alpha0,
-                jnp.asarray(total),
-                jnp.asarray(lam),
-                jnp.asarray(tol),
+                state["alpha"],
+                np.float64(total),
+                np.float64(lam),
+                np.float64(tol),
                 state["acc"],
             )
-            state["acc"] = acc
-            grad = np.asarray(grad, dtype=np.float64)
+            report = np.asarray(report)
+            grad, (value, delta, iters) = report[:-3], report[-3:]
+            state["acc"], state["n"], state["alpha"] = acc, n, alpha
             state["tol"], state["grad"] = tol, float(np.max(np.abs(grad)))
-            state["n"], state["alpha"] = n, alpha
             state["nlbp"] += int(iters)
-            state["capped"] = bool(float(delta) > tol)
+            state["capped"] = bool(delta > tol)
             state["x"] = np.array(flat, dtype=np.float64)
             state["last"] = (float(value), grad, shifted)
             return state["last"]

@@ -82,11 +82,13 @@ def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
     calibrated tree as the model marginals (one forward pass, no reverse-mode sweep)."""
 
     def value_and_grad(flat_theta, flat_target, lam):
+        """``grad L`` followed by ``L``, one vector (one host copy per evaluation)."""
         tables = unflatten_tables(flat_theta, shapes)
         margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
         mu = jnp.concatenate([m.ravel() for m in margs])
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
-        return value, mu - flat_target + 2.0 * lam * flat_theta
+        grad = mu - flat_target + 2.0 * lam * flat_theta
+        return jnp.concatenate([grad, value[None]])
 
     return jit_program(value_and_grad)
 
@@ -124,11 +126,11 @@ def fit_marginals(
     fn = _objective(jt, shapes)
     flat_target = jnp.asarray(flatten_tables(targets))
     x0 = flatten_tables(start.log_potentials)
-    lam = jnp.asarray(float(l2))
+    lam = np.float64(l2)
 
     def value_and_grad(x):
-        v, g = fn(jnp.asarray(x), flat_target, lam)
-        return float(v), np.asarray(g, dtype=np.float64)
+        out = np.asarray(fn(np.asarray(x, dtype=np.float64), flat_target, lam))
+        return float(out[-1]), out[:-1]
 
     res = scipy.optimize.minimize(
         value_and_grad,
