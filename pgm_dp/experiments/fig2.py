@@ -113,10 +113,10 @@ def claims(runs: pd.DataFrame) -> dict:
     most naive MLE's (target >= 0.9); ``time_ratio``: median seconds per fit of each
     learner divided by naive MLE's, per graph; ``time_ratio_total``: the same for the total
     seconds over the grid (the paper's "CGM is approximately 4x/8x slower" does not say
-    which). With mbi rows: ``cgm_over_best_mbi`` (CGM's
-    median KL over mbi's best iteration count, per cell) and the fractions of cells meeting
-    the issue's targets (at most half of mbi's where noise dominates, N = smallest N with
-    epsilon <= 1; at most mbi's elsewhere)."""
+    which). With mbi rows: ``cgm_over_best_mbi`` (CGM's median KL over mbi's best iteration
+    count, per cell) and the fractions of cells meeting the issue's targets (at most half of
+    mbi's where noise dominates, N = smallest N with epsilon <= 1; at most mbi's
+    elsewhere)."""
     out: dict = {}
     table = summarize(runs)
     if {"cgm", "naive"} <= set(table.columns):
