@@ -280,7 +280,11 @@ def nlbp(
     point whose residual was checked, the one ``delta`` describes. On the chain (T=10,
     k=10), N=1e5, from the naive MLE, memory 5 took 63 / 23 / 6 BP passes against
     188 / 52 / 10 at epsilon = 1 / 0.5 / 0.1 (memory 3: 73 / 27 / 6; 10: 52 / 27 / 6;
-    measured with the earlier max-norm safeguard and prior 1).
+    measured with the earlier max-norm safeguard and prior 1). It is not reliably faster
+    when the E-step is very stiff: on a three-variable tree with N=4000 (tests'
+    ``_tree_release``, three populations), whole CGM fits took 0.07-0.56x the plain passes at
+    ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 0.79x at 100,000, and at 900,000 one fit
+    ran into ``nlbp_max_iters`` on every E-step (not converged; plain: 13,768 passes).
     """
     (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)

@@ -119,7 +119,7 @@ def _same_optimum(theta, release, first, second):
     return a, b
 
 
-@pytest.mark.parametrize("epsilon", [0.1, 10.0])  # N / b^2 = 0.4 (mild) and 4,000 (stiff)
+@pytest.mark.parametrize("epsilon", [0.1, 10.0])  # N / b^2 = 10 (mild) and 100,000 (stiff)
 def test_inexact_e_steps_reach_the_exact_e_steps_optimum(rng, epsilon):
     theta, release = _tree_release(rng, epsilon)
     exact, inexact = _same_optimum(theta, release, CGMEM(nlbp_forcing=0.0), CGMEM())
@@ -129,12 +129,27 @@ def test_inexact_e_steps_reach_the_exact_e_steps_optimum(rng, epsilon):
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 10.0])
-def test_accelerated_e_steps_reach_the_plain_e_steps_optimum_with_fewer_bp_passes(rng, epsilon):
+def test_accelerated_e_steps_reach_the_plain_e_steps_optimum(rng, epsilon):
     theta, release = _tree_release(rng, epsilon)
-    plain, accelerated = _same_optimum(theta, release, CGMEM(nlbp_anderson=0), CGMEM())
-    assert accelerated.info["nlbp_iterations"] < plain.info["nlbp_iterations"]
+    _same_optimum(theta, release, CGMEM(nlbp_anderson=0), CGMEM())
     with pytest.raises(ValueError, match="anderson"):
         CGMEM(nlbp_anderson=-1).fit(release, theta)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])  # N / b^2 = 10 and 1,000
+def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
+    """Summed over three populations, Anderson acceleration needs at most half the BP passes
+    of Alg. 1's damped iteration (measured here: 0.20x and 0.29x). On one release the count depends
+    on rounding, and at N / b^2 = 100,000 acceleration is not reliably faster (see
+    :func:`pgm_dp.learners.cgm.nlbp`), so neither is asserted."""
+    passes = {0: 0, 5: 0}
+    for seed in (12345, 1, 2):
+        theta, release = _tree_release(np.random.default_rng(seed), epsilon)
+        for memory in passes:
+            fit = CGMEM(nlbp_anderson=memory).fit(release, theta)
+            assert fit.info["converged"]
+            passes[memory] += fit.info["nlbp_iterations"]
+    assert passes[5] < 0.5 * passes[0]
 
 
 def test_cgm_refuses_a_release_for_other_cliques(rng):
