@@ -256,22 +256,31 @@ def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_poten
     )
 
 
-#: XLA:CPU compile options for the eager marginals program. YNNPACK reduction fusions split
-#: each fused product-and-sum of a message into two kernels; without them the all-clique
-#: marginals of the third-order chain take ~1.4x less time (``benchmarks/bench_inference.py``).
-_CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+#: XLA:CPU compile options for the programs that run junction-tree passes. YNNPACK reduction
+#: fusions split each fused product-and-sum of a message into two kernels, and Eigen's
+#: multi-threaded matrix products synchronise a thread pool for every one of a pass's small
+#: products; without them the all-clique marginals of the third-order chain (T=10, k=10)
+#: take ~1.4x and another ~1.35x less time, and single-threaded products were no slower on
+#: that chain with k = 20 or 40 nor on an Erdős–Rényi graph (``benchmarks/bench_inference.py``).
+_CPU_COMPILER_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type": "",
+    "xla_cpu_multi_thread_eigen": False,
+}
 
 
 @functools.cache
 def _compiler_options() -> dict | None:
-    """:data:`_CPU_COMPILER_OPTIONS` on the CPU backend where this XLA knows them, else None."""
+    """Those of :data:`_CPU_COMPILER_OPTIONS` that this XLA knows, on the CPU backend."""
     if jax.default_backend() != "cpu":
         return None
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=_CPU_COMPILER_OPTIONS).lower(1.0).compile()
-    except Exception:  # an XLA without the option: keep its defaults
-        return None
-    return _CPU_COMPILER_OPTIONS
+    known = {}
+    for name, value in _CPU_COMPILER_OPTIONS.items():
+        try:
+            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(1.0).compile()
+        except Exception:  # an XLA without the option: keep its default
+            continue
+        known[name] = value
+    return known or None
 
 
 def jit_program(fn):
