@@ -110,9 +110,10 @@ _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 
 
 @functools.lru_cache(maxsize=64)
-def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, inference, memory):
-    """Jit-compiled NLBP (Alg. 1) and EM objective for one structure and noise model (the
-    NLBP tolerance is an argument, so an E-step's accuracy can change between calls)."""
+def _programs(domain, cliques, max_cells, kinds, smoothing, damping, max_iters, inference, memory):
+    """Jit-compiled NLBP (Alg. 1) and EM objective for one structure and noise family per
+    clique (``kinds``). The noise scales and the NLBP tolerance are arguments, so releases
+    at other budgets share the programs and an E-step's accuracy can change between calls."""
     jt = build_junction_tree(domain, cliques, max_cells) if inference == "junction_tree" else None
     shapes = tuple(domain.sizes(c) for c in cliques)
 
@@ -122,22 +123,22 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
         res = loopy_bp_core(domain, cliques, *_LOOPY_BP, tables)
         return res.factor_marginals, res.log_z
 
-    def shift(theta, y, n):
+    def shift(theta, y, n, scales):
         return [
-            t + noise_gradient(k, s, smoothing, yc, nc)
-            for t, (k, s), yc, nc in zip(theta, noise, y, n, strict=True)
+            t + noise_gradient(k, scales[i], smoothing, yc, nc)
+            for i, (t, k, yc, nc) in enumerate(zip(theta, kinds, y, n, strict=True))
         ]
 
-    def loop(theta, y, n0, total, tol, alpha0=damping, acc0=None):
+    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
         def residual(x):  # F(n) - n on the flat statistics n
-            new = bp(shift(theta, y, unflatten_tables(x, shapes)))[0]
+            new = bp(shift(theta, y, unflatten_tables(x, shapes), scales))[0]
             return total * concat_tables(new) - x
 
         def curvature(at):  # noise_curvature at the flat statistics `at`
             n = unflatten_tables(at, shapes)
             c = [
-                noise_curvature(k, s, smoothing, yc, nc)
-                for (k, s), yc, nc in zip(noise, y, n, strict=True)
+                noise_curvature(k, scales[i], smoothing, yc, nc)
+                for i, (k, yc, nc) in enumerate(zip(kinds, y, n, strict=True))
             ]
             return concat_tables(c)
 
@@ -180,7 +181,7 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
         _, acc, resid, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
         return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
 
-    def objective(flat_theta, y, n0, last_alpha, total, lam, tol, acc0):  # lam = tau / N
+    def objective(flat_theta, y, n0, last_alpha, total, lam, tol, acc0, scales):  # lam = tau/N
         """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
         ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
         copy for all that the optimiser reads). NLBP starts from ``n0`` and from the last
@@ -188,13 +189,13 @@ def _programs(domain, cliques, max_cells, noise, smoothing, damping, max_iters, 
         ``theta``)."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
-        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, alpha0, acc0)
-        shifted = shift(theta, y, n)
+        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
+        shifted = shift(theta, y, n, scales)
         mu_star, log_z_star = bp(shifted)
         mu, log_z = bp(theta)
         fit = sum(
-            noise_log_density(k, s, smoothing, yc, total * m)
-            for (k, s), yc, m in zip(noise, y, mu_star, strict=True)
+            noise_log_density(k, scales[i], smoothing, yc, total * m)
+            for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
         )
         kl = log_z - log_z_star
         for a, b, m in zip(shifted, theta, mu_star, strict=True):
@@ -217,14 +218,14 @@ def _setup(mrf, release, damping, smoothing, max_iters, inference, anderson):
         raise ValueError(f"unknown inference {inference!r}")
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
-    noise = tuple((release.noise[c].kind, float(release.noise[c].scale)) for c in mrf.cliques)
-    if any(s <= 0 for _, s in noise):
+    scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
+    if np.any(scales <= 0):
         raise ValueError("NLBP needs a release with positive noise scale")
     programs = _programs(
         mrf.domain,
         mrf.cliques,
         mrf.max_cells,
-        noise,
+        tuple(release.noise[c].kind for c in mrf.cliques),
         float(smoothing),
         float(damping),
         int(max_iters),
@@ -232,7 +233,7 @@ def _setup(mrf, release, damping, smoothing, max_iters, inference, anderson):
         int(anderson),
     )
     y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
-    return programs, y, noise
+    return programs, y, scales
 
 
 def _start(mrf, total, inference):
@@ -286,14 +287,14 @@ def nlbp(
     ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 0.79x at 100,000, and at 900,000 one fit
     ran into ``nlbp_max_iters`` on every E-step (not converged; plain: 13,768 passes).
     """
-    (loop, _), y, _ = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
+    (loop, _), y, scales = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
     if init is None:
         n0 = _start(mrf, total, inference)
     else:
         n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
     n, delta, iters, alpha, _ = loop(
-        list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol))
+        list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
     )
     stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
     return stats, {
@@ -370,7 +371,7 @@ class CGMEM:
             raise ValueError(f"nlbp_forcing must be in [0, 1), got {self.nlbp_forcing}")
         if self.init not in ("auto", "naive", "uniform"):
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
-        (_, objective), y, noise = _setup(  # validates the release before anything else
+        (_, objective), y, scales = _setup(  # validates the release before anything else
             mrf,
             release,
             self.damping,
@@ -381,7 +382,7 @@ class CGMEM:
         )
         total = float(release.total)
         lam = self.prior_precision / total  # the per-record penalty of the shared MLE solver
-        stiff = total / min(s for _, s in noise) ** 2 > _STIFF
+        stiff = total / float(np.min(scales)) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)
             start = fit_marginals(mrf.replace(None), targets, l2=1e-4).model
@@ -418,6 +419,7 @@ class CGMEM:
                 np.float64(lam),
                 np.float64(tol),
                 state["acc"],
+                scales,
             )
             report = np.asarray(report)
             grad, (value, delta, iters) = report[:-3], report[-3:]

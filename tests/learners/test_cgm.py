@@ -152,6 +152,19 @@ def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
     assert passes[5] < 0.5 * passes[0]
 
 
+def test_releases_at_other_budgets_share_the_compiled_programs(rng):
+    """The noise scales are arguments of CGM's programs, not part of their cache key."""
+    from pgm_dp.learners.cgm import _programs
+
+    theta = _tree(rng)
+    data = theta.sample(2000, rng=3)
+    before = _programs.cache_info().misses
+    for eps in (0.7, 2.3):
+        release = release_marginals(data, theta, budget=PureDP(eps), rng=4)
+        assert CGMEM().fit(release, theta).info["converged"]
+    assert _programs.cache_info().misses - before <= 1
+
+
 def test_cgm_refuses_a_release_for_other_cliques(rng):
     theta = _tree(rng)
     data = theta.sample(100, rng=1)
