@@ -323,7 +323,7 @@ class CGMEM:
     methods); the final point is always re-evaluated at ``nlbp_tol`` and ``converged`` and
     the reported statistics come from that exact E-step. ``0`` gives exact E-steps
     throughout. On ``pgm-dp compare``'s releases (chain, T=10, k=10, N=1e5) ``0.1`` cut the
-    BP passes of a whole fit from 17,502 to 6,750 at epsilon = 1 and from 2,525 to 1,451 at
+    BP passes of a whole fit from 17,392 to 5,714 at epsilon = 1 and from 2,671 to 1,478 at
     epsilon = 0.1, at the same optimum (with prior 1 and the max-norm safeguard: 68,035 to
     8,887 at epsilon = 1); ``0.3`` stopped L-BFGS before convergence. If L-BFGS stops early
     on inexact gradients, the fit goes on from there with exact E-steps (on UCI Adult at
@@ -333,8 +333,9 @@ class CGMEM:
     ``nlbp_anderson``: memory of the Anderson acceleration of NLBP (see :func:`nlbp`; ``0``
     iterates Alg. 1's damped map as written). Its history is carried from one E-step to the
     next (the map changes little between nearby ``theta``). On ``pgm-dp compare``'s releases
-    (chain, N=1e5) it cut the BP passes of a whole fit from 27,833 to 6,750 at epsilon = 1
-    and from 2,161 to 1,451 at epsilon = 0.1, to the same optimum.
+    (chain, N=1e5) it cut the BP passes of a whole fit from 12,925 to 5,714 at epsilon = 1
+    and from 2,206 to 1,478 at epsilon = 0.1, to the same optimum (the counts depend on
+    rounding; see the README).
 
     Example
     -------
