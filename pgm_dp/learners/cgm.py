@@ -284,7 +284,7 @@ def nlbp(
     measured with the earlier max-norm safeguard and prior 1). It is not reliably faster
     when the E-step is very stiff: on a three-variable tree with N=4000 (tests'
     ``_tree_release``, three populations), whole CGM fits took 0.07-0.56x the plain passes at
-    ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 0.79x at 100,000, and at 900,000 one fit
+    ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 1.14x at 100,000, and at 900,000 one fit
     ran into ``nlbp_max_iters`` on every E-step (not converged; plain: 13,768 passes).
     """
     (loop, _), y, scales = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)

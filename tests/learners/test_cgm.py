@@ -139,8 +139,8 @@ def test_accelerated_e_steps_reach_the_plain_e_steps_optimum(rng, epsilon):
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])  # N / b^2 = 10 and 1,000
 def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
     """Summed over three populations, Anderson acceleration needs at most half the BP passes
-    of Alg. 1's damped iteration (measured here: 0.20x and 0.29x). On one release the count depends
-    on rounding, and at N / b^2 = 100,000 acceleration is not reliably faster (see
+    of Alg. 1's damped iteration (measured: 0.20x and 0.29x). On one release the count
+    depends on rounding, and at N / b^2 = 100,000 acceleration is not reliably faster (see
     :func:`pgm_dp.learners.cgm.nlbp`), so neither is asserted."""
     passes = {0: 0, 5: 0}
     for seed in (12345, 1, 2):
