@@ -233,7 +233,7 @@ def _setup(mrf, release, damping, smoothing, max_iters, inference, anderson):
         int(anderson),
     )
     y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
-    return programs, y, scales
+    return programs, y, jnp.asarray(scales)  # on the device once, like y
 
 
 def _start(mrf, total, inference):

@@ -14,7 +14,7 @@ from pgm_dp import (
     sufficient_statistics,
 )
 from pgm_dp.inference.junction_tree import clique_marginals
-from pgm_dp.learners.cgm import CGMEM, nlbp
+from pgm_dp.learners.cgm import CGMEM, _programs, nlbp
 from pgm_dp.learners.mle import fit_marginals
 from pgm_dp.metrics import kl_divergence
 
@@ -154,8 +154,6 @@ def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
 
 def test_releases_at_other_budgets_share_the_compiled_programs(rng):
     """The noise scales are arguments of CGM's programs, not part of their cache key."""
-    from pgm_dp.learners.cgm import _programs
-
     theta = _tree(rng)
     data = theta.sample(2000, rng=3)
     before = _programs.cache_info().misses
