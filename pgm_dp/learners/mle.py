@@ -39,7 +39,7 @@ from ..domain import Clique
 from ..errors import DomainError
 from ..inference.junction_tree import JunctionTree, jit_program, marginals_and_log_z
 from ..models.mrf import MarkovRandomField
-from .base import flatten_tables, unflatten_tables
+from .base import concat_tables, flatten_tables, unflatten_tables
 
 __all__ = ["MLEResult", "fit_marginals", "check_marginals"]
 
@@ -85,7 +85,7 @@ def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
         """``grad L`` followed by ``L``, one vector (one host copy per evaluation)."""
         tables = unflatten_tables(flat_theta, shapes)
         margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
-        mu = jnp.concatenate([m.ravel() for m in margs])
+        mu = concat_tables(margs)
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
         grad = mu - flat_target + 2.0 * lam * flat_theta
         return jnp.concatenate([grad, value[None]])
