@@ -12,6 +12,7 @@ from . import _config  # noqa: F401
 from .domain import Domain
 from .errors import (
     BudgetExceededError,
+    ConvergenceWarning,
     DataValidationError,
     DomainError,
     ModelTooLargeError,
@@ -79,4 +80,5 @@ __all__ = [
     "ModelTooLargeError",
     "PrivacyParameterError",
     "BudgetExceededError",
+    "ConvergenceWarning",
 ]

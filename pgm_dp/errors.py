@@ -13,6 +13,7 @@ __all__ = [
     "ModelTooLargeError",
     "PrivacyParameterError",
     "BudgetExceededError",
+    "ConvergenceWarning",
 ]
 
 
@@ -38,3 +39,8 @@ class PrivacyParameterError(PgmDpError, ValueError):
 
 class BudgetExceededError(PgmDpError, RuntimeError):
     """A charge would exceed the accountant's total budget; nothing was spent or drawn."""
+
+
+class ConvergenceWarning(UserWarning):
+    """A learner stopped before its convergence criterion was met (``fit.info["converged"]``
+    is false): the returned model is the last iterate, not the optimum."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..errors import ConvergenceWarning
 from ..learners.baselines import NonPrivateMLE
 from ..learners.cgm import CGMEM
 from ..learners.naive_mle import NaiveMLE, noisy_pseudo_marginals
@@ -200,7 +202,9 @@ def fig1b(
             )
             for project in (True, False):
                 start = time.perf_counter()
-                fit = NaiveMLE(project=project, l2=l2).fit(release, truth)
+                with warnings.catch_warnings():  # tabulated in the "converged" column
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    fit = NaiveMLE(project=project, l2=l2).fit(release, truth)
                 rows.append(
                     {
                         "T": T,
@@ -257,10 +261,12 @@ def fig1c(
         for lam in lambdas:
             for stats in ("true", "noisy"):
                 start = time.perf_counter()
-                if stats == "true":
-                    fit = NonPrivateMLE(l2=lam, tol=1e-8).fit(data, truth)
-                else:
-                    fit = NaiveMLE(project=True, l2=lam).fit(release, truth)
+                with warnings.catch_warnings():  # tabulated in the "converged" column
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    if stats == "true":
+                        fit = NonPrivateMLE(l2=lam, tol=1e-8).fit(data, truth)
+                    else:
+                        fit = NaiveMLE(project=True, l2=lam).fit(release, truth)
                 rows.append(
                     {
                         "lam": float(lam),

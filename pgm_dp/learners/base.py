@@ -8,6 +8,7 @@ where useful, the starting point.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DomainError
+from ..errors import ConvergenceWarning, DomainError
 from ..models.mrf import MarkovRandomField
 
 __all__ = ["Fit", "check_release_matches", "concat_tables", "flatten_tables", "unflatten_tables"]
@@ -33,6 +34,26 @@ class Fit:
     model: MarkovRandomField
     history: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+
+    def warn_unless_converged(self, learner: str, cap: int | None = None) -> Fit:
+        """This fit, after a :class:`~pgm_dp.errors.ConvergenceWarning` if
+        ``info["converged"]`` is false (a silent non-converged fit looks like a result); with
+        ``cap``, only if the fit also used all ``cap`` iterations: an MLE solver that stops
+        at the limit of float64 precision a hair above its tolerance (seen: 1.15e-8 against
+        1e-8) has not failed."""
+        capped = cap is None or self.info.get("iterations", cap) >= cap
+        if not self.info.get("converged", True) and capped:
+            done = ", ".join(
+                f"{k}={self.info[k]:.3g}"
+                for k in ("iterations", "max_gradient", "nlbp_iterations")
+                if k in self.info
+            )
+            warnings.warn(
+                f"{learner} did not converge ({done}); the model returned is its last iterate",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return self
 
 
 def check_release_matches(release, mrf: MarkovRandomField) -> None:

@@ -47,7 +47,7 @@ class NonPrivateMLE:
             res.model,
             [{"objective": res.objective}],
             {"iterations": res.iterations, "converged": res.converged},
-        )
+        ).warn_unless_converged(type(self).__name__, cap=self.max_iters)
 
 
 @dataclass(frozen=True)
@@ -71,4 +71,4 @@ class RandomMarginals:
             res.model,
             [{"objective": res.objective}],
             {"iterations": res.iterations, "converged": res.converged},
-        )
+        ).warn_unless_converged(type(self).__name__, cap=self.max_iters)

@@ -491,4 +491,4 @@ class CGMEM:
                 },
                 "budget": release.budget,
             },
-        )
+        ).warn_unless_converged("CGMEM")

@@ -80,4 +80,4 @@ class NaiveMLE:
                 "max_gradient": res.max_gradient,
                 "budget": release.budget,
             },
-        )
+        ).warn_unless_converged("NaiveMLE", cap=self.max_iters)

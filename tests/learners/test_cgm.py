@@ -6,6 +6,7 @@ import scipy.optimize
 
 from pgm_dp import (
     ZCDP,
+    ConvergenceWarning,
     Domain,
     DomainError,
     MarkovRandomField,
@@ -105,6 +106,13 @@ def test_plain_em_reaches_the_same_fixed_point(rng):
     assert kl_divergence(quasi_newton.model, em.model) < 1e-6
 
 
+def test_cgm_stopped_before_convergence_warns(rng):
+    theta, release = _tree_release(rng, 1.0)
+    with pytest.warns(ConvergenceWarning, match="CGMEM did not converge"):
+        fit = CGMEM(max_iters=2).fit(release, theta)
+    assert not fit.info["converged"]
+
+
 def _tree_release(rng, epsilon):
     theta = _tree(rng)
     data = theta.sample(4000, rng=3)
@@ -173,6 +181,7 @@ def test_cgm_refuses_a_release_for_other_cliques(rng):
         nlbp(theta, other)
 
 
+@pytest.mark.filterwarnings("ignore::pgm_dp.ConvergenceWarning")  # stopped after 3 iterations
 def test_auto_init_starts_from_naive_mle_only_when_the_e_step_is_stiff(rng):
     theta = _tree(rng)
     data = theta.sample(5000, rng=3)

@@ -1,9 +1,11 @@
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgm_dp import DomainError, PureDP, release_marginals
+from pgm_dp import ConvergenceWarning, DomainError, PureDP, release_marginals
 from pgm_dp.learners.naive_mle import NaiveMLE, project_to_simplex
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
@@ -34,3 +36,14 @@ def test_naive_mle_refuses_mismatched_release():
     release = release_marginals(data, truth.cliques[:3], truth.domain, budget=PureDP(1.0), rng=2)
     with pytest.raises(DomainError):
         NaiveMLE().fit(release, truth)
+
+
+def test_a_fit_stopped_before_convergence_warns_and_a_converged_one_does_not():
+    truth = third_order_chain(4, 3, rng=0)
+    release = release_marginals(truth.sample(5000, rng=1), truth, budget=PureDP(1.0), rng=2)
+    with pytest.warns(ConvergenceWarning, match="NaiveMLE did not converge"):
+        stopped = NaiveMLE(max_iters=2).fit(release, truth)
+    assert not stopped.info["converged"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert NaiveMLE().fit(release, truth).info["converged"]
