@@ -284,8 +284,10 @@ def nlbp(
     measured with the earlier max-norm safeguard and prior 1). It is not reliably faster
     when the E-step is very stiff: on a three-variable tree with N=4000 (tests'
     ``_tree_release``, three populations), whole CGM fits took 0.07-0.56x the plain passes at
-    ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 1.14x at 100,000, and at 900,000 one fit
-    ran into ``nlbp_max_iters`` on every E-step (not converged; plain: 13,768 passes).
+    ``N / b^2`` = 10 and 1,000, but 1.57 / 0.49 / 1.14x at 100,000. Beyond that neither
+    iteration is reliable: over 12 populations of that tree, whole fits did not converge
+    (``CGMEM`` then warns) in 0 / 1 / 11 of 12 with memory 5 and 0 / 3 / 8 with the plain
+    iteration at ``N / b^2`` = 1e5 / 9e5 / 1e7 (noise far below one count).
     """
     (loop, _), y, scales = _setup(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
