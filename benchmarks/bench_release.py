@@ -84,8 +84,11 @@ def main() -> None:
         label = f"OpenDP make_laplace int (b=1), measured on {m:,} cells"
         rows.append((label, t, "exact"))
         rows.append(
-            (f"OpenDP make_laplace int, EXTRAPOLATED x{side * side / m:g}", t * side * side / m,
-             "exact (extrapolated)")
+            (
+                f"OpenDP make_laplace int, EXTRAPOLATED x{side * side / m:g}",
+                t * side * side / m,
+                "exact (extrapolated)",
+            )
         )
     except ImportError:
         rows.append(("OpenDP not installed", float("nan"), "-"))

@@ -11,7 +11,8 @@ import pytest
 import pgm_dp
 
 MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(pgm_dp.__path__, prefix="pgm_dp.")
+    m.name
+    for m in pkgutil.walk_packages(pgm_dp.__path__, prefix="pgm_dp.")
     if m.name != "pgm_dp.cli"
 )
 

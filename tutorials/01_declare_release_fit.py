@@ -23,8 +23,7 @@ data = truth.sample(20_000, rng)
 
 # 3. Release the clique tables under 1-DP, with an accountant that enforces the budget.
 acct = pgm_dp.Accountant(pgm_dp.PureDP(1.0))
-release = pgm_dp.release_marginals(data, truth, budget=pgm_dp.PureDP(1.0), rng=1,
-                                   accountant=acct)
+release = pgm_dp.release_marginals(data, truth, budget=pgm_dp.PureDP(1.0), rng=1, accountant=acct)
 print(acct.report())
 try:  # spending more than the budget is refused before any noise is drawn
     pgm_dp.release_marginals(data, truth, budget=pgm_dp.PureDP(0.5), accountant=acct)

@@ -170,9 +170,7 @@ def compose(*costs: Budget) -> Budget:
 
 
 def _cks_eps(alpha: float, rho: float, log_inv_delta: float) -> float:
-    return (
-        alpha * rho + (log_inv_delta - math.log(alpha)) / (alpha - 1) + math.log1p(-1.0 / alpha)
-    )
+    return alpha * rho + (log_inv_delta - math.log(alpha)) / (alpha - 1) + math.log1p(-1.0 / alpha)
 
 
 def zcdp_to_approx_dp(rho: float, delta: float, method: ConversionMethod = "cks") -> ApproxDP:

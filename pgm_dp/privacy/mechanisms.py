@@ -153,8 +153,13 @@ def laplace_mechanism(
 ) -> np.ndarray:
     """``values + Laplace(Δ₁/ε)`` (float64, floating-point sampler); ``ε``-DP."""
     return perturb(
-        values, kind="laplace", sensitivity=l1_sensitivity, budget=budget, rng=rng,
-        accountant=accountant, what=what,
+        values,
+        kind="laplace",
+        sensitivity=l1_sensitivity,
+        budget=budget,
+        rng=rng,
+        accountant=accountant,
+        what=what,
     )[0]
 
 
@@ -171,8 +176,14 @@ def gaussian_mechanism(
     """``values + N(0, σ²)`` (float64): ``σ = Δ₂/sqrt(2ρ)`` for zCDP; for ``(ε, δ)`` the
     analytic Gaussian (Balle & Wang 2018, default) or ``calibration="classic"`` (``ε < 1``)."""
     return perturb(
-        values, kind="gaussian", sensitivity=l2_sensitivity, budget=budget, rng=rng,
-        accountant=accountant, what=what, calibration=calibration,
+        values,
+        kind="gaussian",
+        sensitivity=l2_sensitivity,
+        budget=budget,
+        rng=rng,
+        accountant=accountant,
+        what=what,
+        calibration=calibration,
     )[0]
 
 
@@ -187,8 +198,13 @@ def discrete_laplace_mechanism(
 ) -> np.ndarray:
     """Integer ``values`` + exact discrete Laplace of scale ``Δ₁/ε`` (int64); ``ε``-DP."""
     return perturb(
-        values, kind="discrete_laplace", sensitivity=l1_sensitivity, budget=budget, rng=rng,
-        accountant=accountant, what=what,
+        values,
+        kind="discrete_laplace",
+        sensitivity=l1_sensitivity,
+        budget=budget,
+        rng=rng,
+        accountant=accountant,
+        what=what,
     )[0]
 
 
@@ -203,8 +219,13 @@ def discrete_gaussian_mechanism(
 ) -> np.ndarray:
     """Integer ``values`` + exact discrete Gaussian, ``σ² = Δ₂²/(2ρ)`` (int64); ``ρ``-zCDP."""
     return perturb(
-        values, kind="discrete_gaussian", sensitivity=l2_sensitivity, budget=budget, rng=rng,
-        accountant=accountant, what=what,
+        values,
+        kind="discrete_gaussian",
+        sensitivity=l2_sensitivity,
+        budget=budget,
+        rng=rng,
+        accountant=accountant,
+        what=what,
     )[0]
 
 

@@ -309,8 +309,14 @@ def release_marginals(
     flat = np.concatenate([np.ravel(t) for t in tables])
     n_true = float(codes.shape[0]) if w is None else float(w.sum())
     noisy_flat, model = perturb(
-        flat, kind=mechanism, sensitivity=sens, budget=budget_c, rng=gen,
-        accountant=accountant, what=f"{what} ({n_c} cliques)", calibration=calibration,
+        flat,
+        kind=mechanism,
+        sensitivity=sens,
+        budget=budget_c,
+        rng=gen,
+        accountant=accountant,
+        what=f"{what} ({n_c} cliques)",
+        calibration=calibration,
     )
     noisy, noise, start = {}, {}, 0
     for c, t in zip(cliques, tables, strict=True):
@@ -321,8 +327,14 @@ def release_marginals(
     if private_n:
         n_val = round(n_true) if discrete else n_true
         noisy_n, total_noise = perturb(
-            [n_val], kind=mechanism, sensitivity=sens_n, budget=budget_n, rng=gen,
-            accountant=accountant, what=f"{what}: total N", calibration=calibration,
+            [n_val],
+            kind=mechanism,
+            sensitivity=sens_n,
+            budget=budget_n,
+            rng=gen,
+            accountant=accountant,
+            what=f"{what}: total N",
+            calibration=calibration,
         )
         n_out, source = float(noisy_n[0]), "private"
     elif total == "estimate":
@@ -335,7 +347,15 @@ def release_marginals(
     else:
         n_out, source = float(total), "given"
     return NoisyMarginals(
-        domain=dom, cliques=cliques, noisy=noisy, noise=noise, budget=budget,
-        mechanism=mechanism, sensitivity=float(sens), total=n_out, total_source=source,
-        total_noise=total_noise, neighbouring=neighbouring,
+        domain=dom,
+        cliques=cliques,
+        noisy=noisy,
+        noise=noise,
+        budget=budget,
+        mechanism=mechanism,
+        sensitivity=float(sens),
+        total=n_out,
+        total_source=source,
+        total_noise=total_noise,
+        neighbouring=neighbouring,
     )

@@ -117,10 +117,7 @@ def test_selection(select, weaken):
 
     def draws(scores):
         return np.array(
-            [
-                select(scores, sensitivity=1.0, budget=PureDP(eps * weaken), rng=g)
-                for _ in range(n)
-            ]
+            [select(scores, sensitivity=1.0, budget=PureDP(eps * weaken), rng=g) for _ in range(n)]
         )
 
     res = audit_categorical(draws(SCORES_A), draws(SCORES_B), categories=range(K), alpha=ALPHA)

@@ -65,8 +65,15 @@ def test_cost_charges_accountant():
 
 @pytest.mark.parametrize(
     "args",
-    [(0.0, 0.1, 10, 1e-5), (1.0, 0.0, 10, 1e-5), (1.0, 1.5, 10, 1e-5), (1.0, 0.1, 0, 1e-5),
-     (1.0, 0.1, 10, 0.0), (1.0, 0.1, 2.5, 1e-5), (float("nan"), 0.1, 10, 1e-5)],
+    [
+        (0.0, 0.1, 10, 1e-5),
+        (1.0, 0.0, 10, 1e-5),
+        (1.0, 1.5, 10, 1e-5),
+        (1.0, 0.1, 0, 1e-5),
+        (1.0, 0.1, 10, 0.0),
+        (1.0, 0.1, 2.5, 1e-5),
+        (float("nan"), 0.1, 10, 1e-5),
+    ],
 )
 def test_bad_parameters(args):
     with pytest.raises(PrivacyParameterError):

@@ -67,8 +67,10 @@ def test_charges_accountant_with_scale(mech, kw):
     acc = Accountant(ApproxDP(10.0, 1e-6))
     mech(np.arange(5), rng=0, accountant=acc, what="q", **kw)
     (c,) = acc.charges
-    assert c.what == "q" and c.cost == kw["budget"] and c.scale == pytest.approx(
-        1 / 0.5 if "l1_sensitivity" in kw else 1.0, rel=1e-6
+    assert (
+        c.what == "q"
+        and c.cost == kw["budget"]
+        and c.scale == pytest.approx(1 / 0.5 if "l1_sensitivity" in kw else 1.0, rel=1e-6)
     )
 
 

@@ -140,7 +140,13 @@ def test_total_options():
     assert rel.total == 1000 and rel.total_source == "given" and rel.total_is_public
     acc = Accountant(PureDP(1.0))
     rel = release_marginals(
-        data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, total="private", total_fraction=0.2,
+        data,
+        CLIQUES,
+        DOM,
+        budget=PureDP(1.0),
+        rng=0,
+        total="private",
+        total_fraction=0.2,
         accountant=acc,
     )
     assert not rel.total_is_public and rel.total_noise == NoiseModel("laplace", 1 / 0.2)
@@ -195,7 +201,12 @@ def test_weights_sec_4_2():
             data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, mechanism="discrete_laplace"
         )
     ones = release_marginals(
-        data, CLIQUES, DOM, budget=PureDP(1.0), weights=np.ones(300), mechanism="discrete_laplace",
+        data,
+        CLIQUES,
+        DOM,
+        budget=PureDP(1.0),
+        weights=np.ones(300),
+        mechanism="discrete_laplace",
         rng=0,
     )
     assert ones.noisy[("C",)].dtype == np.int64

@@ -154,9 +154,7 @@ def _two_sample_tv_and_p(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     cb = np.bincount(b - lo, minlength=hi - lo + 1)
     tv = 0.5 * np.abs(ca / a.size - cb / b.size).sum()
     keep = (ca + cb) >= 40
-    table = np.array(
-        [np.append(ca[keep], ca[~keep].sum()), np.append(cb[keep], cb[~keep].sum())]
-    )
+    table = np.array([np.append(ca[keep], ca[~keep].sum()), np.append(cb[keep], cb[~keep].sum())])
     table = table[:, table.sum(axis=0) > 0]
     return float(tv), float(stats.chi2_contingency(table).pvalue)
 
