@@ -12,8 +12,11 @@ divided by the expected lot size ``q N``; then ``theta <- theta - eta_t * g``.
 Privacy: the run is the event ``SelfComposed(PoissonSampled(q, Gaussian(sigma)), T)``; the
 noise multiplier ``sigma`` is calibrated with Google's ``dp-accounting`` (RDP by default)
 so that the run spends exactly the requested ``ApproxDP(epsilon, delta)`` or less, and that
-cost is charged to the accountant before any data are read. ``epsilon`` the accountant
-cannot reach with ``sigma >= 0.05`` raises (the paper omits those cells).
+cost is charged to the accountant after every input is validated and before any lot or
+noise is drawn. ``epsilon`` the accountant cannot reach with ``sigma >= 0.05`` raises (the
+paper omits those cells). The number of records ``N`` is treated as public, as by the
+releases' default (``total="public"``) and by Abadi et al., whose ``q = L / N`` it sets:
+``fit.info["sampling_rate"]`` and the lot sizes in ``fit.history`` reveal it.
 
 Hyper-parameters (our defaults — learning rate 3, clip 3, lot 1000, 5 epochs — were the best
 of a small grid on a synthetic third-order chain, not on any user data; the paper
@@ -197,9 +200,13 @@ class PSGD:
     ) -> Fit:
         if not isinstance(self.budget, ApproxDP):
             raise TypeError(f"PSGD needs an ApproxDP budget, got {self.budget!r}")
-        if self.epochs <= 0 or self.batch_size < 1 or self.clip <= 0 or self.learning_rate <= 0:
-            raise ValueError("epochs, batch_size, clip and learning_rate must be positive")
-        codes = mrf.domain.encode(data)  # validated before anything is spent
+        positive = (self.epochs, self.batch_size, self.clip, self.learning_rate)
+        if not all(math.isfinite(v) and v > 0 for v in positive) or self.batch_size < 1:
+            raise ValueError("epochs, batch_size, clip and learning_rate must be finite, > 0")
+        # Everything that can fail is done before anything is spent.
+        codes = mrf.domain.encode(data)
+        gen = as_generator(rng)
+        jt = mrf.junction_tree()
         n = codes.shape[0]
         q = min(1.0, self.batch_size / n)
         steps = max(1, math.ceil(self.epochs / q))
@@ -209,8 +216,6 @@ class PSGD:
             accountant.charge(
                 cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=sigma * self.clip
             )
-        gen = as_generator(rng)
-        jt = mrf.junction_tree()
         axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
         shapes = tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
         dim = sum(math.prod(s) for s in shapes)

@@ -278,7 +278,8 @@ def release_marginals(
     private_n = total == "private"
     if private_n and neighbouring == "replace":
         raise PrivacyParameterError(
-            "under replace-one neighbours N never changes; use total='public' or a number"
+            "under replace-one neighbours the number of records never changes; use "
+            "total='public' or a number (with weights, whose sum can change: 'estimate')"
         )
     if private_n and not 0 < total_fraction < 1:
         raise PrivacyParameterError(f"total_fraction must be in (0, 1), got {total_fraction}")

@@ -64,8 +64,15 @@ def test_psgd_refuses_bad_input_before_spending():
     assert not acct.charges
     with pytest.raises(TypeError):
         PSGD(PureDP(1.0)).fit(truth.sample(10, rng=0), truth)
+    data = truth.sample(1000, rng=0)
+    for bad in ({"clip": np.inf}, {"learning_rate": np.nan}, {"epochs": -1.0}):
+        with pytest.raises(ValueError, match="finite"):
+            PSGD(ApproxDP(1.0, 1e-5), **bad).fit(data, truth, accountant=acct)
+    with pytest.raises(TypeError):  # a bad rng is refused before the charge, too
+        PSGD(ApproxDP(1.0, 1e-5), epochs=1).fit(data, truth, rng="seed", accountant=acct)
+    assert not acct.charges
     with pytest.raises(BudgetExceededError):
-        PSGD(ApproxDP(2.0, 1e-5), epochs=1).fit(truth.sample(1000, rng=0), truth, accountant=acct)
+        PSGD(ApproxDP(2.0, 1e-5), epochs=1).fit(data, truth, accountant=acct)
 
 
 def _lot(seed=0, n=300):

@@ -61,6 +61,29 @@ def test_gaussian_approx_classic_and_analytic():
         calibrate_gaussian(1.0, ApproxDP(0.5, 1e-5), "other")
 
 
+def test_analytic_gaussian_never_exceeds_delta():
+    from scipy.stats import norm
+
+    for eps in (0.01, 0.1, 0.5, 1.0, 3.0):
+        for delta in (1e-3, 1e-6, 1e-9):
+            s = calibrate_gaussian(1.0, ApproxDP(eps, delta)).scale
+            got = norm.cdf(1 / (2 * s) - eps * s) - math.exp(eps) * norm.cdf(-1 / (2 * s) - eps * s)
+            assert got <= delta
+
+
+def test_discrete_gaussian_variance_covers_the_squared_sensitivity():
+    """``release_marginals`` passes ``sqrt(|C|)`` as a float, whose square can fall below
+    ``|C|`` (e.g. 3 and 198): the variance still covers ``|C| / (2 rho)`` exactly."""
+    from fractions import Fraction
+
+    from pgm_dp.privacy.noise import discrete_gaussian_parameter
+
+    for cells in range(1, 300):
+        for rho in (0.3, 1.0):
+            var = discrete_gaussian_parameter(math.sqrt(cells), ZCDP(rho))
+            assert var >= Fraction(cells) / (2 * Fraction(rho))
+
+
 def test_wrong_budget_notion_and_bad_sensitivity():
     with pytest.raises(PrivacyParameterError):
         calibrate_laplace(1.0, ZCDP(1.0))  # type: ignore[arg-type]
