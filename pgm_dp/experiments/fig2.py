@@ -3,8 +3,11 @@
 Third-order chains and connected Erdős–Rényi graphs (T=10, |X|=10, Dirichlet(1) edge
 potentials), ``N`` in a grid, ``epsilon in {0.01, 0.1, 0.5, 1}``, 5 populations x 5 noise
 draws (Sec. 4.1), each cell one call of :func:`pgm_dp.experiments.compare.run_compare`.
-Results are appended to ``fig2_runs.csv`` one (graph, N) block at a time, and blocks already
-in the file are skipped, so an interrupted run resumes where it stopped.
+Results are appended to ``fig2_runs.csv`` one (graph, N) block at a time, each row with the
+``T``, ``k`` and ``seed`` it was run with. A learner's block that the file already holds
+whole (every requested epsilon, population and replication at the same ``T``, ``k`` and
+``seed``) is skipped, a partial one is run again, so an interrupted run resumes where it
+stopped and a run with other settings never reuses rows that are not its own.
 
 The paper's qualitative claims are checked by :func:`claims`: the fraction of cells where
 CGM's median KL is at most naive MLE's, and each learner's median time as a ratio to naive
@@ -62,14 +65,21 @@ def run_fig2(
     """Run (or resume) the Figure 2 grid; see the module docstring."""
     out = None if out_dir is None else Path(out_dir)
     path = None if out is None else out / _CSV
-    done = pd.read_csv(path) if path is not None and path.exists() else pd.DataFrame()
-    blocks = [done] if not done.empty else []
+    setting = {"T": int(T), "k": int(k), "seed": int(seed)}
+    table = _read_done(path)  # every row so far: the file's and this run's
     for graph in graphs:
         for N in Ns:
-            have = set() if done.empty else set(done[(done.graph == graph) & (done.N == N)].learner)
-            todo = [lr for lr in learners if not set(_row_names(lr)) <= have]
+            todo = [
+                lr
+                for lr in learners
+                if not _complete(table, graph, N, lr, setting, epsilons, populations, replications)
+            ]
             if not todo:
                 continue
+            stale = _block(table, graph, N, todo, setting)
+            if stale.any():  # a partial block is run again whole: drop what it left
+                table = table[~stale]
+                table.to_csv(path, index=False)
             res = run_compare(
                 graph,
                 T,
@@ -83,15 +93,68 @@ def run_fig2(
                 progress=progress,
                 out_dir=None,
             )
-            blocks.append(res.runs)
+            rows = res.runs.assign(**setting)
+            table = pd.concat([table, rows], ignore_index=True) if not table.empty else rows
             if path is not None:
                 out.mkdir(parents=True, exist_ok=True)
-                res.runs.to_csv(path, mode="a", header=not path.exists(), index=False)
-    runs = pd.concat(blocks, ignore_index=True)
-    runs = runs[runs.graph.isin(graphs) & runs.N.isin(Ns) & runs.epsilon.isin(epsilons)]
+                rows.to_csv(path, mode="a", header=not path.exists(), index=False)
+    runs = table
+    keep = runs.graph.isin(graphs) & runs.N.isin(Ns) & runs.epsilon.isin(epsilons)
+    keep &= (runs.population < populations) & (runs.replication < replications)
+    for name, value in setting.items():
+        keep &= runs[name] == value
+    runs = runs[keep]
     summary = summarize(runs)
     plot = None if out is None else plot_fig2(runs, out / "fig2.png")
     return Fig2Result(runs, summary, claims(runs), plot)
+
+
+def _read_done(path: Path | None) -> pd.DataFrame:
+    """The rows an earlier run left in ``path``; each carries the ``T``, ``k`` and ``seed``
+    it was run with, so a resume reuses only rows of the same setting."""
+    if path is None or not path.exists():
+        return pd.DataFrame()
+    done = pd.read_csv(path)
+    missing = {"T", "k", "seed"} - set(done.columns)
+    if missing:
+        raise ValueError(
+            f"{path} has no {sorted(missing)} columns (written by an older pgm_dp), so its "
+            "rows cannot be matched to this run's setting: use another output folder"
+        )
+    return done
+
+
+def _block(done: pd.DataFrame, graph: str, N: int, learners, setting: dict) -> pd.Series:
+    """Rows of ``done`` from the (graph, N) block of ``learners`` at ``setting``."""
+    if done.empty:
+        return pd.Series(dtype=bool)
+    names = [name for lr in learners for name in _row_names(lr)]
+    mask = (done.graph == graph) & (done.N == N) & done.learner.isin(names)
+    for name, value in setting.items():
+        mask &= done[name] == value
+    return mask
+
+
+def _complete(done, graph, N, learner, setting, epsilons, populations, replications) -> bool:
+    """Whether ``done`` holds every row of one learner's (graph, N) block: each epsilon,
+    population and replication (the references, fitted once per population: replication 0)."""
+    if done.empty:
+        return False
+    rows = done[_block(done, graph, N, [learner], setting)]
+    reps = 1 if learner in ("random", "nonprivate") else replications
+    want = {
+        (name, float(e), p, r)
+        for name in _row_names(learner)
+        for e in epsilons
+        for p in range(populations)
+        for r in range(reps)
+    }
+    have = set(
+        zip(
+            rows.learner, rows.epsilon.astype(float), rows.population, rows.replication, strict=True
+        )
+    )
+    return want <= have
 
 
 def _row_names(learner: str) -> list[str]:

@@ -13,9 +13,11 @@ Privacy: the run is the event ``SelfComposed(PoissonSampled(q, Gaussian(sigma)),
 noise multiplier ``sigma`` is calibrated with Google's ``dp-accounting`` (RDP by default)
 so that the run spends exactly the requested ``ApproxDP(epsilon, delta)`` or less, and that
 cost is charged to the accountant after every input is validated and before any lot or
-noise is drawn. ``epsilon`` the accountant cannot reach with ``sigma >= 0.05`` raises (the
-paper omits those cells). The number of records ``N`` is treated as public, as by the
-releases' default (``total="public"``) and by Abadi et al., whose ``q = L / N`` it sets:
+noise is drawn. Every ``epsilon`` is reached by enough noise (``sigma`` grows as
+``epsilon`` shrinks), so no cell is omitted as in the paper; where even ``sigma = 0.05``
+(the floor) meets the target, the run spends less than asked and reports what it spent.
+The number of records ``N`` is treated as public, as by the releases' default
+(``total="public"``) and by Abadi et al., whose ``q = L / N`` it sets:
 ``fit.info["sampling_rate"]`` and the lot sizes in ``fit.history`` reveal it.
 
 Hyper-parameters (our defaults — learning rate 3, clip 3, lot 1000, 5 epochs — were the best

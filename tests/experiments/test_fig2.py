@@ -51,3 +51,38 @@ def test_run_fig2_writes_and_resumes(tmp_path):
     both = run_fig2(learners=("naive", "cgm"), **kw)  # only CGM is run and appended
     assert sorted(both.runs.learner) == ["cgm", "naive"]
     assert both.claims["cells"] == 1
+
+
+def test_a_resume_reuses_only_rows_of_the_same_setting(tmp_path):
+    kw = dict(graphs=("chain",), Ns=(300,), T=4, k=2, learners=("naive",), progress=False)
+    first = run_fig2(epsilons=(1.0,), populations=1, replications=1, out_dir=tmp_path, **kw)
+    assert set(first.runs[["T", "k", "seed"]].itertuples(index=False)) == {(4, 2, 0)}
+    # More epsilons, populations and another seed: nothing of the first run is reused.
+    more = run_fig2(
+        epsilons=(0.5, 1.0), populations=2, replications=1, seed=7, out_dir=tmp_path, **kw
+    )
+    assert len(more.runs) == 4 and set(more.runs.seed) == {7}
+    # A partial block (population 1 lost) is run again whole, not duplicated.
+    path = tmp_path / "fig2_runs.csv"
+    table = pd.read_csv(path)
+    table[(table.seed == 0) | (table.population == 0)].to_csv(path, index=False)
+    again = run_fig2(
+        epsilons=(0.5, 1.0), populations=2, replications=1, seed=7, out_dir=tmp_path, **kw
+    )
+    pd.testing.assert_frame_equal(
+        again.runs.drop(columns="seconds")
+        .sort_values(["epsilon", "population"])
+        .reset_index(drop=True),
+        more.runs.drop(columns="seconds")
+        .sort_values(["epsilon", "population"])
+        .reset_index(drop=True),
+    )
+    assert len(pd.read_csv(path)) == 1 + 4  # the first run's row and the new block
+
+
+def test_a_csv_without_the_setting_columns_is_refused(tmp_path):
+    run = dict(graphs=("chain",), Ns=(300,), epsilons=(1.0,), populations=1, replications=1)
+    first = run_fig2(T=4, k=2, learners=("naive",), progress=False, out_dir=tmp_path, **run)
+    first.runs.drop(columns=["T", "k", "seed"]).to_csv(tmp_path / "fig2_runs.csv", index=False)
+    with pytest.raises(ValueError, match="older pgm_dp"):
+        run_fig2(T=4, k=2, learners=("naive",), progress=False, out_dir=tmp_path, **run)
