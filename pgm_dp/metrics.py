@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -39,9 +40,16 @@ def kl_divergence(p: MarkovRandomField, q: MarkovRandomField) -> float:
     margs, log_zp = clique_marginals(jt, pots, p.cliques + q.cliques)
     log_zq = q.log_partition()
     n = len(p.cliques)
-    e_p = sum(jnp.sum(m * t) for m, t in zip(margs[:n], p.log_potentials, strict=True))
-    e_q = sum(jnp.sum(m * t) for m, t in zip(margs[n:], q.log_potentials, strict=True))
+    e_p = sum(_expect(m, t) for m, t in zip(margs[:n], p.log_potentials, strict=True))
+    e_q = sum(_expect(m, t) for m, t in zip(margs[n:], q.log_potentials, strict=True))
     return float(e_p - log_zp - e_q + log_zq)
+
+
+def _expect(marginal, log_potential) -> jax.Array:
+    """``sum marginal * log_potential`` with ``0 * -inf = 0`` (impossible cells carry no
+    mass); a ``-inf`` cell with mass gives ``-inf`` (so ``KL(p || q) = inf``)."""
+    t = jnp.asarray(log_potential)
+    return jnp.sum(jnp.where(marginal > 0, marginal * t, 0.0))
 
 
 def log_likelihood(mrf: MarkovRandomField, data: Any) -> float:

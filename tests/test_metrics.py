@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from conftest import all_states, joint_log_table, random_model
 
-from pgm_dp import DomainError, MarkovRandomField
+from pgm_dp import Domain, DomainError, MarkovRandomField
 from pgm_dp.metrics import kl_divergence, log_likelihood, marginal_l1_error, marginal_mse
 from pgm_dp.models import third_order_chain
 
@@ -52,3 +52,15 @@ def test_marginal_errors():
     assert marginal_mse(a, b) == pytest.approx(0.25)
     with pytest.raises(DomainError):
         marginal_mse(a, {("B",): np.ones(2)})
+
+
+def test_kl_with_impossible_states_follows_0_log_0():
+    dom = Domain(["A", "B"], [2, 2])
+    p = MarkovRandomField(dom, [("A", "B")], [np.array([[0.0, -np.inf], [0.0, 1.0]])])
+    uniform = MarkovRandomField(dom, [("A", "B")])
+    probs = np.array([1.0, 0.0, 1.0, np.e]) / (2 + np.e)
+    mask = probs > 0
+    brute = float(np.sum(probs[mask] * np.log(probs[mask] * 4)))
+    assert kl_divergence(p, p) == pytest.approx(0.0, abs=1e-12)
+    assert kl_divergence(p, uniform) == pytest.approx(brute, rel=1e-12)
+    assert kl_divergence(uniform, p) == np.inf  # q has a zero where p has mass

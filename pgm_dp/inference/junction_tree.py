@@ -38,7 +38,7 @@ import networkx as nx
 import numpy as np
 
 from ..domain import Clique, Domain, normalize_cliques
-from ..errors import ModelTooLargeError
+from ..errors import DomainError, ModelTooLargeError
 from .scaled_pass import read_plan, scaled_marginals, scaled_pass
 from .tables import any_traced, broadcast_to, logsumexp_to, to_order
 
@@ -381,4 +381,6 @@ def clique_marginals(
     if not ok:
         flat = np.asarray(_compiled_marginals(jt, queries, "packed-log")(pots))
         margs, log_z, _ = _unpack(flat, jt, queries)
+        if log_z == -np.inf:
+            raise DomainError("the model gives every state probability zero (log Z = -inf)")
     return margs, log_z

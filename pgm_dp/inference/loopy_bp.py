@@ -114,13 +114,19 @@ def loopy_bp_core(
     log_b = [b - jax.nn.logsumexp(b) for b in factor_beliefs(v2f)]
     log_bv = {v: _normalize(t) for v, t in totals.items()}
     degree = {v: len(es) for v, es in var_edges.items()}
-    energy = sum(jnp.sum(jnp.exp(lb) * (lb - p)) for lb, p in zip(log_b, psi, strict=True))
-    energy = energy - sum((degree[v] - 1) * jnp.sum(jnp.exp(lb) * lb) for v, lb in log_bv.items())
+    energy = sum(_b_log_ratio(lb, p) for lb, p in zip(log_b, psi, strict=True))
+    energy = energy - sum((degree[v] - 1) * _b_log_ratio(lb, 0.0) for v, lb in log_bv.items())
     factor_marginals = tuple(
         jnp.exp(to_order(lb, k, c)) for lb, k, c in zip(log_b, canon, cliques, strict=True)
     )
     variable_marginals = tuple(jnp.exp(log_bv[v]) for v in domain.attributes)
     return BPResult(factor_marginals, variable_marginals, -energy, iters, delta <= tol)
+
+
+def _b_log_ratio(log_b, log_psi) -> jax.Array:
+    """``sum b (log b - log psi)`` with ``0 log 0 = 0`` and ``0 * -inf = 0``: cells of
+    belief zero (``-inf`` potentials) add nothing to the Bethe free energy."""
+    return jnp.sum(jnp.where(jnp.isneginf(log_b), 0.0, jnp.exp(log_b) * (log_b - log_psi)))
 
 
 @functools.lru_cache(maxsize=128)

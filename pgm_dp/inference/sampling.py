@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
+from ..errors import DomainError
 from .junction_tree import JunctionTree, calibrate
 
 __all__ = ["sample_junction_tree", "draw_from_rows"]
@@ -28,9 +29,13 @@ def draw_from_rows(log_table: np.ndarray, rows: np.ndarray, uniforms: np.ndarray
     never drawn.
     """
     n_rows, n_cols = log_table.shape
-    probs = np.exp(log_table - np.max(log_table, axis=1, keepdims=True))
+    top = np.max(log_table, axis=1, keepdims=True)
+    # A row of probability zero (an impossible separator state, all -inf) is never asked
+    # for; its CDF is set to all ones, which keeps the flattened CDFs sorted.
+    possible = np.isfinite(top)
+    probs = np.exp(log_table - np.where(possible, top, 0.0))
     cdf = np.cumsum(probs, axis=1)
-    cdf /= cdf[:, -1:]
+    cdf = np.where(possible, cdf / np.where(possible, cdf[:, -1:], 1.0), 1.0)
     cdf[:, -1] = 1.0
     flat = (cdf + np.arange(n_rows)[:, None]).ravel()
     idx = np.searchsorted(flat, rows + uniforms, side="right") - rows * n_cols
@@ -42,7 +47,9 @@ def sample_junction_tree(
 ) -> np.ndarray:
     """``n`` exact samples, an ``(n, d)`` int64 array of codes in domain order."""
     dom = jt.domain
-    log_beliefs, _ = calibrate(jt, log_potentials)
+    log_beliefs, log_z = calibrate(jt, log_potentials)
+    if not np.isfinite(float(log_z)):
+        raise DomainError("the model gives every state probability zero (log Z = -inf)")
     beliefs = [np.asarray(b) for b in log_beliefs]
     out = np.zeros((n, len(dom)), dtype=np.int64)
     tree = nx.Graph(list(jt.edges))

@@ -117,9 +117,13 @@ def pairwise(W, Theta) -> MarkovRandomField:
         blocks = {}
         for (i, j), w in W.items():
             w = np.asarray(w, dtype=np.float64)
-            if w.shape != (k, k) or i == j:
-                raise ValueError(f"W[{i},{j}] must be a {k}x{k} block with i != j")
-            blocks[(i, j) if i < j else (j, i)] = w if i < j else w.T
+            inside = all(isinstance(a, int | np.integer) and 0 <= a < p for a in (i, j))
+            if not inside or i == j or w.shape != (k, k):
+                raise ValueError(f"W[{i},{j}] must be a {k}x{k} block with 0 <= i != j < {p}")
+            edge = (i, j) if i < j else (j, i)
+            if edge in blocks:
+                raise ValueError(f"W gives the pair {edge} twice (as (i, j) and (j, i))")
+            blocks[edge] = w if i < j else w.T
     else:
         W = np.asarray(W, dtype=np.float64)
         if W.shape != (p, p, k, k):

@@ -254,6 +254,11 @@ def _as_table(table, clique: Clique, domain: Domain) -> jax.Array:
     want = domain.sizes(clique)
     if arr.shape != want:
         raise DomainError(f"log-potential of {clique} has shape {arr.shape}, expected {want}")
-    if isinstance(table, np.ndarray) and np.isnan(table).any():
-        raise DomainError(f"log-potential of {clique} contains NaN")
+    if not isinstance(arr, jax.core.Tracer):  # concrete: check the values themselves
+        host = np.asarray(arr)
+        if np.isnan(host).any() or np.isposinf(host).any():
+            raise DomainError(
+                f"log-potential of {clique} contains NaN or +inf (use finite values; -inf marks "
+                "impossible states)"
+            )
     return arr

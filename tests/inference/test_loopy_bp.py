@@ -26,6 +26,13 @@ def test_bp_is_exact_on_trees(rng, higher_order, damping):
     assert abs(float(mrf.log_partition("loopy_bp", damping=damping)) - brute_log_z(mrf)) < 1e-9
 
 
+def test_bethe_log_z_with_impossible_states_is_exact_on_a_tree():
+    mrf = MarkovRandomField(
+        Domain(["A", "B"], [2, 2]), [("A", "B")], [np.array([[0.0, -np.inf], [0.0, 0.0]])]
+    )
+    assert float(mrf.log_partition("loopy_bp")) == pytest.approx(np.log(3), abs=1e-12)
+
+
 def test_bp_variable_marginals_and_convergence_flag(rng):
     mrf = _tree_model(rng)
     res = loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials)

@@ -50,6 +50,32 @@ def test_structural_zeros_are_never_sampled():
     assert not np.any(np.exp(table)[s[:, 0], s[:, 1]] == 0)
 
 
+def test_impossible_separator_states_leave_the_other_draws_exact():
+    """A separator state of probability zero (B = 1) gives an all -inf conditional row; it
+    used to turn the flattened CDFs to NaN and corrupt the draws of the other rows."""
+    from pgm_dp import Domain, MarkovRandomField
+
+    dom = Domain(["A", "B", "C"], [3, 3, 3])
+    t_ab = np.zeros((3, 3))
+    t_ab[:, 1] = -np.inf
+    t_bc = np.array([[0.0, -np.inf, 0.0], [0.0, 0.0, 0.0], [-np.inf, 0.0, 0.0]])
+    mrf = MarkovRandomField(dom, [("A", "B"), ("B", "C")], [t_ab, t_bc])
+    s = mrf.sample(20_000, rng=0)
+    assert np.isfinite(mrf.log_prob(s)).all()
+    counts = np.bincount(s[s.B == 2].C, minlength=3)
+    assert counts[0] == 0
+    assert stats.chisquare(counts[1:]).pvalue > 1e-3  # C | B=2 is uniform on {1, 2}
+
+
+def test_a_model_with_no_possible_state_is_refused():
+    from pgm_dp import Domain, DomainError, MarkovRandomField
+
+    mrf = MarkovRandomField(Domain(["A", "B"], [2, 2]), [("A", "B")], [np.full((2, 2), -np.inf)])
+    for call in (lambda: mrf.sample(3, rng=0), mrf.marginals, mrf.log_partition):
+        with pytest.raises(DomainError, match="probability zero"):
+            call()
+
+
 def test_sample_rejects_bad_n():
     mrf = third_order_chain(4, 2, rng=0)
     with pytest.raises(ValueError):

@@ -48,6 +48,9 @@ def test_mrf_is_a_pytree():
         ([("A", "A")], None, DomainError),  # repeated variable
         ([("A", "B")], [np.zeros((3, 2))], DomainError),  # wrong table shape
         ([("A", "B")], [np.full((2, 3), np.nan)], DomainError),  # NaN potential
+        ([("A", "B")], [[[0.0, np.nan, 0.0], [0.0] * 3]], DomainError),  # NaN in a list
+        ([("A", "B")], [jax.numpy.full((2, 3), jax.numpy.nan)], DomainError),  # NaN, JAX array
+        ([("A", "B")], [np.full((2, 3), np.inf)], DomainError),  # +inf potential
         ([("A", "B"), ("A", "B")], None, DomainError),  # duplicate clique
         ([("A", "B")], {("B", "C"): np.zeros((3, 2))}, DomainError),  # potential for unknown clique
     ],
@@ -120,6 +123,10 @@ def test_pairwise_matches_definition():
     with pytest.raises(ValueError):
         W[0, 1, 0, 1] += 1.0  # breaks W[i, j] = W[j, i].T
         pairwise(W, Theta)
+    block = np.ones((k, k))
+    for bad in ({(-1, 0): block}, {(0, 5): block}, {(0, 1): block, (1, 0): block.T}):
+        with pytest.raises(ValueError, match="W"):  # out of range, or one pair given twice
+            pairwise(bad, Theta)
 
 
 def test_log_prob_validates_data():
