@@ -52,11 +52,17 @@ class Domain:
         sizes = tuple(shape)
         if len(attrs) != len(sizes):
             raise DomainError(f"{len(attrs)} attributes but {len(sizes)} sizes")
+        if not attrs:
+            raise DomainError("a domain needs at least one variable")
         if len(set(attrs)) != len(attrs):
             raise DomainError(f"duplicate attribute names in {attrs}")
         clean = []
         for a, s in zip(attrs, sizes, strict=True):
-            if isinstance(s, bool) or int(s) != s or int(s) < 1:
+            try:
+                ok = not isinstance(s, bool) and int(s) == s and int(s) >= 1
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            if not ok:
                 raise DomainError(f"size of {a!r} must be a positive integer, got {s!r}")
             clean.append(int(s))
         object.__setattr__(self, "attributes", attrs)
@@ -132,9 +138,15 @@ class Domain:
                 raise DataValidationError(
                     f"data lack variables {missing}; columns are {list(data.columns)}"
                 )
+            repeated = [a for a in self.attributes if list(data.columns).count(a) > 1]
+            if repeated:
+                raise DataValidationError(f"data have more than one column named {repeated}")
             arr = data[list(self.attributes)].to_numpy()
         else:
-            arr = np.asarray(data)
+            try:
+                arr = np.asarray(data)
+            except ValueError as err:  # e.g. ragged rows
+                raise DataValidationError(f"data are not a rectangular array: {err}") from None
             if arr.ndim == 1 and len(self) == 1:
                 arr = arr[:, None]
             if arr.ndim != 2 or arr.shape[1] != len(self):
@@ -149,6 +161,8 @@ class Domain:
 
 def _to_codes(arr: np.ndarray, domain: Domain) -> np.ndarray:
     if arr.dtype == object:
+        if any(isinstance(x, str | bytes) for x in arr.flat):
+            raise DataValidationError("data must be numeric integer codes, not strings")
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
@@ -165,16 +179,15 @@ def _to_codes(arr: np.ndarray, domain: Domain) -> np.ndarray:
             raise DataValidationError("data contain non-integer values; expected integer codes")
     elif arr.dtype.kind not in "iu":
         raise DataValidationError(f"data must be integer codes, got dtype {arr.dtype}")
-    codes = arr.astype(np.int64, copy=True)
     upper = np.asarray(domain.shape, dtype=np.int64)
-    bad = (codes < 0) | (codes >= upper)
+    bad = (arr < 0) | (arr >= upper)  # in the data's own dtype: no wrap-around first
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise DataValidationError(
-            f"value {codes[r, c]} of variable {domain.attributes[c]!r} (record {r}) is outside "
+            f"value {arr[r, c]} of variable {domain.attributes[c]!r} (record {r}) is outside "
             f"its domain 0..{upper[c] - 1}"
         )
-    return codes
+    return arr.astype(np.int64, copy=True)
 
 
 def normalize_cliques(domain: Domain, cliques: Iterable[Sequence[Hashable]]) -> tuple[Clique, ...]:

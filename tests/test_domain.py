@@ -19,6 +19,11 @@ DOM = Domain(["A", "B"], [2, 3])
         (pd.DataFrame({"A": [0, 1]}), "lack variables"),
         (pd.DataFrame({"A": [0, 1], "B": ["x", "y"]}), "numeric"),
         (np.array(["a", "b"]), "shape"),
+        (pd.DataFrame({"A": ["0", "1"], "B": ["1", "2"]}), "not strings"),  # numeric strings
+        (pd.DataFrame([[0, 1, 1]], columns=["A", "B", "B"]), "more than one column"),
+        ([[0, 1], [0]], "rectangular"),  # ragged rows
+        (np.array([[0, 2**64 - 1]], dtype=np.uint64), "18446744073709551615 .* outside"),
+        (np.array([[0.0, 1e300]]), "1e.300 .* outside"),
     ],
 )
 def test_bad_data_raise_clear_value_errors(data, match):
@@ -53,6 +58,11 @@ def test_domain_helpers():
         Domain(["A", "A"], [2, 2])
     with pytest.raises(DomainError):
         Domain(["A"], [2, 3])
+    for sizes in ([float("inf")], [None], [2.5], [0]):
+        with pytest.raises(DomainError, match="positive integer"):
+            Domain(["A"], sizes)
+    with pytest.raises(DomainError, match="at least one"):
+        Domain([], [])
 
 
 def test_sufficient_statistics_counts_and_weights(rng):

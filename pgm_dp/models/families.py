@@ -29,12 +29,18 @@ def _names(p: int) -> list[str]:
     return [f"X{i}" for i in range(p)]
 
 
+def _count(value, name: str) -> int:
+    """``value`` as an int >= 1, or a clear ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 def dirichlet_pairwise(
     edges, T: int, k: int, rng: RngLike = None, concentration: float = 1.0
 ) -> MarkovRandomField:
     """Pairwise MRF on ``T`` variables with ``k`` states and Dirichlet edge potentials."""
-    if T < 1 or k < 1:
-        raise ValueError(f"T and k must be >= 1, got T={T}, k={k}")
+    T, k = _count(T, "T"), _count(k, "k")
     rng = as_generator(rng)
     names = _names(T)
     dom = Domain(names, [k] * T)
@@ -50,6 +56,7 @@ def third_order_chain(T: int = 10, k: int = 10, rng: RngLike = None) -> MarkovRa
     >>> third_order_chain(10, 10, rng=0).cliques[:3]
     (('X0', 'X1'), ('X0', 'X2'), ('X0', 'X3'))
     """
+    T = _count(T, "T")
     edges = [(i, j) for i in range(T) for j in range(i + 1, min(T, i + 4))]
     return dirichlet_pairwise(edges, T, k, rng)
 
@@ -65,6 +72,7 @@ def erdos_renyi(
     """
     if not 0.0 < p <= 1.0:
         raise ValueError(f"edge probability must be in (0, 1], got {p}")
+    T = _count(T, "T")
     rng = as_generator(rng)
     for _ in range(max_tries):
         iu = np.triu_indices(T, 1)
@@ -84,8 +92,8 @@ def ising(A, theta=None) -> MarkovRandomField:
     ``0`` is spin ``-1`` and code ``1`` is spin ``+1``. Edges are the non-zero ``A_ij``.
     """
     A = np.asarray(A, dtype=np.float64)
-    p = A.shape[0]
-    if A.shape != (p, p) or not np.allclose(A, A.T) or np.any(np.diag(A) != 0):
+    p = A.shape[0] if A.ndim else 0
+    if p < 1 or A.shape != (p, p) or not np.allclose(A, A.T) or np.any(np.diag(A) != 0):
         raise ValueError("A must be a square symmetric matrix with zero diagonal")
     theta = np.zeros(p) if theta is None else np.asarray(theta, dtype=np.float64)
     if theta.shape != (p,) or not np.all(np.isfinite(theta)) or not np.all(np.isfinite(A)):

@@ -20,7 +20,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence, Set
 from typing import Any
 
 import jax
@@ -157,6 +157,8 @@ class MarkovRandomField:
 
     def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
         """Exact marginal of any subset of variables (axes in the given order)."""
+        if isinstance(variables, Set):
+            raise DomainError("variables must be given in order (a tuple or list), not a set")
         if isinstance(variables, str) or not isinstance(variables, Sequence):
             variables = (variables,)
         query = normalize_cliques(self.domain, [variables])[0]
@@ -204,7 +206,7 @@ class MarkovRandomField:
         vectorised Gibbs sampler (models with cliques of size <= 2 only; ``options`` go to
         :func:`pgm_dp.inference.gibbs.gibbs_pairwise`).
         """
-        if int(n) != n or n < 1:
+        if isinstance(n, bool) or int(n) != n or n < 1:
             raise ValueError(f"n must be a positive integer, got {n!r}")
         rng = as_generator(rng)
         if method == "exact":

@@ -106,6 +106,18 @@ def test_ising_matches_definition():
     np.testing.assert_allclose(mrf.log_prob(codes), energy - log_z, atol=1e-12)
 
 
+def test_families_and_queries_refuse_bad_arguments():
+    for call in (
+        lambda: third_order_chain(2.5, 3),
+        lambda: erdos_renyi(0, 3),
+        lambda: ising(0.0),
+        lambda: third_order_chain(4, 2, rng=0).marginal({"X0", "X1"}),  # a set has no order
+        lambda: third_order_chain(4, 2, rng=0).sample(True),
+    ):
+        with pytest.raises(ValueError):
+            call()
+
+
 def test_pairwise_matches_definition():
     rng = np.random.default_rng(1)
     p, k = 3, 3
