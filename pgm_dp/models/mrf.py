@@ -256,7 +256,7 @@ def _as_table(table, clique: Clique, domain: Domain) -> jax.Array:
     want = domain.sizes(clique)
     if arr.shape != want:
         raise DomainError(f"log-potential of {clique} has shape {arr.shape}, expected {want}")
-    if not isinstance(arr, jax.core.Tracer):  # concrete: check the values themselves
+    if not any_traced((arr,)):  # concrete: check the values themselves
         host = np.asarray(arr)
         if np.isnan(host).any() or np.isposinf(host).any():
             raise DomainError(
