@@ -35,15 +35,15 @@ from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from ..errors import DomainError
-from ..inference.gibbs import gibbs_ising
-from ..learners.prising import mple, prising_batch
-from ..models.networks import (
+from ..ising.gibbs import gibbs_ising
+from ..ising.networks import (
     erdos_renyi_graph,
     karate_club,
     load_polblogs,
     scale_erdos_renyi,
     scale_symmetric,
 )
+from ..ising.prising import mple, prising_batch
 from ..rng import RngLike, as_generator
 
 __all__ = ["fig1", "mse_vs_n", "mse_vs_density", "real_networks", "add_parser"]

@@ -1,16 +1,10 @@
 """Exact inference by junction tree (Shafer–Shenoy message passing).
 
-The structure (elimination order, maximal cliques, tree, message schedule) depends only on
-the domain and the clique set, is computed once by :func:`build_junction_tree` and cached.
-Calibration, :func:`calibrate`, is a pure, jit-compiled JAX function of the log-potentials,
-so it is differentiable: ``jax.grad`` of ``log Z`` gives the model marginals, which is what
-the learners' MLE solver and the NumPyro models use. Marginals come from a faster
+The structure (elimination order, maximal cliques, tree, message schedule) comes from
+:mod:`.triangulation`. Calibration, :func:`calibrate`, is a pure, jit-compiled JAX
+function of the log-potentials, so it is differentiable: ``jax.grad`` of ``log Z`` gives the
+model marginals, which is what the learners' MLE solver uses. Marginals come from a faster
 probability-space pass (:mod:`.scaled_pass`), with the log-space calibration as its fallback.
-
-Triangulation uses the greedy *min-fill* heuristic with ties broken by *min-weight* (the size
-of the table the elimination would create). Before anything is allocated the largest clique
-table is compared with ``max_cells``, and :class:`~pgm_dp.errors.ModelTooLargeError` is raised
-if it is larger (loopy BP or Gibbs sampling are the alternatives then).
 
 Example
 -------
@@ -29,18 +23,23 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
-import networkx as nx
 import numpy as np
 
-from ..domain import Clique, Domain, normalize_cliques
-from ..errors import DomainError, ModelTooLargeError
+from .._config import any_traced, jit_program
+from ..domain import Clique
+from ..errors import DomainError
 from .scaled_pass import read_plan, scaled_marginals, scaled_pass
-from .tables import any_traced, broadcast_to, logsumexp_to, to_order
+from .tables import broadcast_to, logsumexp_to, to_order
+from .triangulation import (
+    DEFAULT_MAX_CELLS,
+    JunctionTree,
+    build_junction_tree,
+    elimination_order,
+)
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
@@ -49,131 +48,8 @@ __all__ = [
     "calibrate",
     "clique_marginals",
     "elimination_order",
-    "jit_program",
     "marginals_and_log_z",
 ]
-
-#: Largest clique table (cells) exact inference will build by default (2**26 float64 = 512 MiB).
-DEFAULT_MAX_CELLS = 2**26
-
-
-@dataclass(frozen=True, eq=False)
-class JunctionTree:
-    """The static structure of a junction tree over ``domain`` for ``factor_cliques``.
-
-    ``cliques`` are the maximal cliques of the triangulated graph (canonical order),
-    ``messages`` the directed edges ``(sender, receiver)`` in schedule order (the upward
-    pass toward ``root`` then the downward pass), ``assignment[f]`` the junction-tree clique
-    that holds input factor ``f``.
-    """
-
-    domain: Domain
-    factor_cliques: tuple[Clique, ...]
-    cliques: tuple[Clique, ...]
-    edges: tuple[tuple[int, int], ...]
-    messages: tuple[tuple[int, int], ...]
-    assignment: tuple[int, ...]
-    root: int
-
-    def separator(self, i: int, j: int) -> Clique:
-        return tuple(v for v in self.cliques[i] if v in self.cliques[j])
-
-    def containing(self, variables: Sequence[Hashable]) -> int | None:
-        """Index of the smallest junction-tree clique containing ``variables``, if any."""
-        want = set(variables)
-        best = [i for i, c in enumerate(self.cliques) if want <= set(c)]
-        return min(best, key=lambda i: self.domain.size(self.cliques[i])) if best else None
-
-
-def elimination_order(domain: Domain, cliques: Sequence[Clique]) -> tuple[list, list[set]]:
-    """Greedy min-fill elimination (ties: min-weight); returns the order and the cliques it
-    forms (variable + its neighbours at elimination time)."""
-    adj: dict[Hashable, set] = {v: set() for v in domain.attributes}
-    for cl in cliques:
-        for u in cl:
-            adj[u].update(w for w in cl if w != u)
-    order, formed = [], []
-    remaining = set(domain.attributes)
-
-    # Variable names may not be mutually orderable; compare positions instead.
-    pos = {v: i for i, v in enumerate(domain.attributes)}
-
-    def fill_in(v):
-        nb = sorted(adj[v], key=pos.__getitem__)
-        return sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
-
-    while remaining:
-        v = min(remaining, key=lambda u: (fill_in(u), domain.size(adj[u] | {u}), pos[u]))
-        nb = adj[v]
-        formed.append(nb | {v})
-        for a in nb:
-            adj[a].update(nb - {a})
-            adj[a].discard(v)
-        order.append(v)
-        remaining.discard(v)
-        del adj[v]
-    return order, formed
-
-
-@functools.lru_cache(maxsize=256)
-def _build(domain: Domain, factor_cliques: tuple[Clique, ...], max_cells: int) -> JunctionTree:
-    _, formed = elimination_order(domain, factor_cliques)
-    # Keep maximal cliques only (a formed clique contained in another is redundant).
-    maximal: list[frozenset] = []
-    for c in sorted((frozenset(c) for c in formed), key=len, reverse=True):
-        if not any(c <= m for m in maximal):
-            maximal.append(c)
-    cliques = tuple(domain.canonical(c) for c in maximal)
-    biggest = max(cliques, key=domain.size)
-    if domain.size(biggest) > max_cells:
-        raise ModelTooLargeError(
-            f"exact inference needs a clique table on {biggest} with {domain.size(biggest):,} "
-            f"cells, above max_cells={max_cells:,}; use method='loopy_bp' (or Gibbs sampling) "
-            f"or raise max_cells"
-        )
-    # Maximum-weight spanning tree on separator sizes (zero-weight edges join components).
-    g = nx.Graph()
-    g.add_nodes_from(range(len(cliques)))
-    for i in range(len(cliques)):
-        for j in range(i + 1, len(cliques)):
-            g.add_edge(i, j, weight=len(set(cliques[i]) & set(cliques[j])))
-    tree = nx.maximum_spanning_tree(g, algorithm="kruskal")
-    root = max(range(len(cliques)), key=lambda i: (domain.size(cliques[i]), -i))
-    bfs = list(nx.bfs_edges(tree, root))  # (parent, child) in breadth-first order
-    upward = [(child, parent) for parent, child in reversed(bfs)]
-    messages = tuple(upward + [(parent, child) for parent, child in bfs])
-    assignment = []
-    for fc in factor_cliques:
-        s = set(fc)
-        holders = [i for i, c in enumerate(cliques) if s <= set(c)]
-        assignment.append(min(holders, key=lambda i: domain.size(cliques[i])))
-    return JunctionTree(
-        domain=domain,
-        factor_cliques=factor_cliques,
-        cliques=cliques,
-        edges=tuple(sorted((min(a, b), max(a, b)) for a, b in tree.edges())),
-        messages=messages,
-        assignment=tuple(assignment),
-        root=root,
-    )
-
-
-def build_junction_tree(
-    domain: Domain,
-    cliques: Sequence[Sequence[Hashable]],
-    max_cells: int = DEFAULT_MAX_CELLS,
-    *,
-    validated: bool = False,
-) -> JunctionTree:
-    """Triangulate and build (or fetch from cache) the junction tree for ``cliques``.
-
-    Raises :class:`~pgm_dp.errors.ModelTooLargeError` before allocating anything when the
-    largest clique table would exceed ``max_cells``. ``validated=True`` skips re-checking
-    cliques that are already a tuple of validated tuples (a model's own cliques).
-    """
-    if not validated:
-        cliques = normalize_cliques(domain, cliques)
-    return _build(domain, tuple(cliques), int(max_cells))
 
 
 def _calibrate(jt: JunctionTree, log_potentials: tuple[jax.Array, ...]):
@@ -254,51 +130,6 @@ def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_poten
         (margs, log_z),
         log_potentials,
     )
-
-
-#: XLA:CPU compile options for the programs that run junction-tree passes. YNNPACK reduction
-#: fusions split each fused product-and-sum of a message into two kernels, and Eigen's
-#: multi-threaded matrix products synchronise a thread pool for every one of a pass's small
-#: products; without them the all-clique marginals of the third-order chain (T=10, k=10)
-#: take ~1.4x and another ~1.35x less time, and single-threaded products were no slower on
-#: that chain with k = 20 or 40 nor on an Erdős–Rényi graph (``benchmarks/bench_inference.py``).
-_CPU_COMPILER_OPTIONS = {
-    "xla_cpu_experimental_ynn_fusion_type": "",
-    "xla_cpu_multi_thread_eigen": False,
-}
-
-
-@functools.cache
-def _compiler_options() -> dict | None:
-    """Those of :data:`_CPU_COMPILER_OPTIONS` that this XLA knows, on the CPU backend."""
-    if jax.default_backend() != "cpu":
-        return None
-    known = {}
-    for name, value in _CPU_COMPILER_OPTIONS.items():
-        try:
-            jax.jit(lambda x: x + 1, compiler_options={name: value}).lower(1.0).compile()
-        except Exception:  # an XLA without the option: keep its default
-            continue
-        known[name] = value
-    return known or None
-
-
-def jit_program(fn):
-    """``jax.jit(fn)`` with :data:`_CPU_COMPILER_OPTIONS` where the backend takes them, for
-    programs that run junction-tree passes (the eager marginals, the learners' objectives
-    and loops). JAX accepts compiler options only on a top-level ``jit``: called with traced
-    arguments (inside another ``jit``/``grad``) the plain ``jax.jit(fn)`` runs instead."""
-    options = _compiler_options()
-    top = jax.jit(fn, compiler_options=options)
-    if options is None:
-        return top
-    nested = jax.jit(fn)
-
-    @functools.wraps(fn)
-    def call(*args):
-        return (nested if any_traced(jax.tree_util.tree_leaves(args)) else top)(*args)
-
-    return call
 
 
 def _packed_fast(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):

@@ -27,7 +27,7 @@ from ..domain import Clique
 from .tables import to_order
 
 if TYPE_CHECKING:
-    from .junction_tree import JunctionTree
+    from .triangulation import JunctionTree
 
 __all__ = ["ReadPlan", "read_plan", "scaled_marginals", "scaled_pass"]
 

@@ -15,12 +15,7 @@ import jax.numpy as jnp
 
 from ..domain import Clique, Domain
 
-__all__ = ["any_traced", "to_order", "broadcast_to", "logsumexp_to"]
-
-
-def any_traced(arrays) -> bool:
-    """Whether any of ``arrays`` is a JAX tracer (we are inside ``jit``/``grad``/``vmap``)."""
-    return any(isinstance(t, jax.core.Tracer) for t in arrays)
+__all__ = ["to_order", "broadcast_to", "logsumexp_to"]
 
 
 def to_order(table: jax.Array, have: Sequence[Hashable], want: Sequence[Hashable]) -> jax.Array:

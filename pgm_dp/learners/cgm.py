@@ -84,14 +84,15 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from ..inference.junction_tree import build_junction_tree, jit_program, marginals_and_log_z
+from .._config import jit_program
+from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_core
 from ..models.mrf import MarkovRandomField
+from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .base import Fit, check_release_matches, concat_tables, flatten_tables, unflatten_tables
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
-from .noise_model import noise_curvature, noise_gradient, noise_log_density
 
 __all__ = [
     "CGMEM",

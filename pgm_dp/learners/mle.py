@@ -35,9 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from .._config import jit_program
 from ..domain import Clique
 from ..errors import DomainError
-from ..inference.junction_tree import JunctionTree, jit_program, marginals_and_log_z
+from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from .base import concat_tables, flatten_tables, unflatten_tables
 

@@ -52,7 +52,8 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..inference.junction_tree import jit_program, marginals_and_log_z
+from .._config import jit_program
+from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
 from ..privacy.samplers import sample_gaussian

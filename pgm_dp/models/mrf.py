@@ -28,13 +28,14 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from .._config import any_traced
 from ..domain import Clique, Domain, normalize_cliques
 from ..errors import DomainError
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree, clique_marginals
 from ..inference.loopy_bp import loopy_bp
 from ..inference.sampling import sample_junction_tree
-from ..inference.tables import any_traced
 from ..rng import as_generator
+from .pgmpy_io import read_pgmpy, write_pgmpy
 
 __all__ = ["MarkovRandomField"]
 
@@ -240,15 +241,12 @@ class MarkovRandomField:
     @classmethod
     def from_pgmpy(cls, model, **kwargs) -> MarkovRandomField:
         """From a pgmpy DiscreteMarkovNetwork, FactorGraph or DiscreteBayesianNetwork."""
-        from .pgmpy_io import from_pgmpy
-
-        return from_pgmpy(model, **kwargs)
+        domain, cliques, tables = read_pgmpy(model)
+        return cls(domain, cliques, tables, **kwargs)
 
     def to_pgmpy(self):
         """A pgmpy ``DiscreteMarkovNetwork`` with one ``DiscreteFactor`` per clique."""
-        from .pgmpy_io import to_pgmpy
-
-        return to_pgmpy(self)
+        return write_pgmpy(self.domain, self.cliques, self.log_potentials)
 
 
 def _as_table(table, clique: Clique, domain: Domain) -> jax.Array:

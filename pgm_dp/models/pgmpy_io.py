@@ -15,9 +15,8 @@ import numpy as np
 
 from ..domain import Domain
 from ..errors import DomainError
-from .mrf import MarkovRandomField
 
-__all__ = ["from_pgmpy", "to_pgmpy"]
+__all__ = ["read_pgmpy", "write_pgmpy"]
 
 
 def _factors_of(model):
@@ -34,8 +33,9 @@ def _factors_of(model):
     )
 
 
-def from_pgmpy(model, **kwargs) -> MarkovRandomField:
-    """Build a :class:`MarkovRandomField` from a pgmpy discrete model (see module doc)."""
+def read_pgmpy(model) -> tuple[Domain, list[tuple], list[np.ndarray]]:
+    """The domain, cliques and log-potential tables of a pgmpy discrete model (see module
+    doc); :meth:`pgm_dp.MarkovRandomField.from_pgmpy` builds the model from them."""
     factors, nodes = _factors_of(model)
     if not factors:
         raise DomainError("the pgmpy model has no factors / CPDs")
@@ -58,23 +58,21 @@ def from_pgmpy(model, **kwargs) -> MarkovRandomField:
             logv = np.transpose(logv, [scope.index(v) for v in key])
             tables[key] = tables[key] + logv if key in tables else logv
     cliques = list(tables)
-    return MarkovRandomField(domain, cliques, [tables[c] for c in cliques], **kwargs)
+    return domain, cliques, [tables[c] for c in cliques]
 
 
-def to_pgmpy(mrf: MarkovRandomField):
+def write_pgmpy(domain: Domain, cliques, log_potentials):
     """A pgmpy ``DiscreteMarkovNetwork`` with a ``DiscreteFactor`` per clique."""
     from pgmpy.factors.discrete import DiscreteFactor
     from pgmpy.models import DiscreteMarkovNetwork
 
     net = DiscreteMarkovNetwork()
-    net.add_nodes_from(mrf.domain.attributes)
-    for cl in mrf.cliques:
+    net.add_nodes_from(domain.attributes)
+    for cl in cliques:
         net.add_edges_from((a, b) for i, a in enumerate(cl) for b in cl[i + 1 :])
-    for cl, table in zip(mrf.cliques, mrf.log_potentials, strict=True):
+    for cl, table in zip(cliques, log_potentials, strict=True):
         t = np.asarray(table)
         finite = t[np.isfinite(t)]
         shift = finite.max() if finite.size else 0.0
-        net.add_factors(
-            DiscreteFactor(list(cl), list(mrf.domain.sizes(cl)), np.exp(t - shift).ravel())
-        )
+        net.add_factors(DiscreteFactor(list(cl), list(domain.sizes(cl)), np.exp(t - shift).ravel()))
     return net

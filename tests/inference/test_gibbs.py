@@ -18,7 +18,8 @@ import scipy.sparse as sp
 from scipy.stats import chisquare
 
 from pgm_dp.errors import DataValidationError, DomainError
-from pgm_dp.inference.gibbs import gibbs_ising, gibbs_pairwise, greedy_colouring
+from pgm_dp.inference.gibbs import gibbs_pairwise, greedy_colouring
+from pgm_dp.ising import gibbs_ising
 
 ALPHA = 1e-3
 

@@ -182,7 +182,7 @@ def test_structural_zeros_in_marginals():
 
 
 def test_jit_program_runs_at_top_level_and_inside_jit_and_grad():
-    from pgm_dp.inference.junction_tree import jit_program
+    from pgm_dp._config import jit_program
 
     f = jit_program(lambda x, ys: jnp.sum(x * x) + sum(jnp.sum(y) for y in ys))
     x, ys = jnp.arange(3.0), [jnp.ones(2), jnp.ones(3)]

@@ -11,17 +11,8 @@ import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from pgm_dp.errors import BudgetExceededError, DataValidationError, PrivacyParameterError
-from pgm_dp.inference.gibbs import gibbs_ising
-from pgm_dp.learners.prising import (
-    _fields,
-    _first_root,
-    mple,
-    prising,
-    prising_batch,
-    prising_calibration,
-    pseudo_likelihood_score,
-)
-from pgm_dp.models.networks import (
+from pgm_dp.ising.gibbs import gibbs_ising
+from pgm_dp.ising.networks import (
     check_coupling,
     erdos_renyi_graph,
     karate_club,
@@ -29,6 +20,15 @@ from pgm_dp.models.networks import (
     scale_erdos_renyi,
     scale_regular,
     scale_symmetric,
+)
+from pgm_dp.ising.prising import (
+    _fields,
+    _first_root,
+    mple,
+    prising,
+    prising_batch,
+    prising_calibration,
+    pseudo_likelihood_score,
 )
 from pgm_dp.privacy import Accountant, ApproxDP, PureDP
 from pgm_dp.privacy.samplers import sample_gaussian, sample_laplace

@@ -3,7 +3,7 @@
 Chakraborty, Chatterjee & Dalal, "PrIsing: Privacy-Preserving Peer Effect Estimation via Ising
 Model", AISTATS 2024. Model (Eq. 1-2): ``P_β(σ) ∝ exp(β/2 · σᵀ J_n σ)`` on ``{-1, +1}^n`` with
 ``J_n`` symmetric, non-negative, zero diagonal (sample it with
-:func:`pgm_dp.inference.gibbs.gibbs_ising`, ``convention="pairwise"``, the default).
+:func:`pgm_dp.ising.gibbs_ising`, ``convention="pairwise"``, the default).
 
 * :func:`pseudo_likelihood_score` — ``L_σ(β) = -(1/n) Σ_i m_i (σ_i - tanh(β m_i))`` (Eq. 4),
   ``m_i = Σ_j J_ij σ_j`` (Eq. 5). ``L_σ = -(1/n) d/dβ log Π_i f_i(β, σ_i)``: minus the
@@ -45,9 +45,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataValidationError, PrivacyParameterError
-from ..models.networks import check_coupling
 from ..privacy import Accountant, ApproxDP, PureDP
 from ..privacy.samplers import as_generator, sample_gaussian, sample_laplace
+from .networks import check_coupling
 
 __all__ = [
     "PrIsingCalibration",
@@ -333,7 +333,7 @@ def prising(
     All inputs are validated first; then ``accountant`` (if given) is charged
     ``PureDP(ε)``/``ApproxDP(ε, δ)``; only then is the noise drawn.
 
-    >>> from pgm_dp.models.networks import karate_club, scale_symmetric
+    >>> from pgm_dp.ising.networks import karate_club, scale_symmetric
     >>> A, s = karate_club()
     >>> res = prising(s, scale_symmetric(A), epsilon=50.0, delta=1e-3, rng=0)
     >>> res.mechanism, res.estimate >= 0
