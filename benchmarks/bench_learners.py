@@ -17,9 +17,7 @@ import time
 
 import numpy as np
 
-from pgm_dp.learners.cgm import CGMEM
-from pgm_dp.learners.naive_mle import NaiveMLE
-from pgm_dp.learners.psgd import PSGD
+from pgm_dp.learners import CGMEM, PSGD, NaiveMLE
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 from pgm_dp.privacy import ApproxDP, PureDP, release_marginals
@@ -40,10 +38,12 @@ def main() -> None:
         learners = {
             "naive": lambda r=release: NaiveMLE().fit(r, truth).model,
             "cgm": lambda r=release: CGMEM().fit(r, truth).model,
-            "psgd": lambda e=eps: PSGD(ApproxDP(e, 1 / args.N)).fit(data, truth, rng=1).model,
+            "psgd": lambda e=eps: (
+                PSGD().fit(data, truth, budget=ApproxDP(e, 1 / args.N), rng=1).model
+            ),
         }
         if args.mbi:
-            from pgm_dp.experiments.mbi_baseline import fit_mbi
+            from pgm_dp.learners.mbi import fit_mbi
 
             learners["mbi3000"] = lambda r=release: fit_mbi(r, truth, (3000,))[-1]
         times, kls = {}, {}

@@ -1,8 +1,11 @@
 """pgm_dp: learning discrete undirected graphical models under differential privacy.
 
-Layers (each a module or folder; nothing imports upward):
-``domain`` → ``inference`` (pure functions of tables) → ``models`` (``MarkovRandomField``)
-→ ``stats`` → ``privacy`` → ``learners`` → ``metrics`` / ``experiments`` → ``cli``.
+Layers, bottom to top (each a module or folder; a module imports only from its own layer or
+the ones below, and no two modules import each other; ``tests/test_structure.py`` checks
+both against :data:`LAYERS`):
+``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
+→ ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
+→ ``ising`` (one network, PrIsing) → ``learners`` → ``experiments`` → ``cli``.
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
 """
@@ -42,9 +45,23 @@ from .privacy import (
     report_noisy_max,
     zcdp_to_approx_dp,
 )
-from . import inference, learners, metrics, models, privacy
+from . import inference, ising, learners, metrics, models, privacy
 
 __version__ = "0.1.0"
+
+#: The package's layers, bottom to top (see the module docstring).
+LAYERS = (
+    ("errors", "rng", "_config"),
+    ("domain",),
+    ("inference",),
+    ("models",),
+    ("stats", "datasets", "metrics"),
+    ("privacy",),
+    ("ising",),
+    ("learners",),
+    ("experiments",),
+    ("cli",),
+)
 
 __all__ = [
     "Domain",
@@ -70,6 +87,7 @@ __all__ = [
     "calibrate_noise_multiplier",
     "DPSGDCost",
     "inference",
+    "ising",
     "learners",
     "metrics",
     "models",

@@ -22,12 +22,10 @@ def any_traced(arrays) -> bool:
     return any(isinstance(t, jax.core.Tracer) for t in arrays)
 
 
-#: XLA:CPU compile options for the programs that run junction-tree passes. YNNPACK reduction
-#: fusions split each fused product-and-sum of a message into two kernels, and Eigen's
-#: multi-threaded matrix products synchronise a thread pool for every one of a pass's small
-#: products; without them the all-clique marginals of the third-order chain (T=10, k=10)
-#: take ~1.4x and another ~1.35x less time, and single-threaded products were no slower on
-#: that chain with k = 20 or 40 nor on an Erdős–Rényi graph (``benchmarks/bench_inference.py``).
+#: XLA:CPU compile options for the programs that run junction-tree passes: no YNNPACK
+#: reduction fusions (they split a message's fused product-and-sum into two kernels) and
+#: single-threaded Eigen products (a pass's many small products would each synchronise a
+#: thread pool). Measurements: ``docs/performance.md``.
 _CPU_COMPILER_OPTIONS = {
     "xla_cpu_experimental_ynn_fusion_type": "",
     "xla_cpu_multi_thread_eigen": False,

@@ -7,8 +7,7 @@ import numpy as np
 
 import pgm_dp
 from pgm_dp import Domain, MarkovRandomField
-from pgm_dp.learners.cgm import CGMEM
-from pgm_dp.learners.naive_mle import NaiveMLE
+from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.metrics import kl_divergence
 
 # 1. Declare a model: variables with their domain sizes, and cliques.

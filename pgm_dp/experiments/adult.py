@@ -45,18 +45,16 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .. import learners as registry
 from ..datasets import load_adult
 from ..domain import Domain
 from ..errors import DomainError, PgmDpError
-from ..learners.baselines import NonPrivateMLE
-from ..learners.cgm import CGMEM
-from ..learners.naive_mle import NaiveMLE
-from ..learners.psgd import PSGD
+from ..learners import labels
 from ..metrics import log_likelihood
 from ..models import MarkovRandomField
-from ..privacy import ApproxDP, PureDP, release_marginals
+from ..privacy import PureDP, release_marginals
 from ..rng import RngLike, as_generator, derived_generator
-from .plotting import LABELS, median_errorbar
+from .plotting import median_errorbar
 
 __all__ = [
     "ADULT_CHAIN",
@@ -120,6 +118,40 @@ def split_records(
     return data.iloc[np.sort(perm[n_test:])].reset_index(drop=True), test
 
 
+def _check(learners, trials, epsilons) -> list:
+    """The registered specs of ``learners``, after checking every argument."""
+    unknown = set(learners) - set(LEARNERS)
+    if unknown:
+        raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS}")
+    if isinstance(trials, bool) or int(trials) != trials or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    for eps in epsilons:
+        PureDP(float(eps))  # validates before any data are touched
+    return [registry.get(name) for name in LEARNERS if name in learners]
+
+
+def _private_fits(specs, train, mrf, base, eps, trial):
+    """``(spec, fit or None, seconds)`` for each private learner at ``eps``: release
+    learners share one release (Bernstein et al. 2017's protocol); ``None`` where a learner
+    refuses the budget."""
+    release = None
+    for spec in specs:
+        budget = spec.budget(eps, len(train))
+        if spec.kind == "release" and release is None:
+            gen = derived_generator(base, "release", eps, trial)
+            release = release_marginals(train, mrf, budget=budget, rng=gen)
+        start = time.perf_counter()
+        if spec.kind == "release":
+            fit = spec.make().fit(release, mrf)
+        else:
+            gen = derived_generator(base, spec.name, eps, trial)
+            try:
+                fit = spec.make().fit(train, mrf, budget=budget, rng=gen)
+            except PgmDpError:
+                fit = None
+        yield spec, fit, time.perf_counter() - start
+
+
 def run_adult(
     columns: Sequence[str] = ADULT_CHAIN,
     epsilons: Sequence[float] = EPSILONS,
@@ -132,14 +164,8 @@ def run_adult(
 ) -> AdultResult:
     """Run the Adult experiment; see the module docstring. Writes ``adult_heldout.csv`` and
     ``.png`` to ``out_dir`` unless it is ``None``."""
-    unknown = set(learners) - set(LEARNERS)
-    if unknown:
-        raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS}")
-    if isinstance(trials, bool) or int(trials) != trials or trials < 1:
-        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    specs = _check(learners, trials, epsilons)
     epsilons = [float(e) for e in epsilons]
-    for eps in epsilons:
-        PureDP(eps)  # validates before any data are touched
     # Every random draw has its own generator under one base seed, so any subset of the
     # learners sees the same split and the same releases.
     if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
@@ -150,8 +176,9 @@ def run_adult(
     mrf = chain_model(domain)
     train, test = split_records(data, test_fraction, derived_generator(base, "split"))
     n_train = len(train)
-    per_eps = [lr for lr in LEARNERS if lr in learners and lr != "nonprivate"]
-    total = ("nonprivate" in learners) + len(epsilons) * int(trials) * len(per_eps)
+    references = [s for s in specs if not s.private]
+    private = [s for s in specs if s.private]
+    total = len(references) + len(epsilons) * int(trials) * len(private)
     bar = tqdm(total=total, desc="adult", disable=not progress)
     rows: list[dict[str, Any]] = []
     skipped: list[float] = []
@@ -162,36 +189,20 @@ def run_adult(
             {"epsilon": eps, "trial": trial, "learner": name, "heldout_ll": ll, "seconds": seconds}
         )
 
-    if "nonprivate" in learners:
+    for spec in references:
         start = time.perf_counter()
-        fit = NonPrivateMLE().fit(train, mrf)
+        fit = spec.make().fit(train, mrf)
         seconds = time.perf_counter() - start
         for eps in epsilons:  # the reference does not depend on epsilon: one row per epsilon
-            record(eps, 0, "nonprivate", fit.model, seconds)
+            record(eps, 0, spec.name, fit.model, seconds)
         bar.update(1)
     for eps in epsilons:
         for trial in range(int(trials)):
-            release = None
-            if {"naive", "cgm"} & set(per_eps):
-                gen = derived_generator(base, "release", eps, trial)
-                release = release_marginals(train, mrf, budget=PureDP(eps), rng=gen)
-            for name in per_eps:
-                start = time.perf_counter()
-                if name == "naive":
-                    model = NaiveMLE().fit(release, mrf).model
-                elif name == "cgm":
-                    model = CGMEM().fit(release, mrf).model
-                else:
-                    try:
-                        gen = derived_generator(base, "psgd", eps, trial)
-                        psgd = PSGD(ApproxDP(eps, 1.0 / n_train))
-                        model = psgd.fit(train, mrf, rng=gen).model
-                    except PgmDpError:
-                        if eps not in skipped:
-                            skipped.append(eps)
-                        bar.update(1)
-                        continue
-                record(eps, trial, name, model, time.perf_counter() - start)
+            for spec, fit, seconds in _private_fits(private, train, mrf, base, eps, trial):
+                if fit is None and eps not in skipped:  # the learner cannot reach it (PSGD)
+                    skipped.append(eps)
+                elif fit is not None:
+                    record(eps, trial, spec.name, fit.model, seconds)
                 bar.update(1)
     bar.close()
     runs = pd.DataFrame(rows, columns=["epsilon", "trial", "learner", "heldout_ll", "seconds"])
@@ -228,7 +239,7 @@ def plot_adult(
         if sub.empty:
             continue
         style = {"linestyle": "--", "marker": None} if name == "nonprivate" else {"marker": "o"}
-        median_errorbar(ax, sub, "epsilon", "heldout_ll", LABELS[name], **style)
+        median_errorbar(ax, sub, "epsilon", "heldout_ll", labels()[name], **style)
     if uniform_ll is not None:  # far below the learners: a legend note, not a line
         ax.plot([], [], " ", label=f"(all-zero model: {uniform_ll:.2f})")
     ax.set_xscale("log")
@@ -243,13 +254,15 @@ def plot_adult(
 
 def _print(result: AdultResult) -> None:
     print("Median held-out log-likelihood per record by epsilon (rows) and learner (columns):")
-    table = result.summary.rename(columns=LABELS)
+    table = result.summary.rename(columns=labels())
     print(table.to_string(float_format=lambda x: f"{x:.4f}"))
     print(f"All-zero (uniform) model: {result.uniform_ll:.4f}")
     if result.skipped:
         print(f"PSGD skipped (epsilon unreachable): {list(result.skipped)}")
     times = result.runs.groupby("learner")["seconds"].median()
-    print("Median time per fit: " + ", ".join(f"{LABELS[n]} {times[n]:.2f} s" for n in times.index))
+    print(
+        "Median time per fit: " + ", ".join(f"{labels()[n]} {times[n]:.2f} s" for n in times.index)
+    )
     for path in (result.csv, result.plot):
         if path is not None:
             print(f"Written: {path}")

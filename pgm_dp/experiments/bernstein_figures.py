@@ -39,6 +39,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ..errors import ConvergenceWarning
+from ..learners import labels
 from ..learners.baselines import NonPrivateMLE
 from ..learners.cgm import CGMEM
 from ..learners.naive_mle import NaiveMLE, noisy_pseudo_marginals
@@ -47,7 +48,7 @@ from ..models import erdos_renyi, third_order_chain
 from ..models.mrf import MarkovRandomField
 from ..privacy import PureDP, release_marginals
 from ..rng import RngLike, as_generator
-from .plotting import LABELS, median_errorbar
+from .plotting import median_errorbar
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -355,7 +356,7 @@ def fig3a(
         ax = fig.add_subplot()
         for name, marker in (("naive", "o"), ("cgm", "^"), ("nonprivate", "s")):
             d = df[df.learner == name]
-            label = f"{LABELS[name]} (KL {d.kl.iloc[0]:.3g})"
+            label = f"{labels()[name]} (KL {d.kl.iloc[0]:.3g})"
             ax.scatter(d.true, d.inferred, s=6, marker=marker, alpha=0.5, label=label)
         hi = float(max(df.true.max(), df.inferred.max()))
         ax.plot([0, hi], [0, hi], "k-", lw=1, label="y = x")

@@ -23,23 +23,18 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..learners.baselines import NonPrivateMLE, RandomMarginals
-from ..learners.cgm import CGMEM
-from ..learners.naive_mle import NaiveMLE
-from ..learners.psgd import PSGD
+from .. import learners as registry
+from ..learners import Fit, LearnerSpec
 from ..metrics import kl_divergence
 from ..models import erdos_renyi, third_order_chain
-from ..privacy import ApproxDP, PureDP, release_marginals
+from ..privacy import release_marginals
 from ..rng import derived_generator
-from .mbi_baseline import MBI_COLUMNS, MBI_ITERS, fit_mbi
-from .plotting import LABELS, median_errorbar
+from .plotting import median_errorbar
 
 __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
 
+#: The learners ``compare`` runs by default (any registered name may be asked for).
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
-#: Optional: mbi (Private-PGM) mirror descent, needs the ``bench`` extra; one row per count.
-OPTIONAL = ("mbi",)
-COLUMNS = LEARNERS + MBI_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -61,6 +56,49 @@ def _truth(graph: str, T: int, k: int, rng):
     raise ValueError(f"graph must be 'chain' or 'er', got {graph!r}")
 
 
+def check_settings(graph, T, k, N, epsilons, populations, replications, learners) -> list:
+    """The registered specs of ``learners``; a ``ValueError`` for any setting that cannot run
+    (checked before any work)."""
+    if graph not in ("chain", "er"):
+        raise ValueError(f"graph must be 'chain' or 'er', got {graph!r}")
+    for name, value, least in (("T", T, 4), ("k", k, 2), ("N", N, 1)):
+        if int(value) != value or value < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {value}")
+    for name, value in (("populations", populations), ("replications", replications)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value}")
+    if not len(epsilons) or not all(0 < float(e) < float("inf") for e in epsilons):
+        raise ValueError(f"epsilons must be positive and finite, got {list(epsilons)}")
+    if not len(learners):
+        raise ValueError("no learners given")
+    return [registry.get(name) for name in dict.fromkeys(learners)]
+
+
+def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
+    """A new learner of ``spec`` fitted to ``args``, and the seconds the fit took."""
+    start = time.perf_counter()
+    fit = spec.make().fit(*args, **kwargs)
+    return fit, time.perf_counter() - start
+
+
+def _fits(specs, truth, data, N, pop, e, eps, rep, seed):
+    """``(spec, fit, seconds)`` of every private learner on one release / budget draw.
+    Release learners sharing a budget share one release (Bernstein et al. 2017: every
+    learner sees the same noisy tables)."""
+    releases = {}
+    for spec in specs:
+        budget = spec.budget(eps, N)
+        if spec.kind == "release":
+            if budget not in releases:
+                extra = () if not releases else (repr(budget),)
+                gen = derived_generator(seed, "release", N, pop, e, rep, *extra)
+                releases[budget] = release_marginals(data, truth, budget=budget, rng=gen)
+            yield (spec, *_timed_fit(spec, releases[budget], truth))
+        else:
+            gen = derived_generator(seed, spec.name, N, pop, e, rep)
+            yield (spec, *_timed_fit(spec, data, truth, budget=budget, rng=gen))
+
+
 def run_compare(
     graph: str = "chain",
     T: int = 10,
@@ -76,68 +114,56 @@ def run_compare(
 ) -> CompareResult:
     """Run the comparison; see the module docstring. Writes ``compare_<graph>.csv`` and
     ``.png`` to ``out_dir`` unless it is ``None``."""
-    unknown = set(learners) - set(LEARNERS + OPTIONAL)
-    if unknown:
-        raise ValueError(f"unknown learners {sorted(unknown)}; choose from {LEARNERS + OPTIONAL}")
+    specs = check_settings(graph, T, k, N, epsilons, populations, replications, learners)
     truth = _truth(graph, T, k, derived_generator(seed, "truth"))
-    rows = []
-    per_pop = [lr for lr in learners if lr in ("random", "nonprivate")]
-    per_eps = [lr for lr in learners if lr not in per_pop]
-    total = populations * (len(per_pop) + len(epsilons) * replications * len(per_eps))
+    references = [s for s in specs if not s.private]
+    private = [s for s in specs if s.private]
+    total = populations * (len(references) + len(epsilons) * replications * len(private))
     bar = tqdm(total=total, desc=f"compare ({graph})", disable=not progress)
+    rows = []
 
-    def record(pop, eps, rep, name, model, seconds):
-        rows.append(
-            {
-                "graph": graph,
-                "N": N,
-                "epsilon": eps,
-                "population": pop,
-                "replication": rep,
-                "learner": name,
-                "kl": kl_divergence(truth, model),
-                "seconds": seconds,
-            }
-        )
+    def record(pop, eps, rep, spec, fit, seconds):
+        per_column = fit.info.get("seconds", {})
+        for column, model in spec.models(fit).items():
+            kl = kl_divergence(truth, model)
+            rows.append(
+                {
+                    "graph": graph,
+                    "N": N,
+                    "epsilon": eps,
+                    "population": pop,
+                    "replication": rep,
+                    "learner": column,
+                    "kl": kl,
+                    "seconds": per_column.get(column, seconds),
+                }
+            )
 
     for pop in range(populations):
         data = truth.sample(N, derived_generator(seed, "population", N, pop))
-        for name in per_pop:
-            start = time.perf_counter()
-            if name == "random":
-                fit = RandomMarginals().fit(truth, derived_generator(seed, "random", N, pop))
-            else:
-                fit = NonPrivateMLE().fit(data, truth)
-            seconds = time.perf_counter() - start
+        for spec in references:
+            gen = derived_generator(seed, spec.name, N, pop)
+            fit, seconds = _timed_fit(spec, data, truth, rng=gen)
             for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
-                record(pop, eps, 0, name, fit.model, seconds)
+                record(pop, eps, 0, spec, fit, seconds)
             bar.update(1)
         for e, eps in enumerate(epsilons):
             for rep in range(replications):
-                release = None
-                if {"naive", "cgm", "mbi"} & set(per_eps):
-                    gen = derived_generator(seed, "release", N, pop, e, rep)
-                    release = release_marginals(data, truth, budget=PureDP(eps), rng=gen)
-                for name in per_eps:
-                    start = time.perf_counter()
-                    if name == "mbi":  # same release; one row per iteration count
-                        for f in fit_mbi(release, truth, MBI_ITERS):
-                            record(pop, eps, rep, f"mbi{f.iterations}", f.model, f.seconds)
-                        bar.update(1)
-                        continue
-                    if name == "naive":
-                        fit = NaiveMLE().fit(release, truth)
-                    elif name == "cgm":
-                        fit = CGMEM().fit(release, truth)
-                    else:
-                        gen = derived_generator(seed, "psgd", N, pop, e, rep)
-                        fit = PSGD(ApproxDP(eps, 1.0 / N)).fit(data, truth, rng=gen)
-                    record(pop, eps, rep, name, fit.model, time.perf_counter() - start)
+                for spec, fit, seconds in _fits(private, truth, data, N, pop, e, eps, rep, seed):
+                    record(pop, eps, rep, spec, fit, seconds)
                     bar.update(1)
     bar.close()
-    runs = pd.DataFrame(rows)
+    return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir)
+
+
+def columns() -> list[str]:
+    """Every registered table column, in registration order (the tables' column order)."""
+    return list(registry.labels())
+
+
+def _finish(runs, graph, T, k, N, out_dir) -> CompareResult:
     summary = runs.pivot_table(index="epsilon", columns="learner", values="kl", aggfunc="median")
-    summary = summary[[lr for lr in COLUMNS if lr in summary.columns]]
+    summary = summary[[c for c in columns() if c in summary.columns]]
     summary.columns.name = None
     plot = None
     if out_dir is not None:
@@ -158,11 +184,11 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name in COLUMNS:
+    for name, label in registry.labels().items():
         sub = runs[runs.learner == name]
         if sub.empty:
             continue
-        median_errorbar(ax, sub, "epsilon", "kl", LABELS[name], marker="o")
+        median_errorbar(ax, sub, "epsilon", "kl", label, marker="o")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("epsilon")
@@ -177,12 +203,18 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
 
 def _print(result: CompareResult) -> None:
     print("Median KL(true || learned) by epsilon (rows) and learner (columns):")
-    table = result.summary.rename(columns=LABELS)
+    labels = registry.labels()
+    table = result.summary.rename(columns=labels)
     print(table.to_string(float_format=lambda x: f"{x:.4g}"))
     times = result.runs.groupby("learner")["seconds"].median()
+    private = [
+        c for n in registry.available() if registry.get(n).private for c in registry.get(n).columns
+    ]
     if "naive" in times:
         ratios = ", ".join(
-            f"{LABELS[n]} {times[n] / times['naive']:.1f}x" for n in ("cgm", "psgd") if n in times
+            f"{labels[n]} {times[n] / times['naive']:.1f}x"
+            for n in private
+            if n in times and n != "naive"
         )
         print(f"Median time per fit: Naive MLE {times['naive']:.2f} s; {ratios}")
     if result.plot is not None:
@@ -191,7 +223,7 @@ def _print(result: CompareResult) -> None:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "compare", help="compare Random / Non-private / Naive MLE / CGM / PSGD on one budget"
+        "compare", help="compare learners on one privacy budget (KL from the true model)"
     )
     p.add_argument("--graph", choices=["chain", "er"], default="chain")
     p.add_argument("--T", type=int, default=10)
@@ -204,8 +236,8 @@ def add_parser(subparsers) -> None:
         "--learners",
         nargs="+",
         default=list(LEARNERS),
-        choices=LEARNERS + OPTIONAL,
-        help="'mbi' (needs the bench extra) adds mbi mirror descent at 300/1000/3000 iterations",
+        choices=registry.available(),
+        help="registered learners to run ('mbi' needs the bench extra)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")

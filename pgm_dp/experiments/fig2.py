@@ -29,9 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .compare import COLUMNS, LEARNERS, OPTIONAL, run_compare
-from .mbi_baseline import MBI_COLUMNS
-from .plotting import LABELS
+from .. import learners as registry
+from .compare import LEARNERS, check_settings, columns, run_compare
 
 __all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
 
@@ -63,6 +62,9 @@ def run_fig2(
     out_dir: str | Path | None = "pgm_dp_results",
 ) -> Fig2Result:
     """Run (or resume) the Figure 2 grid; see the module docstring."""
+    for graph in graphs:
+        for N in Ns:
+            check_settings(graph, T, k, N, epsilons, populations, replications, learners)
     out = None if out_dir is None else Path(out_dir)
     path = None if out is None else out / _CSV
     setting = {"T": int(T), "k": int(k), "seed": int(seed)}
@@ -141,7 +143,7 @@ def _complete(done, graph, N, learner, setting, epsilons, populations, replicati
     if done.empty:
         return False
     rows = done[_block(done, graph, N, [learner], setting)]
-    reps = 1 if learner in ("random", "nonprivate") else replications
+    reps = replications if registry.get(learner).private else 1
     want = {
         (name, float(e), p, r)
         for name in _row_names(learner)
@@ -158,7 +160,7 @@ def _complete(done, graph, N, learner, setting, epsilons, populations, replicati
 
 
 def _row_names(learner: str) -> list[str]:
-    return list(MBI_COLUMNS) if learner == "mbi" else [learner]
+    return list(registry.get(learner).columns)
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
@@ -166,7 +168,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     table = runs.pivot_table(
         index=["graph", "N", "epsilon"], columns="learner", values="kl", aggfunc="median"
     )
-    table = table[[lr for lr in COLUMNS if lr in table.columns]]
+    table = table[[lr for lr in columns() if lr in table.columns]]
     table.columns.name = None
     return table
 
@@ -222,12 +224,12 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
         for j, eps in enumerate(epsilons):
             ax = axes[i, j]
             cell = runs[(runs.graph == graph) & (runs.epsilon == eps)]
-            for name in COLUMNS:
+            for name, label in registry.labels().items():
                 sub = cell[cell.learner == name]
                 if sub.empty:
                     continue
                 med = sub.groupby("N")["kl"].median()
-                ax.plot(med.index, med.values, marker="o", label=LABELS.get(name, name))
+                ax.plot(med.index, med.values, marker="o", label=label)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(f"{graph}, epsilon={eps:g}", fontsize=9)
@@ -244,7 +246,11 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
 
 def _print(result: Fig2Result) -> None:
     print("Median KL(true || learned):")
-    print(result.summary.rename(columns=LABELS).to_string(float_format=lambda x: f"{x:.4g}"))
+    print(
+        result.summary.rename(columns=registry.labels()).to_string(
+            float_format=lambda x: f"{x:.4g}"
+        )
+    )
     for key, value in result.claims.items():
         print(f"{key}: {value}")
     if result.plot is not None:
@@ -258,7 +264,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--eps", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
     p.add_argument("--populations", type=int, default=5)
     p.add_argument("--replications", type=int, default=5)
-    p.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS + OPTIONAL)
+    p.add_argument(
+        "--learners",
+        nargs="+",
+        default=list(LEARNERS),
+        choices=registry.available(),
+        help="registered learners to run ('mbi' needs the bench extra)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
     p.set_defaults(

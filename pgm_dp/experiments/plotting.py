@@ -1,4 +1,4 @@
-"""What the experiments' plots share: learner display names and the median-with-range line.
+"""What the experiments' plots share: the median-with-range line (labels: the registry's).
 
 >>> import pandas as pd
 >>> from matplotlib.figure import Figure
@@ -13,19 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .mbi_baseline import MBI_ITERS
-
-__all__ = ["LABELS", "median_errorbar"]
-
-#: Display names of the learners (columns of the experiments' run tables).
-LABELS = {
-    "random": "Random",
-    "nonprivate": "Non-private",
-    "naive": "Naive MLE",
-    "cgm": "CGM",
-    "psgd": "PSGD",
-    **{f"mbi{i}": f"mbi MD {i}" for i in MBI_ITERS},
-}
+__all__ = ["median_errorbar"]
 
 
 def median_errorbar(ax, runs: pd.DataFrame, x: str, y: str, label: str, **style) -> None:

@@ -336,25 +336,7 @@ def real_networks(
             )
     df = pd.DataFrame(rows)
     if plot is not None:
-        fig = Figure(figsize=(5 * len(networks), 8))
-        for k, name in enumerate(networks):
-            syn = df[(df.network == name) & (df.experiment == "synthetic")]
-            cost = df[(df.network == name) & (df.experiment == "cost")]
-            ax = fig.add_subplot(2, len(networks), k + 1)
-            ax.plot(syn.beta, syn.beta, "k--", lw=1)
-            _estimates_panel(ax, syn, 0.02, f"PrIsing (ε={epsilon:g})")
-            ax.set(xlabel="β", ylabel="estimate", title=f"{name} (n={int(syn.n.iloc[0])})")
-            ax.legend()
-            ax = fig.add_subplot(2, len(networks), len(networks) + k + 1)
-            ax.errorbar(cost.epsilon, cost.cost, cost.cost_se, marker="o", capsize=2)
-            ax.set(
-                xscale="log",
-                yscale="log",
-                xlabel="ε",
-                ylabel="E[(β̂_priv − β̂)²]",
-                title=f"{name}: cost of privacy, β̂ = {cost.beta.iloc[0]:.3g}",
-            )
-        _save(fig, plot)
+        _plot_real(df, networks, epsilon, plot)
     return df
 
 
@@ -401,3 +383,26 @@ def add_parser(subparsers) -> None:
         q.add_argument("--progress", action="store_true", help="show progress bars")
         q.add_argument("--out", default=".", help="directory for the csv and png files")
         q.set_defaults(func=lambda a, _name=name: _run(_name, a))
+
+
+def _plot_real(df: pd.DataFrame, networks, epsilon: float, plot: PathLike) -> None:
+    """Fig. 7/8 (10/11) panels of :func:`real_networks`: estimates vs β, cost vs ε."""
+    fig = Figure(figsize=(5 * len(networks), 8))
+    for k, name in enumerate(networks):
+        syn = df[(df.network == name) & (df.experiment == "synthetic")]
+        cost = df[(df.network == name) & (df.experiment == "cost")]
+        ax = fig.add_subplot(2, len(networks), k + 1)
+        ax.plot(syn.beta, syn.beta, "k--", lw=1)
+        _estimates_panel(ax, syn, 0.02, f"PrIsing (ε={epsilon:g})")
+        ax.set(xlabel="β", ylabel="estimate", title=f"{name} (n={int(syn.n.iloc[0])})")
+        ax.legend()
+        ax = fig.add_subplot(2, len(networks), len(networks) + k + 1)
+        ax.errorbar(cost.epsilon, cost.cost, cost.cost_se, marker="o", capsize=2)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="ε",
+            ylabel="E[(β̂_priv − β̂)²]",
+            title=f"{name}: cost of privacy, β̂ = {cost.beta.iloc[0]:.3g}",
+        )
+    _save(fig, plot)

@@ -8,10 +8,8 @@ Scan order. ``scan="blocked"`` (default) greedily colours the interaction graph 
 first) and updates one colour class at a time; sites of one class share no edge, so they are
 conditionally independent given the rest and updating them together is an exact Gibbs step (a
 systematic scan in colour order). ``scan="sequential"`` updates sites ``0, 1, ..., p-1`` one at a
-time. Both leave the target distribution invariant. Measured on 2 CPU cores, Erdős–Rényi
-``n = 2000``, ``p_n = n^{-1/3}`` (~160 neighbours, 41 colours), 500 chains, float64, one sweep:
-blocked 0.065 s, sequential 0.12 s; a jitted JAX sweep (dense float64 blocks 0.11 s, BCOO
-0.16 s) was not faster, so plain numpy/scipy is used.
+time. Both leave the target distribution invariant. Plain numpy/scipy: a jitted JAX sweep was
+not faster (``docs/performance.md``).
 
 The Ising sampler built on the same blocks is :func:`pgm_dp.ising.gibbs_ising`.
 """
@@ -163,6 +161,32 @@ def gibbs_pairwise(
     sz, cl = _check_pairwise(sizes, cliques, log_potentials)
     p = len(sz)
     n_chains = check_count(n_chains, "n_chains", 1)
+    burn, thin, n_records, n_samples = _check_schedule(n_chains, n_sweeps, burn_in, thin, n_samples)
+    if scan not in ("blocked", "sequential"):
+        raise DomainError(f"scan must be 'blocked' or 'sequential', got {scan!r}")
+    gen = as_generator(rng)
+    codes0 = None if init is None else _check_init(init, n_chains, sz)
+    off, groups = _update_groups(sz, cl, scan)
+    if codes0 is None:
+        codes = np.stack([gen.integers(0, k, size=n_chains) for k in sz])
+    else:
+        codes = np.ascontiguousarray(codes0.T)
+    X = np.zeros((int(off[-1]), n_chains))
+    X[off[:-1, None] + codes, np.arange(n_chains)[None, :]] = 1.0
+
+    out = np.empty((n_records, n_chains, p), dtype=np.int64)
+    rec = 0
+    for t in tqdm(range(1, n_sweeps + 1), disable=not progress, desc="Gibbs sweeps", leave=False):
+        _sweep(groups, off, X, codes, gen)
+        if t > burn and (t - burn) % thin == 0:
+            out[rec] = codes.T
+            rec += 1
+    flat = out.reshape(n_records * n_chains, p)
+    return flat if n_samples is None else flat[:n_samples].copy()
+
+
+def _check_schedule(n_chains, n_sweeps, burn_in, thin, n_samples):
+    """``(burn_in, thin, records, n_samples)`` checked against one another."""
     n_sweeps = check_count(n_sweeps, "n_sweeps", 1)
     burn = n_sweeps // 2 if burn_in is None else check_count(burn_in, "burn_in", 0)
     thin = check_count(thin, "thin", 1)
@@ -176,21 +200,34 @@ def gibbs_pairwise(
         n_samples = check_count(n_samples, "n_samples", 1)
         if n_samples > total:
             raise DomainError(f"n_samples={n_samples} exceeds the {total} recorded states")
-    if scan not in ("blocked", "sequential"):
-        raise DomainError(f"scan must be 'blocked' or 'sequential', got {scan!r}")
-    gen = as_generator(rng)
-    if init is not None:
-        codes0 = np.asarray(init)
-        if codes0.ndim == 1:
-            codes0 = np.broadcast_to(codes0, (n_chains, codes0.shape[0]))
-        if codes0.shape != (n_chains, p):
-            raise DataValidationError(f"init must have shape ({p},) or ({n_chains}, {p})")
-        if not np.issubdtype(codes0.dtype, np.integer) and not np.all(codes0 == np.round(codes0)):
-            raise DataValidationError("init must hold integer codes")
-        codes0 = codes0.astype(np.int64)
-        if np.any(codes0 < 0) or np.any(codes0 >= np.array(sz)):
-            raise DataValidationError("init has codes outside the variables' domains")
+    return burn, thin, n_records, n_samples
 
+
+def _check_init(init, n_chains: int, sz) -> np.ndarray:
+    """``init`` as ``(n_chains, p)`` int64 codes within the domains."""
+    p = len(sz)
+    codes0 = np.asarray(init)
+    if codes0.ndim == 1:
+        codes0 = np.broadcast_to(codes0, (n_chains, codes0.shape[0]))
+    if codes0.shape != (n_chains, p):
+        raise DataValidationError(f"init must have shape ({p},) or ({n_chains}, {p})")
+    if not np.issubdtype(codes0.dtype, np.integer) and not np.all(codes0 == np.round(codes0)):
+        raise DataValidationError("init must hold integer codes")
+    codes0 = codes0.astype(np.int64)
+    if np.any(codes0 < 0) or np.any(codes0 >= np.array(sz)):
+        raise DataValidationError("init has codes outside the variables' domains")
+    return codes0
+
+
+def _cat(xs: list, dt) -> np.ndarray:
+    return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
+
+def _update_groups(sz, cl, scan):
+    """One-hot offsets and, per scan block and domain size, the sites updated together with
+    their rows of the coupling matrix ``W``, of the structural-zero pattern ``Z`` (or
+    ``None``) and of the unary potentials."""
+    p = len(sz)
     off = np.concatenate([[0], np.cumsum(sz)])
     n_one_hot = int(off[-1])
     unary = np.zeros(n_one_hot)
@@ -213,18 +250,10 @@ def gibbs_pairwise(
                 c_z.append(src_c[zero])
             adj_r += [a, b]
             adj_c += [b, a]
-
-    def cat(xs: list, dt) -> np.ndarray:
-        return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
-
-    W = sp.csr_array(
-        (cat(v_f, np.float64), (cat(r_f, np.int64), cat(c_f, np.int64))),
-        shape=(n_one_hot, n_one_hot),
-    )
-    rz = cat(r_z, np.int64)
-    Z = None
-    if rz.size:
-        Z = sp.csr_array((np.ones(rz.size), (rz, cat(c_z, np.int64))), shape=(n_one_hot, n_one_hot))
+    shape = (n_one_hot, n_one_hot)
+    W = sp.csr_array((_cat(v_f, np.float64), (_cat(r_f, np.int64), _cat(c_f, np.int64))), shape)
+    rz = _cat(r_z, np.int64)
+    Z = sp.csr_array((np.ones(rz.size), (rz, _cat(c_z, np.int64))), shape) if rz.size else None
     graph = sp.csr_array(
         (np.ones(len(adj_r)), (np.array(adj_r, dtype=np.int64), np.array(adj_c, dtype=np.int64))),
         shape=(p, p),
@@ -235,36 +264,26 @@ def gibbs_pairwise(
             vs = block[np.array([sz[v] == k for v in block])]
             R = (off[vs][:, None] + np.arange(k)[None, :]).ravel()
             groups.append((vs, k, W[R], None if Z is None else Z[R], unary[R].reshape(-1, k)))
+    return off, groups
 
-    if init is None:
-        codes = np.stack([gen.integers(0, k, size=n_chains) for k in sz])
-    else:
-        codes = np.ascontiguousarray(codes0.T)
-    X = np.zeros((n_one_hot, n_chains))
-    X[off[:-1, None] + codes, np.arange(n_chains)[None, :]] = 1.0
 
-    out = np.empty((n_records, n_chains, p), dtype=np.int64)
-    rec = 0
-    for t in tqdm(range(1, n_sweeps + 1), disable=not progress, desc="Gibbs sweeps", leave=False):
-        for vs, k, Wg, Zg, ug in groups:
-            g = vs.size
-            logits = (Wg @ X).reshape(g, k, n_chains) + ug[:, :, None]
-            if Zg is not None:
-                forbidden = (Zg @ X).reshape(g, k, n_chains) > 0
-                logits = np.where(forbidden, -np.inf, logits)
-            top = logits.max(axis=1, keepdims=True)
-            if not np.all(np.isfinite(top)):
-                raise DataValidationError(
-                    "a chain reached a state of zero probability (check init and -inf entries)"
-                )
-            cdf = np.cumsum(np.exp(logits - top), axis=1)
-            u = gen.random((g, n_chains)) * cdf[:, -1, :]
-            new = np.minimum((cdf <= u[:, None, :]).sum(axis=1), k - 1)
-            codes[vs] = new
-            onehot = new[:, None, :] == np.arange(k)[None, :, None]
-            X[(off[vs][:, None] + np.arange(k)[None, :]).ravel()] = onehot.reshape(g * k, -1)
-        if t > burn and (t - burn) % thin == 0:
-            out[rec] = codes.T
-            rec += 1
-    flat = out.reshape(total, p)
-    return flat if n_samples is None else flat[:n_samples].copy()
+def _sweep(groups, off, X, codes, gen) -> None:
+    """One Gibbs sweep over every group, updating the codes and one-hot states in place."""
+    n_chains = X.shape[1]
+    for vs, k, Wg, Zg, ug in groups:
+        g = vs.size
+        logits = (Wg @ X).reshape(g, k, n_chains) + ug[:, :, None]
+        if Zg is not None:
+            forbidden = (Zg @ X).reshape(g, k, n_chains) > 0
+            logits = np.where(forbidden, -np.inf, logits)
+        top = logits.max(axis=1, keepdims=True)
+        if not np.all(np.isfinite(top)):
+            raise DataValidationError(
+                "a chain reached a state of zero probability (check init and -inf entries)"
+            )
+        cdf = np.cumsum(np.exp(logits - top), axis=1)
+        u = gen.random((g, n_chains)) * cdf[:, -1, :]
+        new = np.minimum((cdf <= u[:, None, :]).sum(axis=1), k - 1)
+        codes[vs] = new
+        onehot = new[:, None, :] == np.arange(k)[None, :, None]
+        X[(off[vs][:, None] + np.arange(k)[None, :]).ravel()] = onehot.reshape(g * k, -1)

@@ -187,6 +187,22 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
         i, j = jt.edges[0]
         shift = shift + log_scale[(i, j)] + log_scale[(j, i)]
     log_z = shift + jnp.log(safe_total)
+    read = functools.partial(_contract, dom)
+    group_sums, holder_sums = _read_groups(
+        jt, queries, read, operands, separator_belief, safe_total, rescale
+    )
+    ok = jnp.isfinite(log_z) & (total > 0)
+    if rescale:
+        c = jnp.concatenate([jnp.stack(scales + [jnp.ones(())]), *holder_sums])
+        ok = ok & jnp.all(jnp.isfinite(c) & (c > math.exp(UNDERFLOW_MARGIN)))
+    else:
+        ok = ok & (jnp.log(safe_total) > UNDERFLOW_MARGIN + 2 * log_cells)
+    return tuple(group_sums), log_z, ok
+
+
+def _read_groups(jt, queries, read, operands, separator_belief, total, rescale):
+    """The group sums of :func:`scaled_pass` (normalised by ``total``, or each row by its
+    own sum when messages are rescaled) and, when rescaled, those per-row sums."""
     group_sums, holder_sums = [], []
     plan = read_plan(jt, queries)
     for axes, members in plan.groups:
@@ -195,7 +211,7 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
             rows = jnp.sum(stacked, axis=tuple(a + 1 for a in axes)) if axes else stacked
         else:
             rows = jnp.stack(
-                [_contract(dom, operands(h[1]), jt.cliques[h[1]], plan.kept[n]) for n, h in members]
+                [read(operands(h[1]), jt.cliques[h[1]], plan.kept[n]) for n, h in members]
             )
         if rescale:  # reads differ in scale from holder to holder: normalise each by its sum
             sums = jnp.sum(rows, axis=tuple(range(1, rows.ndim)))
@@ -203,14 +219,8 @@ def scaled_pass(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
             rows = rows / jnp.where(sums > 0, sums, 1.0).reshape((-1,) + (1,) * (rows.ndim - 1))
             group_sums.append(rows)
         else:
-            group_sums.append(rows / safe_total)
-    ok = jnp.isfinite(log_z) & (total > 0)
-    if rescale:
-        c = jnp.concatenate([jnp.stack(scales + [jnp.ones(())]), *holder_sums])
-        ok = ok & jnp.all(jnp.isfinite(c) & (c > math.exp(UNDERFLOW_MARGIN)))
-    else:
-        ok = ok & (jnp.log(safe_total) > UNDERFLOW_MARGIN + 2 * log_cells)
-    return tuple(group_sums), log_z, ok
+            group_sums.append(rows / total)
+    return group_sums, holder_sums
 
 
 def scaled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):

@@ -1,1 +1,123 @@
-"""Learners: estimators of MRF parameters, private and non-private."""
+"""Learners: estimators of MRF parameters behind one contract, and their registry.
+
+* From a release (:class:`ReleaseLearner`, ``fit(release, mrf)``): :class:`NaiveMLE`,
+  :class:`CGMEM`, and mbi's :class:`~pgm_dp.learners.mbi.MirrorDescentMBI` (``bench`` extra).
+* From records (:class:`RecordLearner`, ``fit(data, mrf, *, budget, rng, accountant)``):
+  :class:`PSGD`, and the non-private references :class:`NonPrivateMLE` and
+  :class:`RandomMarginals` (``budget=None``).
+
+Every learner is registered under a short name (:func:`available`, :func:`get`,
+:func:`make`); ``pgm-dp compare`` and the paper experiments dispatch through the registry.
+
+>>> available()
+('random', 'nonprivate', 'naive', 'cgm', 'psgd', 'mbi')
+>>> make("naive", l2=1e-3)
+NaiveMLE(project=True, l2=0.001, tol=1e-08, max_iters=2000)
+"""
+
+from __future__ import annotations
+
+from ..privacy import ApproxDP
+from .base import Fit, RecordLearner, ReleaseLearner, check_release_matches
+from .baselines import NonPrivateMLE, RandomMarginals
+from .cgm import CGMEM, nlbp
+from .mbi import MBI_COLUMNS, MirrorDescentMBI
+from .mle import MLEResult, fit_marginals
+from .naive_mle import NaiveMLE, noisy_pseudo_marginals, project_to_simplex
+from .psgd import PSGD
+from .registry import LearnerSpec, available, get, labels, make, register, unregister
+
+__all__ = [
+    "CGMEM",
+    "Fit",
+    "LearnerSpec",
+    "MLEResult",
+    "MirrorDescentMBI",
+    "NaiveMLE",
+    "NonPrivateMLE",
+    "PSGD",
+    "RandomMarginals",
+    "RecordLearner",
+    "ReleaseLearner",
+    "available",
+    "check_release_matches",
+    "fit_marginals",
+    "get",
+    "labels",
+    "make",
+    "nlbp",
+    "noisy_pseudo_marginals",
+    "project_to_simplex",
+    "register",
+    "unregister",
+]
+
+
+def _dp_sgd_budget(epsilon: float, n: int) -> ApproxDP:
+    """Bernstein et al. (2017, Sec. 4.1) run PSGD at ``(epsilon, 1/N)``."""
+    return ApproxDP(epsilon, 1.0 / n)
+
+
+def _mbi_snapshots(fit: Fit) -> dict:
+    return {f"mbi{n}": model for n, model in fit.info["snapshots"].items()}
+
+
+register(
+    LearnerSpec(
+        "random",
+        RandomMarginals,
+        "records",
+        "Random",
+        "MLE on random Dirichlet(1) marginals: the floor any learner should beat",
+        budget=None,
+    )
+)
+register(
+    LearnerSpec(
+        "nonprivate",
+        NonPrivateMLE,
+        "records",
+        "Non-private",
+        "MLE on the exact clique tables (no privacy): the ceiling",
+        budget=None,
+    )
+)
+register(
+    LearnerSpec(
+        "naive",
+        NaiveMLE,
+        "release",
+        "Naive MLE",
+        "MLE on the projected noisy tables (Bernstein et al. 2017, Sec. 3.1)",
+    )
+)
+register(
+    LearnerSpec(
+        "cgm",
+        CGMEM,
+        "release",
+        "CGM",
+        "EM for collective graphical models with NLBP (Bernstein et al. 2017, Alg. 1-2)",
+    )
+)
+register(
+    LearnerSpec(
+        "psgd",
+        PSGD,
+        "records",
+        "PSGD",
+        "DP-SGD on the per-record log-likelihood (Abadi et al. 2016), delta = 1/N",
+        budget=_dp_sgd_budget,
+    )
+)
+register(
+    LearnerSpec(
+        "mbi",
+        MirrorDescentMBI,
+        "release",
+        "mbi MD",
+        "Private-PGM mirror descent at 300/1000/3000 iterations (needs the bench extra)",
+        columns={c: f"mbi MD {c[3:]}" for c in MBI_COLUMNS},
+        outputs=_mbi_snapshots,
+    )
+)

@@ -1,16 +1,42 @@
-"""What every learner shares: the :class:`Fit` result and release/model compatibility checks.
+"""The learner contract: two kinds of learner, one :class:`Fit` result.
 
-Learners are small configuration objects with a ``fit(...)`` method returning a
-:class:`Fit`; release-based learners take ``fit(release, mrf)``, per-record learners
-``fit(data, mrf)``. The ``mrf`` argument supplies the structure (domain and cliques) and,
-where useful, the starting point.
+A learner is a frozen dataclass of hyper-parameters with one ``fit`` method. There are two
+kinds, one :class:`~typing.Protocol` each:
+
+* :class:`ReleaseLearner` — ``fit(release, mrf) -> Fit``: estimates the model from a private
+  release (:class:`~pgm_dp.privacy.NoisyMarginals`) alone. It never sees records, so it is
+  post-processing and spends nothing (naive MLE, CGM-EM).
+* :class:`RecordLearner` — ``fit(data, mrf, *, budget, rng, accountant) -> Fit``: reads the
+  records and spends ``budget`` through the privacy layer, charging ``accountant`` (if
+  given) before any noise is drawn (PSGD). Non-private references take ``budget=None``.
+
+In both, ``mrf`` supplies the structure (domain and cliques) and, where useful, the
+starting point; ``Fit.model`` has the same domain and cliques.
+
+Writing a learner
+-----------------
+>>> from dataclasses import dataclass
+>>> from pgm_dp.learners import Fit, fit_marginals, noisy_pseudo_marginals
+>>> @dataclass(frozen=True)
+... class ProjectedMLE:                      # a ReleaseLearner
+...     l2: float = 1e-3
+...     def fit(self, release, mrf):
+...         check_release_matches(release, mrf)
+...         targets = noisy_pseudo_marginals(release, project=True)
+...         res = fit_marginals(mrf.replace(None), targets, l2=self.l2)
+...         return Fit(res.model, info={"converged": res.converged})
+>>> isinstance(ProjectedMLE(), ReleaseLearner)
+True
+
+Register it (:func:`pgm_dp.learners.register`) and ``pgm-dp compare --learners mine`` runs
+it beside the others.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +44,20 @@ import numpy as np
 
 from ..errors import ConvergenceWarning, DomainError
 from ..models.mrf import MarkovRandomField
+from ..rng import RngLike
 
-__all__ = ["Fit", "check_release_matches", "concat_tables", "flatten_tables", "unflatten_tables"]
+if TYPE_CHECKING:
+    from ..privacy import Accountant, Budget, NoisyMarginals
+
+__all__ = [
+    "Fit",
+    "ReleaseLearner",
+    "RecordLearner",
+    "check_release_matches",
+    "concat_tables",
+    "flatten_tables",
+    "unflatten_tables",
+]
 
 
 @dataclass(frozen=True)
@@ -28,7 +66,9 @@ class Fit:
 
     ``model`` is the learned :class:`MarkovRandomField`; ``history`` a list of per-iteration
     records (dicts: objective, KL, ... where meaningful); ``info`` anything else the learner
-    reports (iterations, convergence, the privacy budget spent, timings).
+    reports (iterations, ``converged``, the ``budget`` of the release or the cost ``spent``).
+    A learner that reports several models from one run (its registry ``outputs``) may give
+    ``info["seconds"] = {column: seconds}`` for the time of each.
     """
 
     model: MarkovRandomField
@@ -40,8 +80,7 @@ class Fit:
         ``info["converged"]`` is false (a silent non-converged fit looks like a result); with
         ``cap``, only if the fit also used all ``cap`` iterations. The MLE learners pass their
         cap: before it, L-BFGS stops only when its line search can no longer decrease the
-        objective in float64, i.e. at the precision limit (seen: largest marginal mismatch
-        1.15e-8 to 4.2e-7 against ``tol = 1e-8``; ``info["converged"]`` stays false)."""
+        objective in float64, i.e. at the precision limit (``docs/cgm_em.md``)."""
         capped = cap is None or self.info.get("iterations", cap) >= cap
         if not self.info.get("converged", True) and capped:
             done = ", ".join(
@@ -55,6 +94,38 @@ class Fit:
                 stacklevel=3,
             )
         return self
+
+
+@runtime_checkable
+class ReleaseLearner(Protocol):
+    """Fits an MRF to a private release alone (post-processing: spends nothing)."""
+
+    def fit(self, release: NoisyMarginals, mrf: MarkovRandomField) -> Fit:
+        """The model of ``mrf``'s structure estimated from ``release``."""
+        ...
+
+
+@runtime_checkable
+class RecordLearner(Protocol):
+    """Fits an MRF to records, spending ``budget`` through the privacy layer.
+
+    ``budget`` is what the fit may spend (``None`` only for non-private references);
+    ``accountant``, if given, is charged before any noise is drawn and refuses
+    over-spending; ``rng`` (seed, ``numpy.random.Generator`` or ``None``) drives every
+    random draw.
+    """
+
+    def fit(
+        self,
+        data: Any,
+        mrf: MarkovRandomField,
+        *,
+        budget: Budget | None = None,
+        rng: RngLike = None,
+        accountant: Accountant | None = None,
+    ) -> Fit:
+        """The model of ``mrf``'s structure estimated from ``data``."""
+        ...
 
 
 def check_release_matches(release, mrf: MarkovRandomField) -> None:

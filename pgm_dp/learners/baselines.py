@@ -1,9 +1,12 @@
 """Reference learners for comparisons (Bernstein et al. 2017, Sec. 4.1).
 
+Both follow the record-learner contract with ``budget=None`` (they spend nothing):
+
 * :class:`NonPrivateMLE`: the MLE on the true sufficient statistics (no privacy).
 * :class:`RandomMarginals`: "randomly generating marginals and then learning potentials via
   MLE": each clique marginal is drawn from a flat Dirichlet (our choice of distribution; the
-  paper does not name one) and the MLE is fitted to these (inconsistent) marginals.
+  paper does not name one) and the MLE is fitted to these (inconsistent) marginals. It never
+  reads the data.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import PrivacyParameterError
 from ..models.mrf import MarkovRandomField
 from ..rng import RngLike, as_generator
 from ..stats import sufficient_statistics
@@ -20,6 +24,11 @@ from .base import Fit
 from .mle import fit_marginals
 
 __all__ = ["NonPrivateMLE", "RandomMarginals"]
+
+
+def _no_budget(budget, name: str) -> None:
+    if budget is not None:
+        raise PrivacyParameterError(f"{name} is a non-private reference: pass budget=None")
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,16 @@ class NonPrivateMLE:
     tol: float = 1e-5
     max_iters: int = 2000
 
-    def fit(self, data: Any, mrf: MarkovRandomField) -> Fit:
+    def fit(
+        self,
+        data: Any,
+        mrf: MarkovRandomField,
+        *,
+        budget: None = None,
+        rng: RngLike = None,
+        accountant: Any = None,
+    ) -> Fit:
+        _no_budget(budget, type(self).__name__)
         tables = sufficient_statistics(data, mrf.cliques, mrf.domain)
         n = next(iter(tables.values())).sum()
         res = fit_marginals(
@@ -58,7 +76,16 @@ class RandomMarginals:
     tol: float = 1e-5
     max_iters: int = 2000
 
-    def fit(self, mrf: MarkovRandomField, rng: RngLike = None) -> Fit:
+    def fit(
+        self,
+        data: Any,
+        mrf: MarkovRandomField,
+        *,
+        budget: None = None,
+        rng: RngLike = None,
+        accountant: Any = None,
+    ) -> Fit:
+        _no_budget(budget, type(self).__name__)
         gen = as_generator(rng)
         targets = {
             c: gen.dirichlet(np.ones(mrf.domain.size(c))).reshape(mrf.domain.sizes(c))

@@ -179,13 +179,20 @@ _CHUNK_CELLS = 1 << 22  # host arrays of one scan call: about this many numbers 
 
 @dataclass(frozen=True)
 class PSGD:
-    """DP-SGD learner; ``fit(data, mrf, rng=..., accountant=...)`` spends ``budget``.
+    """DP-SGD learner from records (:class:`~pgm_dp.learners.RecordLearner`).
 
-    ``budget`` must be an :class:`~pgm_dp.privacy.ApproxDP` (DP-SGD is not pure DP); the
-    paper uses ``delta = 1/N``.
+    ``fit(data, mrf, *, budget, rng, accountant)`` spends ``budget``, which must be an
+    :class:`~pgm_dp.privacy.ApproxDP` (DP-SGD is not pure DP; the paper uses
+    ``delta = 1/N``).
+
+    >>> from pgm_dp.models import third_order_chain
+    >>> truth = third_order_chain(4, 2, rng=0)
+    >>> fit = PSGD(epochs=1).fit(truth.sample(2000, rng=1), truth,
+    ...                          budget=ApproxDP(1.0, 1 / 2000), rng=2)
+    >>> fit.info["spent"].epsilon <= 1.0
+    True
     """
 
-    budget: ApproxDP
     epochs: float = 5.0
     batch_size: int = 1000
     clip: float = 3.0
@@ -198,11 +205,12 @@ class PSGD:
         data: Any,
         mrf: MarkovRandomField,
         *,
+        budget: ApproxDP,
         rng: RngLike = None,
         accountant: Accountant | None = None,
     ) -> Fit:
-        if not isinstance(self.budget, ApproxDP):
-            raise TypeError(f"PSGD needs an ApproxDP budget, got {self.budget!r}")
+        if not isinstance(budget, ApproxDP):
+            raise TypeError(f"PSGD needs an ApproxDP budget, got {budget!r}")
         positive = (self.epochs, self.batch_size, self.clip, self.learning_rate)
         if not all(math.isfinite(v) and v > 0 for v in positive) or self.batch_size < 1:
             raise ValueError("epochs, batch_size, clip and learning_rate must be finite, > 0")
@@ -213,8 +221,8 @@ class PSGD:
         n = codes.shape[0]
         q = min(1.0, self.batch_size / n)
         steps = max(1, math.ceil(self.epochs / q))
-        sigma = calibrate_noise_multiplier(self.budget, q, steps, self.accountant_kind)
-        cost = dpsgd_cost(sigma, q, steps, self.budget.delta, self.accountant_kind)
+        sigma = calibrate_noise_multiplier(budget, q, steps, self.accountant_kind)
+        cost = dpsgd_cost(sigma, q, steps, budget.delta, self.accountant_kind)
         if accountant is not None:
             accountant.charge(
                 cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=sigma * self.clip
@@ -259,7 +267,7 @@ class PSGD:
                 "sampling_rate": q,
                 "steps": steps,
                 "spent": cost,
-                "budget": self.budget,
+                "budget": budget,
             },
         )
 
@@ -288,10 +296,8 @@ def grid_search(
     for lr in learning_rates:
         for clip in clips:
             for b in batch_sizes:
-                learner = replace(
-                    PSGD(budget, **options), learning_rate=lr, clip=clip, batch_size=b
-                )
-                fit = learner.fit(data, mrf, rng=gen)
+                learner = replace(PSGD(**options), learning_rate=lr, clip=clip, batch_size=b)
+                fit = learner.fit(data, mrf, budget=budget, rng=gen)
                 value = float(score(fit.model))
                 rows.append({"learning_rate": lr, "clip": clip, "batch_size": b, "score": value})
                 if best is None or value > best[0]:

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from pgm_dp.errors import PrivacyParameterError
-from pgm_dp.experiments import adult
 from pgm_dp.experiments.adult import ADULT_CHAIN, add_parser, run_adult, split_records
+from pgm_dp.learners import PSGD
 
 COLUMNS = ("education-num", "income>50K", "sex")
 
@@ -40,7 +40,7 @@ def test_psgd_error_is_skipped(monkeypatch):
     def refuse(self, data, mrf, **kwargs):
         raise PrivacyParameterError("unreachable epsilon")
 
-    monkeypatch.setattr(adult.PSGD, "fit", refuse)
+    monkeypatch.setattr(PSGD, "fit", refuse)
     res = run_adult(
         columns=("sex", "income>50K"),
         epsilons=(0.5,),

@@ -15,8 +15,9 @@ from pgm_dp import (
     sufficient_statistics,
 )
 from pgm_dp.inference.junction_tree import clique_marginals
-from pgm_dp.learners.cgm import CGMEM, _programs, nlbp
+from pgm_dp.learners.cgm import CGMEM, nlbp
 from pgm_dp.learners.mle import fit_marginals
+from pgm_dp.learners.nlbp import nlbp_programs as _programs
 from pgm_dp.metrics import kl_divergence
 
 

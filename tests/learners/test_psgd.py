@@ -30,8 +30,8 @@ def test_spent_budget_equals_dp_accounting():
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
     acct = Accountant(ApproxDP(2.0, 1e-3))
-    fit = PSGD(ApproxDP(1.0, 1 / 2000), epochs=2, batch_size=200).fit(
-        data, truth, rng=2, accountant=acct
+    fit = PSGD(epochs=2, batch_size=200).fit(
+        data, truth, budget=ApproxDP(1.0, 1 / 2000), rng=2, accountant=acct
     )
     info = fit.info
     event = dp_accounting.SelfComposedDpEvent(
@@ -50,8 +50,8 @@ def test_spent_budget_equals_dp_accounting():
 def test_psgd_recovers_model_as_noise_vanishes():
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(20_000, rng=1)
-    fit = PSGD(ApproxDP(1e4, 1e-5), epochs=20, batch_size=2000, learning_rate=3.0, clip=10.0).fit(
-        data, truth, rng=2
+    fit = PSGD(epochs=20, batch_size=2000, learning_rate=3.0, clip=10.0).fit(
+        data, truth, budget=ApproxDP(1e4, 1e-5), rng=2
     )
     assert kl_divergence(truth, fit.model) < 5e-3
 
@@ -60,19 +60,19 @@ def test_psgd_refuses_bad_input_before_spending():
     truth = third_order_chain(4, 2, rng=0)
     acct = Accountant(ApproxDP(1.0, 1e-5))
     with pytest.raises(DataValidationError):
-        PSGD(ApproxDP(1.0, 1e-5)).fit(np.full((10, 4), 5), truth, accountant=acct)
+        PSGD().fit(np.full((10, 4), 5), truth, budget=ApproxDP(1.0, 1e-5), accountant=acct)
     assert not acct.charges
     with pytest.raises(TypeError):
-        PSGD(PureDP(1.0)).fit(truth.sample(10, rng=0), truth)
+        PSGD().fit(truth.sample(10, rng=0), truth, budget=PureDP(1.0))
     data = truth.sample(1000, rng=0)
     for bad in ({"clip": np.inf}, {"learning_rate": np.nan}, {"epochs": -1.0}):
         with pytest.raises(ValueError, match="finite"):
-            PSGD(ApproxDP(1.0, 1e-5), **bad).fit(data, truth, accountant=acct)
+            PSGD(**bad).fit(data, truth, budget=ApproxDP(1.0, 1e-5), accountant=acct)
     with pytest.raises(TypeError):  # a bad rng is refused before the charge, too
-        PSGD(ApproxDP(1.0, 1e-5), epochs=1).fit(data, truth, rng="seed", accountant=acct)
+        PSGD(epochs=1).fit(data, truth, budget=ApproxDP(1.0, 1e-5), rng="seed", accountant=acct)
     assert not acct.charges
     with pytest.raises(BudgetExceededError):
-        PSGD(ApproxDP(2.0, 1e-5), epochs=1).fit(data, truth, accountant=acct)
+        PSGD(epochs=1).fit(data, truth, budget=ApproxDP(2.0, 1e-5), accountant=acct)
 
 
 def _lot(seed=0, n=300):
@@ -113,11 +113,11 @@ def test_clipped_sum_matches_direct_clipping(clip):
 def test_chunked_scan_gives_the_same_run(monkeypatch):
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
-    learner = PSGD(ApproxDP(1.0, 1 / 2000), epochs=2, batch_size=200)
-    whole = learner.fit(data, truth, rng=2)
+    learner, budget = PSGD(epochs=2, batch_size=200), ApproxDP(1.0, 1 / 2000)
+    whole = learner.fit(data, truth, budget=budget, rng=2)
     per_step = 24 + 256 * 5 + 1  # dim + width * (columns + 1) + 1
     monkeypatch.setattr(psgd, "_CHUNK_CELLS", 3 * per_step)  # 7 chunks of 3, one step padded
-    chunked = learner.fit(data, truth, rng=2)
+    chunked = learner.fit(data, truth, budget=budget, rng=2)
     assert whole.info["steps"] == 20 and whole.history == chunked.history
     for a, b in zip(whole.model.log_potentials, chunked.model.log_potentials, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)

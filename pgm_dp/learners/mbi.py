@@ -1,4 +1,4 @@
-"""Private-PGM (``mbi``) mirror descent on the same noisy marginals as our learners.
+"""Private-PGM (``mbi``) mirror descent as a peer release learner (needs the ``bench`` extra).
 
 McKenna, Sheldon & Miklau (2019), "Graphical-model based estimation and inference for
 differential privacy", Alg. 1: mirror descent over the marginal polytope on the L2 loss
@@ -20,8 +20,9 @@ mbi is an optional dependency (``pip install pgm-dp[bench]``); it is imported on
 
 Example (not run as a doctest: needs mbi)::
 
-    fits = fit_mbi(release_marginals(data, truth, budget=PureDP(0.1), rng=0), truth)
-    [(f.iterations, kl_divergence(truth, f.model), f.seconds) for f in fits]
+    fit = MirrorDescentMBI().fit(release_marginals(data, truth, budget=PureDP(0.1)), truth)
+    fit.model                   # after 3,000 iterations
+    fit.info["snapshots"]       # {300: model, 1000: model, 3000: model}
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..learners.base import check_release_matches
 from ..models.mrf import MarkovRandomField
+from .base import Fit, check_release_matches
 
 __all__ = [
     "MBI_COLUMNS",
     "MBI_ITERS",
     "MbiFit",
+    "MirrorDescentMBI",
     "fit_mbi",
     "to_mbi_measurements",
     "from_mbi_potentials",
@@ -177,3 +179,30 @@ def fit_mbi(
         MbiFit(n, from_mbi_potentials(pots, mrf), seconds, compile_seconds, pots)
         for n, pots, seconds in snapshots
     ]
+
+
+@dataclass(frozen=True)
+class MirrorDescentMBI:
+    """mbi's ``MirrorDescent`` behind the release-learner contract: ``fit(release, mrf)``.
+
+    One run of ``max(iters)`` steps (:func:`fit_mbi`); ``Fit.model`` is the last checkpoint,
+    ``info["snapshots"]`` maps each count in ``iters`` to its model and
+    ``info["seconds"]`` maps each column ``mbi<count>`` to the compiled run's time up to
+    that checkpoint (the time ``compare`` reports for it).
+    """
+
+    iters: tuple[int, ...] = MBI_ITERS
+    stepsize: float | None = None
+
+    def fit(self, release, mrf: MarkovRandomField) -> Fit:
+        fits = fit_mbi(release, mrf, self.iters, stepsize=self.stepsize)
+        return Fit(
+            model=fits[-1].model,
+            history=[{"iteration": f.iterations, "seconds": f.seconds} for f in fits],
+            info={
+                "snapshots": {f.iterations: f.model for f in fits},
+                "seconds": {f"mbi{f.iterations}": f.seconds for f in fits},
+                "compile_seconds": fits[-1].compile_seconds,
+                "budget": release.budget,
+            },
+        )

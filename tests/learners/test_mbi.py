@@ -8,7 +8,7 @@ with warnings.catch_warnings():
     mbi = pytest.importorskip("mbi")
 
 from pgm_dp import Domain, MarkovRandomField, PureDP  # noqa: E402
-from pgm_dp.experiments.mbi_baseline import (  # noqa: E402
+from pgm_dp.learners.mbi import (  # noqa: E402
     fit_mbi,
     from_mbi_potentials,
     to_mbi_measurements,

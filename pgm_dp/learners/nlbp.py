@@ -1,0 +1,248 @@
+"""Non-linear belief propagation (Bernstein et al. 2017, Alg. 1): CGM-EM's E-step.
+
+Given log-potentials ``theta`` and a release ``y`` of the true clique counts ``n`` through
+the noise model ``p(y | n)`` (:mod:`pgm_dp.privacy.noise_model`), NLBP solves the
+approximate MAP problem (Eq. 6)
+
+    n* = argmax_{n in M_N}  theta^T n + H(n) + log p(y | n)
+
+by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
+``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is the exact junction tree
+(``inference="junction_tree"``) or damped loopy BP (``"loopy_bp"``). Design choices and
+their measurements: ``docs/cgm_em.md``.
+
+>>> from pgm_dp.models import third_order_chain
+>>> from pgm_dp.privacy import PureDP, release_marginals
+>>> truth = third_order_chain(4, 2, rng=0)
+>>> rel = release_marginals(truth.sample(2000, rng=1), truth, budget=PureDP(1.0), rng=2)
+>>> stats, info = nlbp(truth, rel)
+>>> info["converged"], round(float(stats[truth.cliques[0]].sum()))
+(True, 2000)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._config import jit_program
+from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
+from ..inference.loopy_bp import loopy_bp_core
+from ..models.mrf import MarkovRandomField
+from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from .anderson import anderson_init, anderson_reset, anderson_step
+from .base import check_release_matches, concat_tables, unflatten_tables
+
+__all__ = ["nlbp", "nlbp_programs", "prepare", "start_statistics"]
+
+_LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
+
+
+def _bp(domain, cliques, max_cells, inference):
+    """``tables -> (clique marginals, log Z)`` by the junction tree or loopy BP."""
+    if inference == "junction_tree":
+        jt = build_junction_tree(domain, cliques, max_cells)
+        return lambda tables: marginals_and_log_z(jt, cliques, tables)
+
+    def loopy(tables):
+        res = loopy_bp_core(domain, cliques, *_LOOPY_BP, tables)
+        return res.factor_marginals, res.log_z
+
+    return loopy
+
+
+def _safeguarded_step(state, f, curvature, damping):
+    """One Anderson-accelerated damped step with the safeguards of :func:`nlbp`.
+
+    A residual that grows (in the curvature-weighted norm, weights where the last step
+    started) after a plain damped step halves ``alpha`` (floor 1e-9); after an accelerated
+    step it sends the iterate back to where that step started, with an empty history. While
+    the residual shrinks, ``alpha`` regrows by 10% up to ``damping``.
+    """
+    x, acc, prev, alpha, it, _ = state
+    resid = jnp.max(jnp.abs(f))
+    c = curvature(acc.x_prev)
+    grew = acc.started & (jnp.sum(c * f * f) > jnp.sum(c * acc.f_prev * acc.f_prev))
+    accelerated = acc.count > 0
+    alpha = jnp.where(
+        grew & ~accelerated,
+        jnp.maximum(alpha / 2, 1e-9),
+        jnp.where(grew, alpha, jnp.minimum(alpha * 1.1, damping)),
+    )
+    back = grew & accelerated
+    x, f = jnp.where(back, acc.x_prev, x), jnp.where(back, acc.f_prev, f)
+    resid = jnp.where(back, prev, resid)
+    acc = anderson_reset(acc, when=grew)
+    checked = x  # the point whose residual `resid` reports: the one returned
+    x, acc = anderson_step(acc, x, f, alpha)
+    return x, acc, resid, alpha, it + 1, checked
+
+
+def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory):
+    """Alg. 1 as a ``lax.while_loop``: ``(theta, y, n0, N, tol, scales, alpha0, acc0) ->
+    (n, delta, iterations, alpha, Anderson state)``."""
+
+    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
+        def residual(x):  # F(n) - n on the flat statistics n
+            new = bp(shift(theta, y, unflatten_tables(x, shapes), scales))[0]
+            return total * concat_tables(new) - x
+
+        def body(state):
+            c = functools.partial(curvature, y, scales)
+            return _safeguarded_step(state, residual(state[0]), c, damping)
+
+        def cond(state):  # state[2]: max |f| at the checked point
+            return (state[2] / total > tol) & (state[4] < max_iters)
+
+        x0 = concat_tables(n0)
+        # A history carried over from the last E-step keeps its differences (the map has
+        # changed little) but forms none across the two maps.
+        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
+        init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
+        _, acc, resid, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
+
+    return loop
+
+
+def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
+    """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there)."""
+
+    def objective(flat_theta, y, n0, last_alpha, total, lam, tol, acc0, scales):  # lam = tau/N
+        """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
+        ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
+        copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2."""
+        theta = unflatten_tables(flat_theta, shapes)
+        alpha0 = jnp.minimum(2.0 * last_alpha, damping)
+        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
+        shifted = shift(theta, y, n, scales)
+        mu_star, log_z_star = bp(shifted)
+        mu, log_z = bp(theta)
+        fit = sum(
+            noise_log_density(k, scales[i], smoothing, yc, total * m)
+            for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
+        )
+        kl = log_z - log_z_star
+        for a, b, m in zip(shifted, theta, mu_star, strict=True):
+            kl = kl + jnp.sum((a - b) * m)
+        value = fit / total - kl - lam * jnp.dot(flat_theta, flat_theta)
+        grad = concat_tables(mu_star) - concat_tables(mu) - 2.0 * lam * flat_theta
+        report = jnp.concatenate([-grad, jnp.stack([-value, delta, iters.astype(grad.dtype)])])
+        return report, n, shifted, alpha, acc
+
+    return objective
+
+
+@functools.lru_cache(maxsize=64)
+def nlbp_programs(
+    domain, cliques, max_cells, kinds, smoothing, damping, max_iters, inference, memory
+):
+    """Jit-compiled NLBP loop and EM objective for one structure and noise family per
+    clique (``kinds``). Noise scales and the NLBP tolerance are arguments, so releases at
+    other budgets share the programs and an E-step's accuracy can change between calls."""
+    bp = _bp(domain, cliques, max_cells, inference)
+    shapes = tuple(domain.sizes(c) for c in cliques)
+
+    def shift(theta, y, n, scales):
+        return [
+            t + noise_gradient(k, scales[i], smoothing, yc, nc)
+            for i, (t, k, yc, nc) in enumerate(zip(theta, kinds, y, n, strict=True))
+        ]
+
+    def curvature(y, scales, at):  # noise_curvature at the flat statistics `at`
+        n = unflatten_tables(at, shapes)
+        c = [
+            noise_curvature(k, scales[i], smoothing, yc, nc)
+            for i, (k, yc, nc) in enumerate(zip(kinds, y, n, strict=True))
+        ]
+        return concat_tables(c)
+
+    loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
+    objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
+    return jit_program(loop), jit_program(objective)
+
+
+def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson):
+    """Validate ``release`` against ``mrf`` and the NLBP settings; return the compiled
+    programs, the noisy tables and the noise scales (both on the device once)."""
+    check_release_matches(release, mrf)
+    if not 0 < damping <= 1:
+        raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}")
+    if inference not in ("junction_tree", "loopy_bp"):
+        raise ValueError(f"unknown inference {inference!r}")
+    if int(anderson) != anderson or anderson < 0:
+        raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
+    scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
+    if np.any(scales <= 0):
+        raise ValueError("NLBP needs a release with positive noise scale")
+    programs = nlbp_programs(
+        mrf.domain,
+        mrf.cliques,
+        mrf.max_cells,
+        tuple(release.noise[c].kind for c in mrf.cliques),
+        float(smoothing),
+        float(damping),
+        int(max_iters),
+        inference,
+        int(anderson),
+    )
+    y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
+    return programs, y, jnp.asarray(scales)
+
+
+def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> list:
+    """``N`` times the model's clique marginals: NLBP's default starting statistics."""
+    margs = mrf.marginals() if inference == "junction_tree" else mrf.marginals("loopy_bp")
+    return [jnp.asarray(total * np.asarray(margs[c])) for c in mrf.cliques]
+
+
+def nlbp(
+    mrf: MarkovRandomField,
+    release,
+    *,
+    init=None,
+    damping: float = 0.5,
+    smoothing: float = 1.0,
+    tol: float = 1e-7,
+    max_iters: int = 2000,
+    inference: Literal["junction_tree", "loopy_bp"] = "junction_tree",
+    anderson: int = 5,
+):
+    """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.
+
+    Returns ``({clique: n_C}, info)`` with ``n_C`` summing to ``N = release.total``;
+    converged when ``max |n' - n| / N <= tol``. ``init``: the starting statistics (default
+    ``N`` times the model's marginals). ``damping`` is the paper's ``alpha``, its starting
+    value; the paper leaves the schedule open and we choose: halve ``alpha`` whenever the
+    residual ``f = n' - n`` grows in the norm ``sum_i c_i f_i^2`` (``c = -d^2 log p(y | n) /
+    dn^2``, :func:`~pgm_dp.privacy.noise_model.noise_curvature`, at the step's start — with
+    exact BP the map's Jacobian is ``-N Cov(theta') diag(c)``, so in that norm a small
+    enough damped step always shrinks ``f``), and regrow it by 10% per shrinking step.
+    ``anderson`` (our choice): memory of the Anderson acceleration of the damped map
+    (:mod:`pgm_dp.learners.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
+    accelerated step after which the residual grows is undone and the history dropped.
+    When the noise is far below one count (``N / b^2`` of 1e6 and more) neither iteration
+    is reliable: see ``docs/cgm_em.md``.
+    """
+    (loop, _), y, scales = prepare(mrf, release, damping, smoothing, max_iters, inference, anderson)
+    total = float(release.total)
+    if init is None:
+        n0 = start_statistics(mrf, total, inference)
+    else:
+        n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
+    n, delta, iters, alpha, _ = loop(
+        list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
+    )
+    stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
+    return stats, {
+        "iterations": int(iters),
+        "final_damping": float(alpha),
+        "delta": float(delta),
+        "converged": bool(float(delta) <= tol),
+    }

@@ -1,0 +1,89 @@
+"""The package's shape: layers import only downward, no import cycles, small modules and
+functions (the limits of the contributor guide)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import networkx as nx
+
+import pgm_dp
+
+ROOT = pathlib.Path(pgm_dp.__file__).parent
+LAYER = {name: i for i, names in enumerate(pgm_dp.LAYERS) for name in names}
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """pgm_dp modules imported anywhere in ``path`` (relative imports resolved)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found |= {f"{target}.{a.name}" for a in node.names} | {target}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    modules = {_module_name(p) for p in ROOT.rglob("*.py")}
+    return {m for m in found if m in modules and m != name}
+
+
+def _graph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    for path in ROOT.rglob("*.py"):
+        g.add_node(_module_name(path))
+        for target in _imports(path):
+            g.add_edge(_module_name(path), target)
+    return g
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYER[parts[1]] if len(parts) > 1 else None  # the root package is the facade
+
+
+def test_every_module_has_a_layer():
+    for module in _graph():
+        assert module == "pgm_dp" or module.split(".")[1] in LAYER, module
+
+
+def test_no_module_imports_upward():
+    upward = [
+        (a, b)
+        for a, b in _graph().edges
+        if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a)
+    ]
+    assert not upward, upward
+
+
+def test_no_import_cycles():
+    g = _graph()
+    g.remove_node("pgm_dp")  # the facade re-exports every layer
+    # a package's __init__ re-exporting its own modules is not a cycle of the design
+    own = [(a, b) for a, b in g.edges if b.startswith(a + ".")]
+    g.remove_edges_from(own)
+    assert not list(nx.simple_cycles(g)), list(nx.simple_cycles(g))[:5]
+
+
+def test_modules_and_functions_are_small():
+    long_modules, long_functions = [], []
+    for path in sorted(ROOT.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 500:
+            long_modules.append(path.name)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.end_lineno - node.lineno + 1 > 80:
+                    long_functions.append(f"{path.name}:{node.name}")
+    assert not long_modules, long_modules
+    assert not long_functions, long_functions
