@@ -221,6 +221,19 @@ def _print(result: CompareResult) -> None:
         print(f"Plot written to {result.plot}")
 
 
+def add_common_arguments(p) -> None:
+    """``--learners`` (any registered name), ``--seed`` and ``--out``: shared with ``fig2``."""
+    p.add_argument(
+        "--learners",
+        nargs="+",
+        default=list(LEARNERS),
+        choices=registry.available(),
+        help="registered learners to run ('mbi' needs the bench extra)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
+
+
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "compare", help="compare learners on one privacy budget (KL from the true model)"
@@ -232,15 +245,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     p.add_argument("--populations", type=int, default=1)
     p.add_argument("--replications", type=int, default=1)
-    p.add_argument(
-        "--learners",
-        nargs="+",
-        default=list(LEARNERS),
-        choices=registry.available(),
-        help="registered learners to run ('mbi' needs the bench extra)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
+    add_common_arguments(p)
     p.set_defaults(
         func=lambda a: _print(
             run_compare(

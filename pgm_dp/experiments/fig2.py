@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import learners as registry
-from .compare import LEARNERS, check_settings, columns, run_compare
+from .compare import LEARNERS, add_common_arguments, check_settings, columns, run_compare
 
 __all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
 
@@ -264,15 +264,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--eps", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
     p.add_argument("--populations", type=int, default=5)
     p.add_argument("--replications", type=int, default=5)
-    p.add_argument(
-        "--learners",
-        nargs="+",
-        default=list(LEARNERS),
-        choices=registry.available(),
-        help="registered learners to run ('mbi' needs the bench extra)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
+    add_common_arguments(p)
     p.set_defaults(
         func=lambda a: _print(
             run_fig2(

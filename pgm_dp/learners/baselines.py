@@ -26,6 +26,18 @@ from .mle import fit_marginals
 __all__ = ["NonPrivateMLE", "RandomMarginals"]
 
 
+def _fit_targets(learner, mrf: MarkovRandomField, targets) -> Fit:
+    """The MLE of ``mrf``'s structure on ``targets`` with ``learner``'s solver settings."""
+    res = fit_marginals(
+        mrf.replace(None), targets, l2=learner.l2, tol=learner.tol, max_iters=learner.max_iters
+    )
+    return Fit(
+        res.model,
+        [{"objective": res.objective}],
+        {"iterations": res.iterations, "converged": res.converged},
+    ).warn_unless_converged(type(learner).__name__, cap=learner.max_iters)
+
+
 def _no_budget(budget, name: str) -> None:
     if budget is not None:
         raise PrivacyParameterError(f"{name} is a non-private reference: pass budget=None")
@@ -54,18 +66,7 @@ class NonPrivateMLE:
         _no_budget(budget, type(self).__name__)
         tables = sufficient_statistics(data, mrf.cliques, mrf.domain)
         n = next(iter(tables.values())).sum()
-        res = fit_marginals(
-            mrf.replace(None),
-            {c: t / n for c, t in tables.items()},
-            l2=self.l2,
-            tol=self.tol,
-            max_iters=self.max_iters,
-        )
-        return Fit(
-            res.model,
-            [{"objective": res.objective}],
-            {"iterations": res.iterations, "converged": res.converged},
-        ).warn_unless_converged(type(self).__name__, cap=self.max_iters)
+        return _fit_targets(self, mrf, {c: t / n for c, t in tables.items()})
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,4 @@ class RandomMarginals:
             c: gen.dirichlet(np.ones(mrf.domain.size(c))).reshape(mrf.domain.sizes(c))
             for c in mrf.cliques
         }
-        res = fit_marginals(
-            mrf.replace(None), targets, l2=self.l2, tol=self.tol, max_iters=self.max_iters
-        )
-        return Fit(
-            res.model,
-            [{"objective": res.objective}],
-            {"iterations": res.iterations, "converged": res.converged},
-        ).warn_unless_converged(type(self).__name__, cap=self.max_iters)
+        return _fit_targets(self, mrf, targets)
