@@ -61,17 +61,21 @@ __all__ = [
 DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
+_NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
+_VERY_STIFF = 1e5  # N / b^2 above which estep="auto" takes the dual Newton E-step
 
 
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
-    and noise scales, ``N`` and the per-record prior ``lam = tau / N``."""
+    and noise scales, ``N``, the per-record prior ``lam = tau / N`` and whether the E-step
+    is Newton's on the dual (:mod:`.dual_estep`)."""
 
     objective: object
     y: list
     scales: jax.Array
     total: float
     lam: float
+    newton: bool = False
 
 
 class EMState(NamedTuple):
@@ -168,6 +172,7 @@ class CGMEM:
     nlbp_max_iters: int = 5000
     nlbp_forcing: float = 0.1
     nlbp_anderson: int = 5
+    estep: Literal["auto", "nlbp", "newton"] = "auto"
 
     def _check(self) -> None:
         if self.prior_precision < 0 or not np.isfinite(self.prior_precision):
@@ -180,6 +185,18 @@ class CGMEM:
             raise ValueError(f"nlbp_forcing must be in [0, 1), got {self.nlbp_forcing}")
         if self.init not in ("auto", "naive", "uniform"):
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
+        if self.estep not in ("auto", "nlbp", "newton"):
+            raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
+
+    def _estep(self, release) -> str:
+        """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
+        stiff (public ``N / b^2 > 1e5``, where NLBP starts to fail) and BP is exact, NLBP
+        otherwise (faster on milder releases)."""
+        if self.estep != "auto":
+            return self.estep
+        scales = [float(release.noise[c].scale) for c in release.cliques]
+        stiff = float(release.total) / min(scales) ** 2 > _VERY_STIFF
+        return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField, scales) -> MarkovRandomField:
         stiff = float(release.total) / float(np.min(scales)) ** 2 > _STIFF
@@ -194,6 +211,8 @@ class CGMEM:
         if state.x is not None and np.array_equal(flat, state.x):
             if not exact or state.tol <= self.nlbp_tol:
                 return state
+        if problem.newton:  # quadratic convergence: always (nearly) exact, see the class doc
+            return em_step(problem, state, flat, min(self.nlbp_tol, _NEWTON_TOL))
         tol = self.nlbp_tol
         if not exact:
             last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
@@ -254,6 +273,7 @@ class CGMEM:
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         """Fit ``mrf``'s potentials to ``release`` (see the class docstring)."""
         self._check()
+        estep = self._estep(release)
         (_, objective), y, scales = prepare(  # validates the release before anything else
             mrf,
             release,
@@ -262,9 +282,11 @@ class CGMEM:
             self.nlbp_max_iters,
             self.inference,
             self.nlbp_anderson,
+            estep,
         )
         total = float(release.total)
-        problem = EMProblem(objective, y, scales, total, self.prior_precision / total)
+        lam = self.prior_precision / total
+        problem = EMProblem(objective, y, scales, total, lam, estep == "newton")
         start = self._start(release, mrf, scales)
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping

@@ -36,6 +36,7 @@ from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .base import check_release_matches, concat_tables, unflatten_tables
+from .dual_estep import newton_loop
 
 __all__ = ["nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
@@ -139,11 +140,21 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
 
 @functools.lru_cache(maxsize=64)
 def nlbp_programs(
-    domain, cliques, max_cells, kinds, smoothing, damping, max_iters, inference, memory
+    domain,
+    cliques,
+    max_cells,
+    kinds,
+    smoothing,
+    damping,
+    max_iters,
+    inference,
+    memory,
+    estep="nlbp",
 ):
-    """Jit-compiled NLBP loop and EM objective for one structure and noise family per
-    clique (``kinds``). Noise scales and the NLBP tolerance are arguments, so releases at
-    other budgets share the programs and an E-step's accuracy can change between calls."""
+    """Jit-compiled E-step loop and EM objective for one structure and noise family per
+    clique (``kinds``). Noise scales and the E-step tolerance are arguments, so releases at
+    other budgets share the programs and an E-step's accuracy can change between calls.
+    ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.dual_estep`, exact BP only)."""
     bp = _bp(domain, cliques, max_cells, inference)
     shapes = tuple(domain.sizes(c) for c in cliques)
 
@@ -161,12 +172,15 @@ def nlbp_programs(
         ]
         return concat_tables(c)
 
-    loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
+    if estep == "newton":
+        loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
+    else:
+        loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
     objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
     return jit_program(loop), jit_program(objective)
 
 
-def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson):
+def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
     """Validate ``release`` against ``mrf`` and the NLBP settings; return the compiled
     programs, the noisy tables and the noise scales (both on the device once)."""
     check_release_matches(release, mrf)
@@ -178,6 +192,8 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson):
         raise ValueError(f"unknown inference {inference!r}")
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
+    if estep not in ("nlbp", "newton") or (estep == "newton" and inference != "junction_tree"):
+        raise ValueError(f"estep must be 'nlbp', or 'newton' with the junction tree, got {estep!r}")
     scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
     if np.any(scales <= 0):
         raise ValueError("NLBP needs a release with positive noise scale")
@@ -191,6 +207,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson):
         int(max_iters),
         inference,
         int(anderson),
+        estep,
     )
     y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
     return programs, y, jnp.asarray(scales)

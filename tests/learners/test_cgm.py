@@ -18,6 +18,7 @@ from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.learners.cgm import CGMEM, nlbp
 from pgm_dp.learners.mle import fit_marginals
 from pgm_dp.learners.nlbp import nlbp_programs as _programs
+from pgm_dp.learners.nlbp import prepare, start_statistics
 from pgm_dp.metrics import kl_divergence
 
 
@@ -219,3 +220,36 @@ def test_nlbp_does_not_stall_where_a_max_norm_growth_test_drove_alpha_to_its_flo
     _, info = nlbp(truth.replace(None), release, anderson=5, max_iters=3000)
     assert info["converged"]
     assert info["final_damping"] > 1e-6
+
+
+@pytest.mark.parametrize("mechanism, budget", [("gaussian", ZCDP(0.5)), ("laplace", PureDP(1.0))])
+def test_dual_newton_e_step_solves_problem_6(rng, mechanism, budget):
+    theta = _tree(rng)
+    release = release_marginals(
+        theta.sample(200, rng=1), theta, budget=budget, mechanism=mechanism, rng=2
+    )
+    (loop, _), y, scales = prepare(theta, release, 0.5, 0.5, 200, "junction_tree", 0, "newton")
+    n0 = start_statistics(theta, float(release.total), "junction_tree")
+    args = (jnp.asarray(float(release.total)), jnp.asarray(1e-12), scales)
+    n, delta, *_ = loop(list(theta.log_potentials), y, n0, *args)
+    assert float(delta) <= 1e-12
+    ref = _problem6_by_optimiser(theta, release, smoothing=0.5)
+    for c, table in zip(theta.cliques, n, strict=True):
+        np.testing.assert_allclose(np.asarray(table), ref[c], atol=1e-5 * release.total)
+
+
+def test_newton_and_nlbp_e_steps_reach_one_optimum(rng):
+    theta, release = _tree_release(rng, 10.0)  # N / b^2 = 100,000: both converge
+    _same_optimum(theta, release, CGMEM(estep="nlbp"), CGMEM(estep="newton"))
+
+
+@pytest.mark.parametrize("epsilon", [100.0, 316.0])  # N / b^2 = 1e7 and 1e8
+def test_very_stiff_releases_converge_with_the_default_e_step(epsilon):
+    """NLBP alone failed on this release (Anderson or not): the default takes Newton."""
+    theta = _tree(np.random.default_rng(0))
+    release = release_marginals(theta.sample(4000, rng=3), theta, budget=PureDP(epsilon), rng=4)
+    with pytest.warns(ConvergenceWarning):
+        CGMEM(estep="nlbp").fit(release, theta)
+    fit = CGMEM().fit(release, theta)
+    assert fit.info["converged"]
+    assert kl_divergence(theta, fit.model) < 1e-2
