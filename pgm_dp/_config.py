@@ -9,12 +9,32 @@ junction-tree passes.
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
-__all__ = ["any_traced", "jit_program"]
+__all__ = ["any_traced", "enable_compilation_cache", "jit_program"]
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
+    """Keep compiled XLA programs on disk (JAX's persistent compilation cache), so a new
+    process reuses the learners' programs instead of compiling them again.
+
+    ``path`` defaults to ``$PGM_DP_CACHE_DIR``, else ``$XDG_CACHE_HOME/pgm_dp/xla`` (``~/.cache``
+    when unset). The ``pgm-dp`` command turns it on; a library user opts in by calling it.
+    Returns the folder used.
+    """
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        path = os.environ.get("PGM_DP_CACHE_DIR") or Path(base) / "pgm_dp" / "xla"
+    folder = Path(path).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    return folder
 
 
 def any_traced(arrays) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._config import enable_compilation_cache
 from .experiments import adult, bernstein_figures, compare, demo, fig2, prising
 
 __all__ = ["main", "build_parser"]
@@ -35,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    try:  # a second run reuses the compiled programs (pgm_dp._config)
+        enable_compilation_cache()
+    except OSError:  # no writable cache folder: compile as usual
+        pass
     args.func(args)
     return 0
 
