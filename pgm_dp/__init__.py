@@ -52,7 +52,7 @@ __version__ = "0.1.0"
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
     ("errors", "rng", "_config"),
-    ("domain",),
+    ("domain", "_frames"),
     ("inference",),
     ("models",),
     ("stats", "datasets", "metrics"),
