@@ -5,7 +5,8 @@ the ones below, and no two modules import each other; ``tests/test_structure.py`
 both against :data:`LAYERS`):
 ``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
 → ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
-→ ``ising`` (one network, PrIsing) → ``learners`` → ``experiments`` → ``cli``.
+→ ``ising`` (one network, PrIsing) → ``learners`` → ``io`` / ``selection`` → ``experiments``
+→ ``cli``.
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
 """
@@ -59,6 +60,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
+    ("io", "selection"),
     ("experiments",),
     ("cli",),
 )
