@@ -5,60 +5,97 @@ the ones below, and no two modules import each other; ``tests/test_structure.py`
 both against :data:`LAYERS`):
 ``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
 → ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
-→ ``ising`` (one network, PrIsing) → ``learners`` → ``experiments`` → ``cli``.
+→ ``ising`` (one network, PrIsing) → ``learners`` → ``io`` / ``selection`` → ``experiments``
+→ ``cli``.
 
-Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
+Importing pgm_dp enables float64 in JAX (``jax_enable_x64``); its names are imported lazily.
 """
 
-# ruff: noqa: I001  (``_config`` must run before any other module creates a JAX array)
-from . import _config  # noqa: F401
-from .domain import Domain
-from .errors import (
-    BudgetExceededError,
-    ConvergenceWarning,
-    DataValidationError,
-    DomainError,
-    ModelTooLargeError,
-    PgmDpError,
-    PrivacyParameterError,
-)
-from .models import MarkovRandomField
-from .stats import sufficient_statistics
-from .privacy import (
-    ZCDP,
-    Accountant,
-    ApproxDP,
-    Charge,
-    DPSGDCost,
-    NoiseModel,
-    NoisyMarginals,
-    PureDP,
-    calibrate_noise_multiplier,
-    compose,
-    discrete_gaussian_mechanism,
-    discrete_laplace_mechanism,
-    dpsgd_epsilon,
-    exponential_mechanism,
-    gaussian_mechanism,
-    laplace_mechanism,
-    release_marginals,
-    report_noisy_max,
-    zcdp_to_approx_dp,
-)
-from . import inference, ising, learners, metrics, models, privacy
+import importlib
+import os
+import sys
+
+# Lazy facade (PEP 562): ``import pgm_dp`` loads no JAX, pgmpy or matplotlib, so the command
+# line starts in a fraction of a second; each name below is imported on first use. JAX reads
+# JAX_ENABLE_X64 when it is first imported, and ``_config`` (imported before any lazy name)
+# sets float64 when JAX was imported before pgm_dp.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+if "jax" in sys.modules:
+    from . import _config  # noqa: F401
+
+_LAZY = {
+    "Domain": "domain",
+    "MarkovRandomField": "models",
+    "sufficient_statistics": "stats",
+    "select_cliques": "selection",
+    "load_adult": "datasets",
+    **dict.fromkeys(
+        [
+            "BudgetExceededError",
+            "ConvergenceWarning",
+            "DataValidationError",
+            "DomainError",
+            "ModelTooLargeError",
+            "PgmDpError",
+            "PrivacyParameterError",
+        ],
+        "errors",
+    ),
+    **dict.fromkeys(
+        [
+            "ZCDP",
+            "Accountant",
+            "ApproxDP",
+            "Charge",
+            "DPSGDCost",
+            "NoiseModel",
+            "NoisyMarginals",
+            "PureDP",
+            "calibrate_noise_multiplier",
+            "compose",
+            "discrete_gaussian_mechanism",
+            "discrete_laplace_mechanism",
+            "dpsgd_epsilon",
+            "exponential_mechanism",
+            "gaussian_mechanism",
+            "laplace_mechanism",
+            "release_marginals",
+            "report_noisy_max",
+            "zcdp_to_approx_dp",
+        ],
+        "privacy",
+    ),
+}
+_SUBMODULES = ("inference", "ising", "learners", "metrics", "models", "privacy", "io")
+
+
+def __getattr__(name: str):
+    if name in _LAZY or name in _SUBMODULES:
+        importlib.import_module("._config", __name__)
+        module = importlib.import_module(f".{_LAZY.get(name, name)}", __name__)
+        value = module if name in _SUBMODULES else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pgm_dp' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
 
 __version__ = "0.1.0"
 
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
     ("errors", "rng", "_config"),
-    ("domain",),
+    ("domain", "_frames"),
     ("inference",),
     ("models",),
     ("stats", "datasets", "metrics"),
     ("privacy",),
     ("ising",),
     ("learners",),
+    ("io", "selection"),
     ("experiments",),
     ("cli",),
 )
@@ -67,6 +104,8 @@ __all__ = [
     "Domain",
     "MarkovRandomField",
     "sufficient_statistics",
+    "select_cliques",
+    "load_adult",
     "PureDP",
     "ZCDP",
     "ApproxDP",
@@ -92,6 +131,7 @@ __all__ = [
     "metrics",
     "models",
     "privacy",
+    "io",
     "PgmDpError",
     "DomainError",
     "DataValidationError",

@@ -1,19 +1,31 @@
-"""Domains of discrete variables and validation of data against them.
+"""Domains of discrete variables, their labels, and validation of data against them.
 
 A :class:`Domain` is an ordered tuple of variable names with their sizes; a variable of size
-``k`` takes the integer codes ``0, ..., k-1``. Every routine that reads data goes through
-:func:`Domain.encode`, the single place where data are checked (unknown or missing variables,
-NaN, non-integers, values outside the domain, wrong shapes, empty data) before anything else
-happens — in particular before any privacy budget is spent. Inputs are never mutated.
+``k`` takes the integer codes ``0, ..., k-1``. A variable may also carry **labels**: a tuple
+of ``k`` distinct values (strings, integers, floats or booleans), label ``i`` being code
+``i``. Every routine that reads data goes through :meth:`Domain.encode`, the single place
+where data are checked (unknown or missing variables, NaN, non-integers, values outside the
+domain, labels not in the domain, wrong shapes, empty data) before anything else happens —
+in particular before any privacy budget is spent. Inputs are never mutated.
+
+Labelled columns are encoded **by label** — never by pandas' category order, which depends on
+how the frame was built (pgmpy's sampler sorts categories, its CPDs need not) — so a label
+not in the domain is an error, not a silent code.
 
 Example
 -------
+>>> import pandas as pd
 >>> from pgm_dp import Domain
 >>> dom = Domain(["A", "B", "C"], [2, 3, 4])
 >>> dom.size(("A", "C"))
 8
 >>> dom.project(["C", "A"])
 Domain(A: 2, C: 4)
+>>> lab = Domain.from_dict({"smoker": ["yes", "no"], "age": 3})
+>>> lab.encode(pd.DataFrame({"age": [2, 0], "smoker": ["no", "yes"]})).tolist()
+[[1, 2], [0, 0]]
+>>> lab.decode([[1, 2]]).smoker.tolist()
+['no']
 """
 
 from __future__ import annotations
@@ -27,14 +39,40 @@ import numpy as np
 
 from .errors import DataValidationError, DomainError
 
-__all__ = ["Domain", "Clique", "normalize_cliques"]
+__all__ = ["Domain", "Clique", "Labels", "normalize_cliques"]
 
 Clique = tuple[Hashable, ...]
+Labels = tuple[Any, ...]
+
+
+def _clean_label(value: Any, name: Hashable) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        raise DomainError(f"labels of {name!r} contain NaN")
+    if not isinstance(value, str | int | float | bool):
+        raise DomainError(
+            f"labels of {name!r} must be str, int, float or bool, got {type(value).__name__}"
+        )
+    return value
+
+
+def _clean_labels(labels: Any, name: Hashable, size: int) -> Labels | None:
+    if labels is None:
+        return None
+    if isinstance(labels, str) or not isinstance(labels, Iterable):
+        raise DomainError(f"labels of {name!r} must be a sequence, got {labels!r}")
+    out = tuple(_clean_label(v, name) for v in labels)
+    if len(out) != size:
+        raise DomainError(f"{name!r} has size {size} but {len(out)} labels {out}")
+    if len(set(out)) != len(out) or len({(type(v) is str, v) for v in out}) != len(out):
+        raise DomainError(f"labels of {name!r} are not distinct: {out}")
+    return out
 
 
 @dataclass(frozen=True, init=False)
 class Domain:
-    """Ordered variables and their (finite) sizes.
+    """Ordered variables, their (finite) sizes and optional labels.
 
     Parameters
     ----------
@@ -42,12 +80,16 @@ class Domain:
         Variable names, in a fixed order (the column order of encoded data).
     shape : sequence of int
         Number of states of each variable (>= 1).
+    labels : mapping {name: sequence} or sequence aligned with ``attributes``, optional
+        The states' labels of some variables (``None`` for an unlabelled variable); label
+        ``i`` is code ``i``. Two domains are equal only if their labels are equal too.
     """
 
     attributes: tuple[Hashable, ...]
     shape: tuple[int, ...]
+    labels: tuple[Labels | None, ...]
 
-    def __init__(self, attributes: Iterable[Hashable], shape: Iterable[int]):
+    def __init__(self, attributes: Iterable[Hashable], shape: Iterable[int], labels: Any = None):
         attrs = tuple(attributes)
         sizes = tuple(shape)
         if len(attrs) != len(sizes):
@@ -65,13 +107,58 @@ class Domain:
             if not ok:
                 raise DomainError(f"size of {a!r} must be a positive integer, got {s!r}")
             clean.append(int(s))
+        if labels is None:
+            raw = [None] * len(attrs)
+        elif isinstance(labels, Mapping):
+            unknown = set(labels) - set(attrs)
+            if unknown:
+                raise DomainError(f"labels given for unknown variables {sorted(map(str, unknown))}")
+            raw = [labels.get(a) for a in attrs]
+        else:
+            raw = list(labels)
+            if len(raw) != len(attrs):
+                raise DomainError(f"{len(raw)} label tuples for {len(attrs)} variables")
+        labs = tuple(_clean_labels(lb, a, s) for lb, a, s in zip(raw, attrs, clean, strict=True))
         object.__setattr__(self, "attributes", attrs)
         object.__setattr__(self, "shape", tuple(clean))
+        object.__setattr__(self, "labels", labs)
 
     @classmethod
-    def from_dict(cls, sizes: Mapping[Hashable, int]) -> Domain:
-        """Build a domain from ``{name: size}`` (insertion order is kept)."""
-        return cls(list(sizes.keys()), list(sizes.values()))
+    def from_dict(cls, sizes: Mapping[Hashable, int | Sequence[Any]]) -> Domain:
+        """Build a domain from ``{name: size or labels}`` (insertion order is kept)."""
+        shape, labels = [], {}
+        for name, v in sizes.items():
+            if isinstance(v, Iterable) and not isinstance(v, str):
+                labels[name] = tuple(v)
+                shape.append(len(labels[name]))
+            else:
+                shape.append(v)
+        return cls(list(sizes.keys()), shape, labels or None)
+
+    @classmethod
+    def from_dataframe(cls, df: Any, columns: Sequence[Hashable] | None = None) -> Domain:
+        """The domain of a DataFrame's columns (all, or ``columns`` in that order).
+
+        A ``category`` column keeps its categories as labels (in their declared order), a
+        bool column gets ``(False, True)``, a string / object column its sorted distinct
+        values; an integer column (or integer-valued float) is taken as codes ``0..max``.
+
+        **Privacy:** the labels and sizes are read from the data, so they disclose which
+        values occur. For a private release declare the domain from public knowledge
+        (``Domain.from_dict({"smoker": ["no", "yes"], ...})``) instead.
+        """
+        from ._frames import column_domain
+
+        names = list(df.columns) if columns is None else list(columns)
+        missing = [c for c in names if c not in df.columns]
+        if missing:
+            raise DataValidationError(f"data lack columns {missing}")
+        shape, labels = [], []
+        for name in names:
+            k, lab = column_domain(df[name], name)
+            shape.append(k)
+            labels.append(lab)
+        return cls(names, shape, labels)
 
     # -- basic queries ---------------------------------------------------------------
     def __len__(self) -> int:
@@ -84,7 +171,10 @@ class Domain:
         return iter(self.attributes)
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{a}: {s}" for a, s in zip(self.attributes, self.shape, strict=True))
+        body = ", ".join(
+            f"{a}: {s if lb is None else list(lb)}"
+            for a, s, lb in zip(self.attributes, self.shape, self.labels, strict=True)
+        )
         return f"Domain({body})"
 
     def to_dict(self) -> dict[Hashable, int]:
@@ -99,6 +189,15 @@ class Domain:
                 f"unknown variable {name!r}; domain has {list(self.attributes)}"
             ) from None
 
+    def labels_of(self, name: Hashable) -> Labels | None:
+        """The labels of one variable (``None`` when it has none)."""
+        return self.labels[self.index(name)]
+
+    @property
+    def has_labels(self) -> bool:
+        """Whether any variable carries labels."""
+        return any(lb is not None for lb in self.labels)
+
     def sizes(self, names: Iterable[Hashable]) -> tuple[int, ...]:
         """Sizes of the given variables, in the given order."""
         return tuple(self.shape[self.index(n)] for n in names)
@@ -108,12 +207,12 @@ class Domain:
         return prod(self.shape if names is None else self.sizes(names))
 
     def project(self, names: Iterable[Hashable]) -> Domain:
-        """Sub-domain on ``names``, kept in this domain's order."""
+        """Sub-domain on ``names``, kept in this domain's order (labels kept)."""
         wanted = set(names)
         for n in wanted:
             self.index(n)
         keep = [a for a in self.attributes if a in wanted]
-        return Domain(keep, self.sizes(keep))
+        return Domain(keep, self.sizes(keep), [self.labels_of(a) for a in keep])
 
     def canonical(self, names: Iterable[Hashable]) -> Clique:
         """``names`` validated, de-duplicated and sorted in domain order."""
@@ -122,72 +221,66 @@ class Domain:
             raise DomainError(f"repeated variable in {tuple(names)}")
         return tuple(sorted(names, key=self.index))
 
+    # -- JSON --------------------------------------------------------------------------
+    def to_json_dict(self) -> dict:
+        """``{"attributes", "shape", "labels"}`` with JSON types (str / int names only)."""
+        for a in self.attributes:
+            if isinstance(a, bool) or not isinstance(a, str | int):
+                raise DomainError(f"saving needs str or int variable names, got {a!r}")
+        return {
+            "attributes": list(self.attributes),
+            "shape": list(self.shape),
+            "labels": [None if lb is None else list(lb) for lb in self.labels],
+        }
+
+    @classmethod
+    def from_json_dict(cls, d: Mapping) -> Domain:
+        """Inverse of :meth:`to_json_dict` (``labels`` optional)."""
+        return cls(d["attributes"], d["shape"], d.get("labels"))
+
     # -- data --------------------------------------------------------------------------
     def encode(self, data: Any) -> np.ndarray:
         """Validate ``data`` against the domain and return an ``(n, d)`` int64 array.
 
         ``data`` is a pandas DataFrame (columns named by the variables; extra columns are
-        ignored, columns are reordered to the domain order) or an integer array of shape
-        ``(n, len(domain))`` in domain order. Raises :class:`DataValidationError` for empty
-        data, a missing variable, NaN/inf, non-integer values, values outside ``0..k-1`` or a
-        wrong shape. The input is never modified (a new array is returned).
+        ignored, columns are reordered to the domain order), a Dask DataFrame (computed), or
+        an array of shape ``(n, len(domain))`` in domain order. A labelled variable's column
+        is encoded by label: strings, categories, booleans and labels of any type map to
+        their label's position; an integer column of a variable whose labels are not numbers
+        is read as codes. An unlabelled variable needs integer codes ``0..k-1``. Raises
+        :class:`DataValidationError` for empty data, a missing variable, NaN/inf,
+        non-integer values, values outside ``0..k-1``, a label not in the domain or a wrong
+        shape. The input is never modified; columns are validated one at a time, so no
+        copy of the whole input is made besides the returned codes.
         """
-        if hasattr(data, "columns") and hasattr(data, "to_numpy"):  # pandas-like
-            missing = [a for a in self.attributes if a not in data.columns]
-            if missing:
-                raise DataValidationError(
-                    f"data lack variables {missing}; columns are {list(data.columns)}"
-                )
-            repeated = [a for a in self.attributes if list(data.columns).count(a) > 1]
-            if repeated:
-                raise DataValidationError(f"data have more than one column named {repeated}")
-            arr = data[list(self.attributes)].to_numpy()
-        else:
-            try:
-                arr = np.asarray(data)
-            except ValueError as err:  # e.g. ragged rows
-                raise DataValidationError(f"data are not a rectangular array: {err}") from None
-            if arr.ndim == 1 and len(self) == 1:
-                arr = arr[:, None]
-            if arr.ndim != 2 or arr.shape[1] != len(self):
-                raise DataValidationError(
-                    f"data must have shape (n, {len(self)}) in domain order "
-                    f"{list(self.attributes)}; got shape {arr.shape}"
-                )
-        if arr.shape[0] == 0:
+        from ._frames import encode_column, split_columns
+
+        columns = split_columns(data, self)
+        n = len(columns[0])
+        if n == 0:
             raise DataValidationError("data are empty (0 records)")
-        return _to_codes(arr, self)
+        out = np.empty((n, len(self)), dtype=np.int64, order="F")
+        for j, col in enumerate(columns):
+            out[:, j] = encode_column(col, self.attributes[j], self.shape[j], self.labels[j])
+        return out
 
+    def decode(self, codes: Any, labels: bool = True):
+        """A DataFrame of an ``(n, d)`` code array: labelled variables as pandas
+        ``category`` columns whose categories are the labels in domain order (so
+        ``.cat.codes`` are the codes), others as int64 codes."""
+        import pandas as pd
 
-def _to_codes(arr: np.ndarray, domain: Domain) -> np.ndarray:
-    if arr.dtype == object:
-        if any(isinstance(x, str | bytes) for x in arr.flat):
-            raise DataValidationError("data must be numeric integer codes, not strings")
-        try:
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as err:
-            raise DataValidationError(f"data must be numeric integer codes: {err}") from None
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.int64)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)):
-            bad = np.argwhere(~np.isfinite(arr))[0]
-            raise DataValidationError(
-                f"data contain NaN or inf (record {bad[0]}, variable {domain.attributes[bad[1]]!r})"
-            )
-        if np.any(arr != np.round(arr)):
-            raise DataValidationError("data contain non-integer values; expected integer codes")
-    elif arr.dtype.kind not in "iu":
-        raise DataValidationError(f"data must be integer codes, got dtype {arr.dtype}")
-    upper = np.asarray(domain.shape, dtype=np.int64)
-    bad = (arr < 0) | (arr >= upper)  # in the data's own dtype: no wrap-around first
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise DataValidationError(
-            f"value {arr[r, c]} of variable {domain.attributes[c]!r} (record {r}) is outside "
-            f"its domain 0..{upper[c] - 1}"
-        )
-    return arr.astype(np.int64, copy=True)
+        arr = np.asarray(codes)
+        if arr.ndim != 2 or arr.shape[1] != len(self):
+            raise DataValidationError(f"codes must have shape (n, {len(self)}), got {arr.shape}")
+        cols = {}
+        for j, (a, lab) in enumerate(zip(self.attributes, self.labels, strict=True)):
+            col = arr[:, j].astype(np.int64)
+            if labels and lab is not None:
+                cols[a] = pd.Categorical.from_codes(col, categories=pd.Index(lab, dtype=object))
+            else:
+                cols[a] = col
+        return pd.DataFrame(cols, columns=list(self.attributes))
 
 
 def normalize_cliques(domain: Domain, cliques: Iterable[Sequence[Hashable]]) -> tuple[Clique, ...]:

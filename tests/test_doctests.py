@@ -13,7 +13,7 @@ import pgm_dp
 MODULES = sorted(
     m.name
     for m in pkgutil.walk_packages(pgm_dp.__path__, prefix="pgm_dp.")
-    if m.name != "pgm_dp.cli"
+    if not m.name.startswith("pgm_dp.cli")
 )
 
 

@@ -95,6 +95,12 @@ class MarkovRandomField:
     def __setattr__(self, name, value):
         raise AttributeError("MarkovRandomField is immutable; use .replace(...)")
 
+    def __reduce__(self):
+        """Pickling and ``copy.deepcopy``: rebuilt through the constructor from NumPy
+        tables (for files, prefer the open format of :mod:`pgm_dp.io`)."""
+        tables = tuple(np.asarray(t) for t in self.log_potentials)
+        return (_rebuild, (self.domain, self.cliques, tables, self.max_cells))
+
     # -- pytree ------------------------------------------------------------------------
     def tree_flatten(self):
         return self.log_potentials, (self.domain, self.cliques, self.max_cells)
@@ -199,9 +205,12 @@ class MarkovRandomField:
         n: int,
         rng: np.random.Generator | int | None = None,
         method: str = "exact",
+        labels: bool = False,
         **options,
     ) -> pd.DataFrame:
-        """``n`` samples as a DataFrame of integer codes (columns in domain order).
+        """``n`` samples as a DataFrame of integer codes (columns in domain order); with
+        ``labels=True`` labelled variables are ``category`` columns of their labels
+        (:meth:`pgm_dp.Domain.decode`).
 
         ``method="exact"`` samples through the junction tree; ``method="gibbs"`` runs the
         vectorised Gibbs sampler (models with cliques of size <= 2 only; ``options`` go to
@@ -235,18 +244,26 @@ class MarkovRandomField:
             )
         else:
             raise ValueError(f"unknown method {method!r}; use 'exact' or 'gibbs'")
+        if labels:
+            return self.domain.decode(codes)
         return pd.DataFrame(codes, columns=list(self.domain.attributes))
 
     # -- pgmpy -------------------------------------------------------------------------
     @classmethod
-    def from_pgmpy(cls, model, **kwargs) -> MarkovRandomField:
-        """From a pgmpy DiscreteMarkovNetwork, FactorGraph or DiscreteBayesianNetwork."""
-        domain, cliques, tables = read_pgmpy(model)
+    def from_pgmpy(cls, model, domain: Domain | None = None, **kwargs) -> MarkovRandomField:
+        """From a pgmpy DiscreteMarkovNetwork, FactorGraph or DiscreteBayesianNetwork; state
+        names become the domain's labels. A model without factors is a structure: give
+        ``domain`` and the log-potentials are zero (see :mod:`pgm_dp.models.pgmpy_io`)."""
+        domain, cliques, tables = read_pgmpy(model, domain)
         return cls(domain, cliques, tables, **kwargs)
 
     def to_pgmpy(self):
         """A pgmpy ``DiscreteMarkovNetwork`` with one ``DiscreteFactor`` per clique."""
         return write_pgmpy(self.domain, self.cliques, self.log_potentials)
+
+
+def _rebuild(domain, cliques, tables, max_cells) -> MarkovRandomField:
+    return MarkovRandomField(domain, cliques, tables, max_cells=max_cells)
 
 
 def _as_table(table, clique: Clique, domain: Domain) -> jax.Array:

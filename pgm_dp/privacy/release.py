@@ -145,7 +145,7 @@ class NoisyMarginals:
             "version": 1,
             "domain": {
                 "attributes": [_jsonable_name(a) for a in self.domain.attributes],
-                "shape": list(self.domain.shape),
+                **self.domain.to_json_dict(),
             },
             "cliques": [list(c) for c in self.cliques],
             "noisy": [self.noisy[c].tolist() for c in self.cliques],
@@ -167,7 +167,7 @@ class NoisyMarginals:
         d = json.loads(text)
         if d.get("format") != "pgm_dp.NoisyMarginals":
             raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
-        dom = Domain(d["domain"]["attributes"], d["domain"]["shape"])
+        dom = Domain.from_json_dict(d["domain"])
         cliques = tuple(tuple(c) for c in d["cliques"])
         noisy = {
             c: np.array(v, dtype=dt).reshape(dom.sizes(c))

@@ -1,0 +1,5 @@
+"""``python -m pgm_dp.cli``."""
+
+from . import main
+
+raise SystemExit(main())

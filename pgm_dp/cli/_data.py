@@ -1,0 +1,52 @@
+"""Reading what the workflow commands are given: data files, domains, pgmpy structures."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["read_data", "domain_of", "read_structure", "say"]
+
+
+def say(message: str) -> None:
+    """A progress / result line on stdout, flushed at once."""
+    print(message, flush=True)
+
+
+def read_data(path: str):
+    """A CSV (optionally compressed) or Parquet file as a pandas DataFrame."""
+    from .._frames import read_table
+
+    return read_table(path)
+
+
+def domain_of(data: Any, declared: dict | None, columns=None):
+    """The declared domain (``{name: size or labels}``), or one read from ``data`` (with a
+    warning: categories read from the data are not private)."""
+    from ..domain import Domain
+
+    if declared is not None:
+        return Domain.from_dict(declared)
+    print(
+        "note: the domain (categories, sizes) is read from the data and is not private; "
+        "declare it with --domain for a private release",
+        file=sys.stderr,
+    )
+    return Domain.from_dataframe(data, columns)
+
+
+def read_structure(path: str, domain):
+    """A model of the structure saved in a pgmpy file (BIF, XMLBIF, UAI) or a pgm_dp model."""
+    from ..models import MarkovRandomField
+
+    if path.endswith(".npz"):
+        from ..io import load_model
+
+        return load_model(path)
+    from pgmpy.readwrite import BIFReader, UAIReader, XMLBIFReader
+
+    reader = {"bif": BIFReader, "xml": XMLBIFReader, "xmlbif": XMLBIFReader, "uai": UAIReader}
+    ext = path.rsplit(".", 1)[-1].lower()
+    if ext not in reader:
+        raise ValueError(f"unknown model file type .{ext}; use .bif, .xmlbif, .uai or .npz")
+    return MarkovRandomField.from_pgmpy(reader[ext](path).get_model(), domain=domain)
