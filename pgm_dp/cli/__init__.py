@@ -63,7 +63,7 @@ def _command(argv: list[str]) -> str | None:
 
 
 def _cache_compiled_programs() -> None:
-    """A second run reuses the compiled programs (:func:`pgm_dp._config.enable_compilation_cache`)."""
+    """Keep compiled programs on disk for the next run (``enable_compilation_cache``)."""
     from .._config import enable_compilation_cache
 
     try:
