@@ -25,6 +25,7 @@ COMMANDS = {
     "demo": ("pgm_dp.experiments.demo", "a ten-second tour: exact marginals vs sample frequencies"),
     "compare": ("pgm_dp.experiments.compare", "compare learners on one budget (the main job)"),
     "fig2": ("pgm_dp.experiments.fig2", "Bernstein et al. Fig. 2: KL vs N per epsilon"),
+    "cgm-grid": ("pgm_dp.experiments.cgm_grid", "CGM-EM vs naive MLE vs mbi on a wide grid"),
     "figures": ("pgm_dp.experiments.bernstein_figures", "Bernstein et al. Fig. 1(a)-(c), 3(a)"),
     "adult": ("pgm_dp.experiments.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
     "prising": ("pgm_dp.experiments.prising", "PrIsing (AISTATS 2024) experiments"),
@@ -84,7 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     out = getattr(args, "out", None)
-    if isinstance(out, str) and name in ("compare", "fig2", "figures", "adult", "prising"):
+    if isinstance(out, str) and name in (
+        "compare",
+        "fig2",
+        "cgm-grid",
+        "figures",
+        "adult",
+        "prising",
+    ):
         from ._args import output_dir
 
         try:

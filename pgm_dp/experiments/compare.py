@@ -26,8 +26,8 @@ from tqdm.auto import tqdm
 from .. import learners as registry
 from ..learners import Fit, LearnerSpec
 from ..metrics import kl_divergence
-from ..models import erdos_renyi, third_order_chain
-from ..privacy import release_marginals
+from ..models import erdos_renyi, random_tree, third_order_chain
+from ..privacy import ApproxDP, release_marginals
 from ..rng import derived_generator
 from .plotting import median_errorbar
 
@@ -48,19 +48,33 @@ class CompareResult:
     plot: Path | None
 
 
+#: Model families a comparison can draw its true model from (T variables, k states each).
+GRAPHS = {"chain": third_order_chain, "er": erdos_renyi, "tree": random_tree}
+#: Release mechanisms and the budget each is given at ``epsilon`` (Gaussian: delta = 1/N).
+MECHANISMS = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
+
+
 def _truth(graph: str, T: int, k: int, rng):
-    if graph == "chain":
-        return third_order_chain(T, k, rng)
-    if graph == "er":
-        return erdos_renyi(T, k, rng=rng)
-    raise ValueError(f"graph must be 'chain' or 'er', got {graph!r}")
+    return GRAPHS[graph](T, k, rng=rng)
 
 
-def check_settings(graph, T, k, N, epsilons, populations, replications, learners) -> list:
+def _release_budget(spec: LearnerSpec, mechanism: str | None, epsilon: float, n: int):
+    """A release learner's budget: the spec's (pure DP) for the Laplace kinds, ``(epsilon,
+    1/N)``-DP for the Gaussian kinds (which have no pure-DP guarantee)."""
+    if mechanism is not None and "gaussian" in mechanism:
+        return ApproxDP(epsilon, 1.0 / n)
+    return spec.budget(epsilon, n)
+
+
+def check_settings(
+    graph, T, k, N, epsilons, populations, replications, learners, mechanism=None
+) -> list:
     """The registered specs of ``learners``; a ``ValueError`` for any setting that cannot run
     (checked before any work)."""
-    if graph not in ("chain", "er"):
-        raise ValueError(f"graph must be 'chain' or 'er', got {graph!r}")
+    if graph not in GRAPHS:
+        raise ValueError(f"graph must be one of {sorted(GRAPHS)}, got {graph!r}")
+    if mechanism is not None and mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     for name, value, least in (("T", T, 4), ("k", k, 2), ("N", N, 1)):
         if int(value) != value or value < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {value}")
@@ -81,21 +95,24 @@ def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
     return fit, time.perf_counter() - start
 
 
-def _fits(specs, truth, data, N, pop, e, eps, rep, seed):
+def _fits(specs, truth, data, N, pop, e, eps, rep, seed, mechanism=None):
     """``(spec, fit, seconds)`` of every private learner on one release / budget draw.
     Release learners sharing a budget share one release (Bernstein et al. 2017: every
     learner sees the same noisy tables)."""
     releases = {}
+    how = {} if mechanism is None else {"mechanism": mechanism}
     for spec in specs:
-        budget = spec.budget(eps, N)
         if spec.kind == "release":
+            budget = _release_budget(spec, mechanism, eps, N)
             if budget not in releases:
                 extra = () if not releases else (repr(budget),)
+                extra += () if mechanism is None else (mechanism,)
                 gen = derived_generator(seed, "release", N, pop, e, rep, *extra)
-                releases[budget] = release_marginals(data, truth, budget=budget, rng=gen)
+                releases[budget] = release_marginals(data, truth, budget=budget, rng=gen, **how)
             yield (spec, *_timed_fit(spec, releases[budget], truth))
         else:
             gen = derived_generator(seed, spec.name, N, pop, e, rep)
+            budget = spec.budget(eps, N)
             yield (spec, *_timed_fit(spec, data, truth, budget=budget, rng=gen))
 
 
@@ -111,10 +128,13 @@ def run_compare(
     seed: int = 0,
     progress: bool = True,
     out_dir: str | Path | None = "pgm_dp_results",
+    mechanism: str | None = None,
 ) -> CompareResult:
     """Run the comparison; see the module docstring. Writes ``compare_<graph>.csv`` and
-    ``.png`` to ``out_dir`` unless it is ``None``."""
-    specs = check_settings(graph, T, k, N, epsilons, populations, replications, learners)
+    ``.png`` to ``out_dir`` unless it is ``None``. ``mechanism``: the release mechanism
+    (default: :func:`~pgm_dp.privacy.release_marginals`'s); Gaussian kinds are given
+    ``(epsilon, 1/N)``-DP."""
+    specs = check_settings(graph, T, k, N, epsilons, populations, replications, learners, mechanism)
     truth = _truth(graph, T, k, derived_generator(seed, "truth"))
     references = [s for s in specs if not s.private]
     private = [s for s in specs if s.private]
@@ -136,6 +156,7 @@ def run_compare(
                     "learner": column,
                     "kl": kl,
                     "seconds": per_column.get(column, seconds),
+                    "converged": bool(fit.info.get("converged", True)),
                 }
             )
 
@@ -149,7 +170,8 @@ def run_compare(
             bar.update(1)
         for e, eps in enumerate(epsilons):
             for rep in range(replications):
-                for spec, fit, seconds in _fits(private, truth, data, N, pop, e, eps, rep, seed):
+                draws = _fits(private, truth, data, N, pop, e, eps, rep, seed, mechanism)
+                for spec, fit, seconds in draws:
                     record(pop, eps, rep, spec, fit, seconds)
                     bar.update(1)
     bar.close()

@@ -66,9 +66,27 @@ def run_fig2(
         for N in Ns:
             check_settings(graph, T, k, N, epsilons, populations, replications, learners)
     out = None if out_dir is None else Path(out_dir)
-    path = None if out is None else out / _CSV
     setting = {"T": int(T), "k": int(k), "seed": int(seed)}
-    table = _read_done(path)  # every row so far: the file's and this run's
+    grid = (graphs, Ns, epsilons, populations, replications, learners)
+    table = run_blocks(grid, setting, None if out is None else out / _CSV, progress)
+    runs = table
+    keep = runs.graph.isin(graphs) & runs.N.isin(Ns) & runs.epsilon.isin(epsilons)
+    keep &= (runs.population < populations) & (runs.replication < replications)
+    for name, value in setting.items():
+        keep &= runs[name] == value
+    runs = runs[keep]
+    summary = summarize(runs)
+    plot = None if out is None else plot_fig2(runs, out / "fig2.png")
+    return Fig2Result(runs, summary, claims(runs), plot)
+
+
+def run_blocks(grid, setting: dict, path: Path | None, progress: bool) -> pd.DataFrame:
+    """Every row of ``path`` plus those of the (graph, N) blocks of ``grid = (graphs, Ns,
+    epsilons, populations, replications, learners)`` it lacks at ``setting`` (``T``, ``k``,
+    ``seed`` and optionally the release ``mechanism``), each block run by
+    :func:`~pgm_dp.experiments.compare.run_compare` and appended to ``path`` when done."""
+    graphs, Ns, epsilons, populations, replications, learners = grid
+    table = _read_done(path, setting)  # every row so far: the file's and this run's
     for graph in graphs:
         for N in Ns:
             todo = [
@@ -84,40 +102,33 @@ def run_fig2(
                 table.to_csv(path, index=False)
             res = run_compare(
                 graph,
-                T,
-                k,
+                setting["T"],
+                setting["k"],
                 int(N),
                 epsilons,
                 populations,
                 replications,
                 todo,
-                seed,
+                setting["seed"],
                 progress=progress,
                 out_dir=None,
+                mechanism=setting.get("mechanism"),
             )
             rows = res.runs.assign(**setting)
             table = pd.concat([table, rows], ignore_index=True) if not table.empty else rows
             if path is not None:
-                out.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 rows.to_csv(path, mode="a", header=not path.exists(), index=False)
-    runs = table
-    keep = runs.graph.isin(graphs) & runs.N.isin(Ns) & runs.epsilon.isin(epsilons)
-    keep &= (runs.population < populations) & (runs.replication < replications)
-    for name, value in setting.items():
-        keep &= runs[name] == value
-    runs = runs[keep]
-    summary = summarize(runs)
-    plot = None if out is None else plot_fig2(runs, out / "fig2.png")
-    return Fig2Result(runs, summary, claims(runs), plot)
+    return table
 
 
-def _read_done(path: Path | None) -> pd.DataFrame:
+def _read_done(path: Path | None, setting: dict) -> pd.DataFrame:
     """The rows an earlier run left in ``path``; each carries the ``T``, ``k`` and ``seed``
     it was run with, so a resume reuses only rows of the same setting."""
     if path is None or not path.exists():
         return pd.DataFrame()
     done = pd.read_csv(path)
-    missing = {"T", "k", "seed"} - set(done.columns)
+    missing = set(setting) - set(done.columns)
     if missing:
         raise ValueError(
             f"{path} has no {sorted(missing)} columns (written by an older pgm_dp), so its "

@@ -22,7 +22,14 @@ from ..domain import Domain
 from ..rng import RngLike, as_generator
 from .mrf import MarkovRandomField
 
-__all__ = ["third_order_chain", "erdos_renyi", "ising", "pairwise", "dirichlet_pairwise"]
+__all__ = [
+    "third_order_chain",
+    "erdos_renyi",
+    "random_tree",
+    "ising",
+    "pairwise",
+    "dirichlet_pairwise",
+]
 
 
 def _names(p: int) -> list[str]:
@@ -83,6 +90,22 @@ def erdos_renyi(
         if nx.is_connected(g):
             return dirichlet_pairwise(list(g.edges()), T, k, rng)
     raise ValueError(f"no connected G({T}, {p}) in {max_tries} draws; increase p")
+
+
+def random_tree(T: int = 10, k: int = 10, rng: RngLike = None) -> MarkovRandomField:
+    """A uniformly random labelled tree on ``T`` variables (a uniform Prüfer sequence) with
+    Dirichlet(1) edge potentials: the junction tree's cheapest case, beside the chain and
+    Erdős–Rényi graphs of Bernstein et al. (2017, Sec. 4.1).
+
+    >>> len(random_tree(6, 2, rng=0).cliques)
+    5
+    """
+    T = _count(T, "T")
+    rng = as_generator(rng)
+    if T < 3:
+        return dirichlet_pairwise([(i, i + 1) for i in range(T - 1)], T, k, rng)
+    tree = nx.from_prufer_sequence(rng.integers(0, T, size=T - 2).tolist())
+    return dirichlet_pairwise(list(tree.edges()), T, k, rng)
 
 
 def ising(A, theta=None) -> MarkovRandomField:
