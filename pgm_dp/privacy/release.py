@@ -326,7 +326,7 @@ def release_marginals(
         start += t.size
     total_noise = None
     if private_n:
-        n_val = round(n_true) if discrete else n_true
+        n_val = round(n_true) if w is None or discrete else n_true  # counts: integer input
         noisy_n, total_noise = perturb(
             [n_val],
             kind=mechanism,
