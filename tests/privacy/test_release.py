@@ -43,7 +43,10 @@ class FakeMRF:
 
 
 def test_laplace_scale_is_num_cliques_over_eps():
-    rel = release_marginals(make_data(), CLIQUES, DOM, budget=PureDP(0.5), rng=0)
+    # issue #16: the default is now discrete_laplace; Eq. 3's Laplace is asked for by name
+    rel = release_marginals(
+        make_data(), CLIQUES, DOM, budget=PureDP(0.5), rng=0, mechanism="laplace"
+    )
     for c in rel.cliques:
         assert rel.noise[c] == NoiseModel("laplace", 3 / 0.5)  # Eq. 3: |C|/eps
         assert rel.noisy[c].shape == DOM.sizes(c) and rel.noisy[c].dtype == np.float64
@@ -150,6 +153,7 @@ def test_total_options():
         DOM,
         budget=PureDP(1.0),
         rng=0,
+        mechanism="laplace",  # issue #16: the default is now discrete_laplace
         total="private",
         total_fraction=0.2,
         accountant=acc,
@@ -195,12 +199,13 @@ def test_weights_sec_4_2():
     data = make_data(300)
     w = np.full(300, 0.25)
     w0 = w.copy()
-    rel = release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w)
+    kw = {"mechanism": "laplace"}  # issue #16: weighted counts need the (lattice) Laplace
+    rel = release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w, **kw)
     assert rel.sensitivity == 3 and rel.total == pytest.approx(75.0)
     np.testing.assert_array_equal(w, w0)
     for bad in [np.full(300, 1.5), np.full(300, -0.1), np.full(299, 0.5), np.full(300, np.nan)]:
         with pytest.raises(DataValidationError):
-            release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), weights=bad)
+            release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), weights=bad, **kw)
     with pytest.raises(DataValidationError):
         release_marginals(
             data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, mechanism="discrete_laplace"
@@ -217,7 +222,7 @@ def test_weights_sec_4_2():
     assert ones.noisy[("C",)].dtype == np.int64
     with pytest.raises(PrivacyParameterError):
         release_marginals(
-            data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, max_records_per_person=2
+            data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, max_records_per_person=2, **kw
         )
 
 
