@@ -238,9 +238,8 @@ class PSGD:
                 lot_codes[j, : lot.size] = codes[lot]
                 masks[j, : lot.size] = 1.0
             noise = np.zeros((length, dim))
-            noise[: stop - start] = sample_lattice_gaussian(
-                sigma * self.clip, (stop - start, dim), gen
-            )
+            for j in range(stop - start):  # one exact draw per step: chunking cannot matter
+                noise[j] = sample_lattice_gaussian(sigma * self.clip, dim, gen)
             rates = np.zeros(length)
             rates[: stop - start] = self.learning_rate / np.sqrt(np.arange(start, stop) + 1.0)
             theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n)
