@@ -37,9 +37,21 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataValidationError, DomainError
+from .errors import DataValidationError, DomainError, ModelTooLargeError
 
-__all__ = ["Domain", "Clique", "Labels", "normalize_cliques"]
+__all__ = [
+    "Domain",
+    "Clique",
+    "Labels",
+    "normalize_cliques",
+    "check_table_cells",
+    "MAX_TABLE_CELLS",
+]
+
+#: Most cells (summed over the tables) that one call may allocate for clique tables built from
+#: a domain: 2^28 cells, 2 GiB as int64/float64. Larger requests raise ModelTooLargeError
+#: before anything is allocated (sizes are computed with Python ints, so they never overflow).
+MAX_TABLE_CELLS = 2**28
 
 Clique = tuple[Hashable, ...]
 Labels = tuple[Any, ...]
@@ -302,3 +314,26 @@ def normalize_cliques(domain: Domain, cliques: Iterable[Sequence[Hashable]]) -> 
             domain.index(v)
         out.append(cl)
     return tuple(out)
+
+
+def check_table_cells(
+    domain: Domain, cliques: Iterable[Sequence[Hashable]], max_cells: int = MAX_TABLE_CELLS
+) -> int:
+    """Total number of cells of the tables of ``cliques`` (exact Python int), or
+    :class:`~pgm_dp.errors.ModelTooLargeError` when it exceeds ``max_cells`` (nothing is
+    allocated either way).
+
+    >>> check_table_cells(Domain(["A", "B"], [2, 3]), [("A", "B"), ("B",)])
+    9
+    """
+    total = 0
+    for cl in cliques:
+        cells = prod(int(s) for s in domain.sizes(cl))
+        total += cells
+        if total > max_cells:
+            raise ModelTooLargeError(
+                f"the table of {tuple(cl)} has {cells:,} cells ({total:,} in all so far), above "
+                f"the limit of {max_cells:,} cells (pgm_dp.domain.MAX_TABLE_CELLS); nothing was "
+                "allocated"
+            )
+    return total

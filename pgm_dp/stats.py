@@ -17,13 +17,14 @@ Example
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .domain import Clique, Domain, normalize_cliques
-from .errors import DataValidationError
+from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
+from .errors import DataValidationError, ModelTooLargeError
 
 __all__ = ["sufficient_statistics", "contingency_table"]
 
@@ -33,9 +34,16 @@ def contingency_table(
 ) -> np.ndarray:
     """Count table of the columns ``axes`` of an already-validated code array.
 
-    Returns an int64 array of ``shape`` (float64 when ``weights`` are given).
+    Returns an int64 array of ``shape`` (float64 when ``weights`` are given); raises
+    :class:`~pgm_dp.errors.ModelTooLargeError` before allocating when the table would have more
+    than ``MAX_TABLE_CELLS`` cells.
     """
     shape = tuple(int(s) for s in shape)
+    if math.prod(shape) > MAX_TABLE_CELLS:
+        raise ModelTooLargeError(
+            f"a table of shape {shape} has {math.prod(shape):,} cells, above "
+            f"MAX_TABLE_CELLS={MAX_TABLE_CELLS:,}"
+        )
     if len(axes) == 0:
         total = codes.shape[0] if weights is None else weights.sum()
         return np.asarray(total)
@@ -43,7 +51,7 @@ def contingency_table(
     for ax, size in zip(axes, shape, strict=True):
         flat *= size
         flat += codes[:, ax]
-    counts = np.bincount(flat, weights=weights, minlength=int(np.prod(shape)))
+    counts = np.bincount(flat, weights=weights, minlength=math.prod(shape))
     if weights is None:
         counts = counts.astype(np.int64, copy=False)
     return counts.reshape(shape)
@@ -67,8 +75,12 @@ def sufficient_statistics(
     weights : array of shape (n,), optional
         Per-record non-negative weights (e.g. ``1/K`` for a person with ``K`` records,
         Bernstein et al. Sec. 4.2); the tables are then float64 weighted counts.
+
+    Raises :class:`~pgm_dp.errors.ModelTooLargeError` (before anything is allocated) when the
+    tables would have more than :data:`~pgm_dp.domain.MAX_TABLE_CELLS` cells in all.
     """
     cliques = normalize_cliques(domain, cliques)
+    check_table_cells(domain, cliques)  # ModelTooLargeError before reading or allocating
     codes = domain.encode(data)
     w = None
     if weights is not None:

@@ -56,7 +56,7 @@ from .._config import jit_program
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
-from ..privacy.samplers import sample_gaussian
+from ..privacy.lattice import sample_lattice_gaussian
 from ..rng import RngLike, as_generator
 from .base import Fit, concat_tables, unflatten_tables
 
@@ -246,7 +246,8 @@ class PSGD:
                 lot_codes[j, : lot.size] = codes[lot]
                 masks[j, : lot.size] = 1.0
             noise = np.zeros((length, dim))
-            noise[: stop - start] = sample_gaussian(sigma * self.clip, (stop - start, dim), gen)
+            for j in range(stop - start):  # one exact draw per step: chunking cannot matter
+                noise[j] = sample_lattice_gaussian(sigma * self.clip, dim, gen)
             rates = np.zeros(length)
             rates[: stop - start] = self.learning_rate / np.sqrt(np.arange(start, stop) + 1.0)
             theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n)

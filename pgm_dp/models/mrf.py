@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .._config import any_traced
-from ..domain import Clique, Domain, normalize_cliques
+from ..domain import Clique, Domain, check_table_cells, normalize_cliques
 from ..errors import DomainError
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree, clique_marginals
 from ..inference.loopy_bp import loopy_bp
@@ -68,6 +68,7 @@ class MarkovRandomField:
         cliques = normalize_cliques(domain, cliques)
         if len(set(cliques)) != len(cliques):
             raise DomainError(f"duplicate cliques in {cliques}")
+        check_table_cells(domain, cliques)  # ModelTooLargeError before allocating a table
         if log_potentials is None:
             tables = tuple(jnp.zeros(domain.sizes(c), dtype=jnp.float64) for c in cliques)
         else:

@@ -4,7 +4,9 @@
 * :mod:`~pgm_dp.privacy.accountant`: the ``Accountant`` odometer and its ``Charge`` records.
 * :mod:`~pgm_dp.privacy.samplers`: floating-point and exact discrete noise, ``as_generator``.
 * :mod:`~pgm_dp.privacy.noise`: noise calibration and ``NoiseModel``.
-* :mod:`~pgm_dp.privacy.mechanisms`: Laplace, Gaussian, discrete, exponential, noisy max.
+* :mod:`~pgm_dp.privacy.lattice`: exact noise on a lattice ``2^k Z`` (floating-point safe).
+* :mod:`~pgm_dp.privacy.mechanisms`: Laplace, Gaussian, discrete (all exact, fp-safe).
+* :mod:`~pgm_dp.privacy.selection`: exact exponential mechanism, report-noisy-max.
 * :mod:`~pgm_dp.privacy.release`: noisy sufficient statistics (Bernstein et al. 2017).
 * :mod:`~pgm_dp.privacy.dpsgd`: DP-SGD accounting via ``dp_accounting``.
 * :mod:`~pgm_dp.privacy.audit`: statistical checks of DP claims.

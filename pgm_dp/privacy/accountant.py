@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from ..errors import BudgetExceededError, PrivacyParameterError
 from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, _unchecked, zcdp_to_approx_dp
 
-__all__ = ["Accountant", "Charge"]
+__all__ = ["Accountant", "Charge", "check_accountant"]
 
 _TOL = 1e-12
 
@@ -232,3 +232,17 @@ class Accountant:
             sc = "-" if c.scale is None else f"{c.scale:.6g}"
             lines.append(f"  {i:3d}  {c.what:<30} {c.mechanism:<18} scale={sc:<10} {_fmt(c.cost)}")
         return "\n".join(lines)
+
+
+def check_accountant(accountant: object, name: str = "accountant") -> Accountant | None:
+    """``accountant`` if it is ``None`` or an :class:`Accountant`; otherwise
+    :class:`~pgm_dp.errors.PrivacyParameterError` (a ``ValueError``) naming the parameter.
+
+    >>> check_accountant(None) is None
+    True
+    """
+    if accountant is None or isinstance(accountant, Accountant):
+        return accountant
+    raise PrivacyParameterError(
+        f"{name} must be a pgm_dp.privacy.Accountant or None, got {accountant!r}"
+    )

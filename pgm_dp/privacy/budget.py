@@ -32,6 +32,7 @@ ZCDP(rho=0.5)
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,7 +55,8 @@ ConversionMethod = Literal["cks", "ckks", "lemma_2_14"]
 
 
 def _real(x: object, name: str) -> float:
-    if isinstance(x, bool):
+    # numbers only: "1" would parse as 1.0 and True as 1 (issue #16)
+    if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
         raise PrivacyParameterError(f"{name} must be a real number, got {x!r}")
     try:
         v = float(x)  # type: ignore[arg-type]

@@ -6,13 +6,9 @@ the optional :class:`~pgm_dp.privacy.accountant.Accountant` (which raises
 ``BudgetExceededError`` and records nothing if the cost does not fit), and only then draw noise.
 Inputs are copied, never modified. Noise scales are given in :mod:`pgm_dp.privacy.noise`.
 
-Selection (for private Frank-Wolfe, Zhang et al. 2020, Alg. 1, lines 3-4, privacy by
-Lemma 3.3): :func:`report_noisy_max` adds Laplace noise to every score and returns the arg-max
-(``minimize=True``: the arg-min, as in Alg. 1). With scores of L∞ sensitivity ``Δ`` the Laplace
-scale is ``2Δ/ε`` (``Δ/ε`` when ``monotonic=True``, i.e. all scores move in the same direction
-between neighbours; Dwork & Roth 2014, Claim 3.9). :func:`frank_wolfe_step_budget` splits a
-``ρ``-zCDP budget over ``T`` steps: each step is ``sqrt(2ρ/T)``-DP, hence ``ρ/T``-zCDP
-(Lemma 2.14), and ``T`` steps are ``ρ``-zCDP (Lemma 2.15).
+Every additive mechanism is floating-point safe (Mironov 2012; see :func:`perturb`). The
+selection mechanisms (:func:`report_noisy_max`, :func:`exponential_mechanism`,
+:func:`frank_wolfe_step_budget`) live in :mod:`pgm_dp.privacy.selection` and are re-exported.
 
 Example
 -------
@@ -32,25 +28,27 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataValidationError, PrivacyParameterError
+from ..errors import PrivacyParameterError
+from ._inputs import _as_values, _charge
 from .accountant import Accountant
 from .budget import ZCDP, ApproxDP, Budget, PureDP
+from .lattice import LatticePlan, lattice_noisy, plan_gaussian, plan_laplace, to_lattice
 from .noise import (
     NoiseModel,
+    _need,
     calibrate_gaussian,
-    calibrate_laplace,
     check_sensitivity,
     discrete_gaussian_parameter,
     discrete_laplace_parameter,
+    zcdp_rho_within,
 )
 from .samplers import (
     RngLike,
     as_generator,
     sample_discrete_gaussian_var,
     sample_discrete_laplace,
-    sample_gaussian,
-    sample_laplace,
 )
+from .selection import exponential_mechanism, frank_wolfe_step_budget, report_noisy_max
 
 __all__ = [
     "laplace_mechanism",
@@ -64,33 +62,30 @@ __all__ = [
 ]
 
 
-def _as_values(values: Any, *, integer: bool, name: str = "values") -> np.ndarray:
-    """A fresh float64 (or int64 when ``integer``) copy of ``values``; errors on bad entries."""
-    try:
-        arr = np.array(values, copy=True)
-    except (TypeError, ValueError) as err:
-        raise DataValidationError(f"{name} must be numeric: {err}") from None
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise DataValidationError(f"{name} must be numeric, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise DataValidationError(f"{name} contain NaN or inf")
-    if not integer:
-        return arr.astype(np.float64)
-    if arr.dtype.kind == "f":
-        if np.any(arr != np.round(arr)):
-            raise DataValidationError(f"discrete mechanisms need integer {name}")
-        if arr.size and np.max(np.abs(arr)) >= 2.0**62:
-            raise DataValidationError(f"{name} too large for int64")
-    return arr.astype(np.int64)
-
-
-def _charge(
-    accountant: Accountant | None, cost: Budget, what: str, mechanism: str, scale: float
-) -> None:
-    if accountant is not None:
-        if not isinstance(accountant, Accountant):
-            raise PrivacyParameterError(f"accountant must be an Accountant, got {accountant!r}")
-        accountant.charge(cost, what=what, mechanism=mechanism, scale=scale)
+def _plan(
+    kind: str,
+    sensitivity: float,
+    budget: Budget,
+    calibration: str,
+    arr: np.ndarray,
+    integer_input: bool,
+    max_changed: int | None,
+) -> LatticePlan:
+    if kind == "laplace":
+        _need(budget, (PureDP,), "the Laplace mechanism")
+        l1 = check_sensitivity(sensitivity, "l1_sensitivity")
+        eps = budget.epsilon  # type: ignore[union-attr]
+        return plan_laplace(
+            l1, eps, size=arr.size, integer_input=integer_input, max_changed=max_changed
+        )
+    floor = calibrate_gaussian(sensitivity, budget, calibration).scale  # type: ignore[arg-type]
+    l2 = check_sensitivity(sensitivity, "l2_sensitivity")
+    rho = budget.rho if isinstance(budget, ZCDP) else zcdp_rho_within(budget)  # type: ignore
+    if floor > 0:  # (ε, δ): zCDP route (sound on the lattice), never below the asked calibration
+        rho = min(rho, l2 * l2 / (2 * floor * floor))
+    return plan_gaussian(
+        l2, rho, size=arr.size, integer_input=integer_input, max_changed=max_changed
+    )
 
 
 def perturb(
@@ -103,43 +98,49 @@ def perturb(
     accountant: Accountant | None = None,
     what: str = "",
     calibration: str = "analytic",
+    max_changed: int | None = None,
 ) -> tuple[np.ndarray, NoiseModel]:
     """Add calibrated noise of ``kind`` to ``values``; return ``(noisy, NoiseModel)``.
 
-    ``sensitivity`` is L1 for the Laplace kinds and L2 for the Gaussian kinds. This is the
-    shared body of the four additive mechanisms below.
+    ``sensitivity`` is L1 for the Laplace kinds and L2 for the Gaussian kinds. Every kind is
+    floating-point safe (Mironov 2012): the discrete kinds add exact integer noise (CKS 2020)
+    to integer values; ``"laplace"``/``"gaussian"`` add exact discrete noise on a lattice
+    ``2^k Z`` after rounding the values to it (OpenDP's construction,
+    :mod:`~pgm_dp.privacy.lattice`), with the sensitivity increased by the rounding slack for
+    non-integer inputs (at most ``max_changed`` coordinates differ between neighbours; default
+    all) so the stated budget holds. ``rng``: ``None`` (ChaCha20, OS-keyed) for a real
+    release; a seed makes the noise reproducible by whoever knows it (tests, experiments).
 
     >>> y, m = perturb([3, 4], kind="discrete_laplace", sensitivity=1, budget=PureDP(1.0), rng=0)
     >>> y.dtype, m
     (dtype('int64'), NoiseModel(kind='discrete_laplace', scale=1.0))
     """
-    if kind == "laplace":
-        model = calibrate_laplace(sensitivity, budget)  # type: ignore[arg-type]
-    elif kind == "gaussian":
-        model = calibrate_gaussian(sensitivity, budget, calibration)  # type: ignore[arg-type]
-    elif kind == "discrete_laplace":
+    if kind not in ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian"):
+        raise PrivacyParameterError(
+            "kind must be 'laplace', 'gaussian', 'discrete_laplace' or 'discrete_gaussian', "
+            f"got {kind!r}"
+        )
+    if kind == "discrete_laplace":
         b = discrete_laplace_parameter(sensitivity, budget)  # type: ignore[arg-type]
         model = NoiseModel(kind, float(b))
     elif kind == "discrete_gaussian":
         var = discrete_gaussian_parameter(sensitivity, budget)  # type: ignore[arg-type]
         model = NoiseModel(kind, math.sqrt(var))
-    else:
-        raise PrivacyParameterError(
-            "kind must be 'laplace', 'gaussian', 'discrete_laplace' or 'discrete_gaussian', "
-            f"got {kind!r}"
-        )
-    arr = _as_values(values, integer=model.is_discrete)
+    integer_input = np.asarray(values).dtype.kind in "biu"
+    arr = _as_values(values, integer=kind.startswith("discrete"))
+    if not kind.startswith("discrete"):
+        plan = _plan(kind, sensitivity, budget, calibration, arr, integer_input, max_changed)
+        model = NoiseModel(kind, plan.scale)  # type: ignore[arg-type]
+        if plan.scale:
+            to_lattice(arr, plan.exponent)  # refuse values off the exact range before charging
     gen = as_generator(rng)
-    _charge(accountant, budget, what, kind, model.scale)
-    if kind == "laplace":
-        noise = sample_laplace(model.scale, arr.shape, gen)
-    elif kind == "gaussian":
-        noise = sample_gaussian(model.scale, arr.shape, gen)
-    elif kind == "discrete_laplace":
-        noise = sample_discrete_laplace(b, arr.shape, gen)
-    else:
-        noise = sample_discrete_gaussian_var(var, arr.shape, gen)
-    return arr + noise, model
+    label = kind if kind.startswith("discrete") else f"{kind} (lattice 2^{plan.exponent})"
+    _charge(accountant, budget, what, label, model.scale)
+    if kind == "discrete_laplace":
+        return arr + sample_discrete_laplace(b, arr.shape, gen), model
+    if kind == "discrete_gaussian":
+        return arr + sample_discrete_gaussian_var(var, arr.shape, gen), model
+    return lattice_noisy(arr, plan, gen), model
 
 
 def laplace_mechanism(
@@ -151,7 +152,8 @@ def laplace_mechanism(
     accountant: Accountant | None = None,
     what: str = "",
 ) -> np.ndarray:
-    """``values + Laplace(Δ₁/ε)`` (float64, floating-point sampler); ``ε``-DP."""
+    """``values + Laplace(Δ₁/ε)`` (float64), sampled exactly on a lattice ``2^k Z`` after rounding
+    ``values`` to it (:mod:`~pgm_dp.privacy.lattice`; floating-point safe); ``ε``-DP."""
     return perturb(
         values,
         kind="laplace",
@@ -173,8 +175,9 @@ def gaussian_mechanism(
     what: str = "",
     calibration: str = "analytic",
 ) -> np.ndarray:
-    """``values + N(0, σ²)`` (float64): ``σ = Δ₂/sqrt(2ρ)`` for zCDP; for ``(ε, δ)`` the
-    analytic Gaussian (Balle & Wang 2018, default) or ``calibration="classic"`` (``ε < 1``)."""
+    """``values + N(0, σ²)`` (float64) on a lattice ``2^k Z`` (exact discrete Gaussian, CKS
+    2020; :mod:`~pgm_dp.privacy.lattice`): ``σ = Δ₂/sqrt(2ρ)`` for zCDP; for ``(ε, δ)`` the
+    largest ``ρ`` whose CKS conversion fits, or the ``calibration`` σ when larger."""
     return perturb(
         values,
         kind="gaussian",
@@ -227,86 +230,3 @@ def discrete_gaussian_mechanism(
         accountant=accountant,
         what=what,
     )[0]
-
-
-def _scores(scores: Any) -> np.ndarray:
-    arr = _as_values(scores, integer=False, name="scores")
-    if arr.ndim != 1 or arr.size == 0:
-        raise DataValidationError(f"scores must be a non-empty 1-d array, got shape {arr.shape}")
-    return arr
-
-
-def _selection_setup(
-    scores: Any, sensitivity: float, budget: PureDP, monotonic: bool
-) -> tuple[np.ndarray, float]:
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
-    delta = check_sensitivity(sensitivity, "sensitivity")
-    return _scores(scores), (1.0 if monotonic else 2.0) * delta / budget.epsilon
-
-
-def exponential_mechanism(
-    scores: Any,
-    *,
-    sensitivity: float,
-    budget: PureDP,
-    rng: RngLike = None,
-    accountant: Accountant | None = None,
-    what: str = "",
-    monotonic: bool = False,
-) -> int:
-    """Index ``i`` with probability ``∝ exp(ε u_i / (2Δ))`` (``exp(ε u_i/Δ)`` if monotonic).
-
-    McSherry & Talwar 2007; sampled by the Gumbel-max trick (floating point): arg-max of
-    ``u_i/s + Gumbel`` with ``s = 2Δ/ε``. ``ε``-DP.
-
-    >>> exponential_mechanism([0.0, 100.0], sensitivity=1.0, budget=PureDP(1.0), rng=0)
-    1
-    """
-    arr, s = _selection_setup(scores, sensitivity, budget, monotonic)
-    gen = as_generator(rng)
-    _charge(accountant, budget, what, "exponential", s)
-    if s == 0:
-        best = np.flatnonzero(arr == arr.max())
-        return int(best[gen.integers(best.size)])
-    return int(np.argmax(arr / s + gen.gumbel(size=arr.size)))
-
-
-def report_noisy_max(
-    scores: Any,
-    *,
-    sensitivity: float,
-    budget: PureDP,
-    rng: RngLike = None,
-    accountant: Accountant | None = None,
-    what: str = "",
-    monotonic: bool = False,
-    minimize: bool = False,
-) -> int:
-    """Arg-max (arg-min if ``minimize``) of ``scores + Laplace(b)``, ``b = 2Δ/ε`` (``Δ/ε`` if
-    monotonic); ``ε``-DP. Zhang et al. Alg. 1 line 3-4 is ``minimize=True``.
-
-    >>> report_noisy_max([5.0, 0.0, 1.0], sensitivity=0.01, budget=PureDP(1.0), rng=0,
-    ...                  minimize=True)
-    1
-    """
-    arr, b = _selection_setup(scores, sensitivity, budget, monotonic)
-    gen = as_generator(rng)
-    _charge(accountant, budget, what, "report_noisy_max", b)
-    noisy = arr + sample_laplace(b, arr.size, gen)
-    return int(np.argmin(noisy) if minimize else np.argmax(noisy))
-
-
-def frank_wolfe_step_budget(rho: ZCDP | float, steps: int) -> PureDP:
-    """Per-step pure budget ``ε = sqrt(2ρ/T)`` so that ``T`` selections are ``ρ``-zCDP.
-
-    Each step is ``ε``-DP, hence ``ε²/2 = ρ/T``-zCDP (Zhang et al. Lemma 2.14); ``T`` steps
-    compose to ``ρ`` (Lemma 2.15).
-
-    >>> frank_wolfe_step_budget(ZCDP(0.5), 100).epsilon
-    0.1
-    """
-    r = rho if isinstance(rho, ZCDP) else ZCDP(rho)
-    if isinstance(steps, bool) or int(steps) != steps or int(steps) < 1:
-        raise PrivacyParameterError(f"steps must be a positive integer, got {steps!r}")
-    return PureDP(math.sqrt(2 * r.rho / int(steps)))

@@ -5,7 +5,11 @@ The sufficient statistics of an MRF with clique set ``C`` are the clique count t
 stacked tables have L1 sensitivity ``|C|`` (Prop. 3) and L2 sensitivity ``sqrt(|C|)``; the
 Laplace release is ``y_C = n_C + Laplace(|C|/ε)`` (Eq. 3). The four mechanisms of
 :func:`~pgm_dp.privacy.mechanisms.perturb` are available; the release is one mechanism call on
-the stacked tables and one accountant charge.
+the stacked tables and one accountant charge. The default is the exact discrete Laplace
+(Canonne, Kamath & Steinke 2020) with Eq. 3's scale ``|C|/ε``: the float Laplace of Eq. 3 is
+not private in floating point (Mironov 2012); ``mechanism="laplace"`` reproduces the paper
+with exact discrete Laplace noise on a lattice ``2^k Z``, ``2^20 <= b/2^k < 2^21``
+(:mod:`~pgm_dp.privacy.lattice`), modelled as ``NoiseModel("laplace", b)``.
 
 Sensitivity options
 -------------------
@@ -39,7 +43,7 @@ Example
 >>> data = np.array([[0, 1, 2], [1, 1, 0], [0, 0, 1]])
 >>> rel = release_marginals(data, [("A", "B"), ("B", "C")], dom, budget=PureDP(1.0), rng=0)
 >>> rel.noise[("A", "B")]
-NoiseModel(kind='laplace', scale=2.0)
+NoiseModel(kind='discrete_laplace', scale=2.0)
 >>> NoisyMarginals.from_json(rel.to_json()) == rel
 True
 """
@@ -54,10 +58,10 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Clique, Domain, normalize_cliques
+from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from ..stats import contingency_table
-from .accountant import Accountant
+from .accountant import Accountant, check_accountant
 from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
 from .mechanisms import perturb
 from .noise import NoiseModel
@@ -205,6 +209,11 @@ def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[
     cliques = normalize_cliques(dom, raw)
     if not cliques:
         raise DomainError("at least one clique is needed")
+    seen: dict[frozenset, Clique] = {}
+    for c in cliques:  # a repeated clique would be charged twice but released once
+        if frozenset(c) in seen:
+            raise DomainError(f"clique {c} repeats {seen[frozenset(c)]} (same variables)")
+        seen[frozenset(c)] = c
     return dom, cliques
 
 
@@ -238,7 +247,7 @@ def release_marginals(
     domain: Domain | None = None,
     *,
     budget: Budget,
-    mechanism: str = "laplace",
+    mechanism: str = "discrete_laplace",
     rng: RngLike = None,
     accountant: Accountant | None = None,
     weights: Sequence[float] | np.ndarray | None = None,
@@ -248,6 +257,7 @@ def release_marginals(
     neighbouring: str = "add_remove",
     calibration: str = "analytic",
     what: str = "marginals",
+    max_cells: int = MAX_TABLE_CELLS,
 ) -> NoisyMarginals:
     """Noisy clique count tables (Bernstein et al. Sec. 3.1, Prop. 3, Eq. 3).
 
@@ -256,8 +266,21 @@ def release_marginals(
     ``ApproxDP`` for the Gaussian kinds. All inputs are validated (data by
     :meth:`Domain.encode`) before the accountant is charged or noise drawn; see the module
     docstring for sensitivities, weights and the total ``N``.
+
+    ``mechanism``: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
+    or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice ``2^k Z``
+    (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov 2012).
+    Refused before anything is allocated or spent: tables with more than ``max_cells`` cells in
+    all (:class:`~pgm_dp.errors.ModelTooLargeError`), a clique repeated (in any variable order;
+    it would be charged twice), an ``accountant`` that is not an ``Accountant``.
+
+    ``rng``: leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes the
+    noise reproducible: whoever knows it recovers every count. Seeds are for tests and
+    experiments only.
     """
     dom, cliques = _resolve(mrf_or_cliques, domain)
+    check_table_cells(dom, cliques, max_cells)  # before anything is allocated or spent
+    check_accountant(accountant)
     if mechanism not in MECHANISMS:
         raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     if neighbouring not in ("add_remove", "replace"):
@@ -326,7 +349,7 @@ def release_marginals(
         start += t.size
     total_noise = None
     if private_n:
-        n_val = round(n_true) if discrete else n_true
+        n_val = round(n_true) if w is None or discrete else n_true  # counts: integer input
         noisy_n, total_noise = perturb(
             [n_val],
             kind=mechanism,

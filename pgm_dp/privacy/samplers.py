@@ -5,8 +5,9 @@ All randomness comes from an explicit :class:`numpy.random.Generator` (or a seed
 
 * :func:`sample_laplace`, :func:`sample_gaussian` are numpy's floating-point samplers. They are
   **not** exact: floating-point Laplace/Gaussian noise has the known precision-based leaks
-  (Mironov 2012). Use them for modelling/experiments; use the discrete samplers for releases that
-  must match the proof.
+  (Mironov 2012). No mechanism of the package uses them (issue #16): releases use the discrete
+  samplers, directly or on a lattice (:mod:`pgm_dp.privacy.lattice`); they remain for modelling
+  and for the audits' reference distributions.
 * :func:`sample_discrete_laplace`, :func:`sample_discrete_gaussian` are **exact** samplers of
   ``Lap_Z(b)`` (``P(x) ∝ exp(-|x|/b)``) and ``N_Z(0, σ²)`` (``P(x) ∝ exp(-x²/(2σ²))``),
   following Canonne, Kamath & Steinke (2020), "The Discrete Gaussian for Differential

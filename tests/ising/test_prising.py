@@ -31,7 +31,7 @@ from pgm_dp.ising.prising import (
     pseudo_likelihood_score,
 )
 from pgm_dp.privacy import Accountant, ApproxDP, PureDP
-from pgm_dp.privacy.samplers import sample_gaussian, sample_laplace
+from pgm_dp.privacy.lattice import sample_lattice_gaussian, sample_lattice_laplace
 
 # 3-node weighted path, hand-checkable: row sums (.5, .75, .25), d = 3 * row = (1.5, 2.25, .75)
 J3 = np.array([[0.0, 0.5, 0.0], [0.5, 0.0, 0.25], [0.0, 0.25, 0.0]])
@@ -138,7 +138,8 @@ def test_calibration_formulas_on_hand_checkable_J(eps, delta):
 
 def test_prising_draws_through_samplers_and_solves_the_perturbed_equation():
     sig = np.array([1.0, 1.0, -1.0])
-    for delta, sampler in ((0.0, sample_laplace), (0.05, sample_gaussian)):
+    # issue #16: b is drawn exactly on a lattice (floating-point safe), not by numpy
+    for delta, sampler in ((0.0, sample_lattice_laplace), (0.05, sample_lattice_gaussian)):
         res = prising(sig, J3, 3.0, delta, rng=123)
         b = sampler(res.noise_scale, 1, np.random.default_rng(123))[0]
         if not res.boundary:

@@ -43,7 +43,10 @@ class FakeMRF:
 
 
 def test_laplace_scale_is_num_cliques_over_eps():
-    rel = release_marginals(make_data(), CLIQUES, DOM, budget=PureDP(0.5), rng=0)
+    # issue #16: the default is now discrete_laplace; Eq. 3's Laplace is asked for by name
+    rel = release_marginals(
+        make_data(), CLIQUES, DOM, budget=PureDP(0.5), rng=0, mechanism="laplace"
+    )
     for c in rel.cliques:
         assert rel.noise[c] == NoiseModel("laplace", 3 / 0.5)  # Eq. 3: |C|/eps
         assert rel.noisy[c].shape == DOM.sizes(c) and rel.noisy[c].dtype == np.float64
@@ -80,12 +83,17 @@ def test_other_mechanisms(mech, budget, scale):
 
 
 def test_gaussian_approx_dp_is_analytic():
-    from pgm_dp.privacy import calibrate_gaussian
+    from pgm_dp.privacy import calibrate_gaussian, zcdp_rho_within
 
     rel = release_marginals(
         make_data(), CLIQUES, DOM, budget=ApproxDP(1.0, 1e-6), mechanism="gaussian", rng=0
     )
-    assert rel.noise[("A", "B")] == calibrate_gaussian(math.sqrt(3), ApproxDP(1.0, 1e-6))
+    # issue #16: the lattice Gaussian is calibrated through zCDP (CKS), proved for discrete
+    # noise; the analytic Gaussian (continuous noise only) is a lower bound on its scale
+    analytic = calibrate_gaussian(math.sqrt(3), ApproxDP(1.0, 1e-6))
+    rho = zcdp_rho_within(ApproxDP(1.0, 1e-6))
+    assert rel.noise[("A", "B")].scale == pytest.approx(math.sqrt(3) / math.sqrt(2 * rho))
+    assert rel.noise[("A", "B")].scale > analytic.scale
 
 
 def test_duck_typed_model_and_domain_required():
@@ -145,6 +153,7 @@ def test_total_options():
         DOM,
         budget=PureDP(1.0),
         rng=0,
+        mechanism="laplace",  # issue #16: the default is now discrete_laplace
         total="private",
         total_fraction=0.2,
         accountant=acc,
@@ -190,12 +199,13 @@ def test_weights_sec_4_2():
     data = make_data(300)
     w = np.full(300, 0.25)
     w0 = w.copy()
-    rel = release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w)
+    kw = {"mechanism": "laplace"}  # issue #16: weighted counts need the (lattice) Laplace
+    rel = release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w, **kw)
     assert rel.sensitivity == 3 and rel.total == pytest.approx(75.0)
     np.testing.assert_array_equal(w, w0)
     for bad in [np.full(300, 1.5), np.full(300, -0.1), np.full(299, 0.5), np.full(300, np.nan)]:
         with pytest.raises(DataValidationError):
-            release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), weights=bad)
+            release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), weights=bad, **kw)
     with pytest.raises(DataValidationError):
         release_marginals(
             data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, mechanism="discrete_laplace"
@@ -212,7 +222,7 @@ def test_weights_sec_4_2():
     assert ones.noisy[("C",)].dtype == np.int64
     with pytest.raises(PrivacyParameterError):
         release_marginals(
-            data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, max_records_per_person=2
+            data, CLIQUES, DOM, budget=PureDP(1.0), weights=w, max_records_per_person=2, **kw
         )
 
 
