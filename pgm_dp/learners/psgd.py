@@ -9,6 +9,17 @@ cells; :func:`per_example_gradients` computes them with ``jax.vmap``) is clipped
 to L2 norm ``C``; Gaussian noise ``N(0, sigma^2 C^2 I)`` is added to their sum, which is
 divided by the expected lot size ``q N``; then ``theta <- theta - eta_t * g``.
 
+Floating-point safety (our construction; Abadi et al. add float Gaussian noise, which
+Mironov 2012's attack applies to): the clipped sum is rounded to a lattice ``g Z`` and the
+noise is the exact discrete Gaussian on that lattice (:mod:`pgm_dp.privacy.lattice`), of
+standard deviation ``sigma (C + g sqrt(d))``: rounding adds at most ``g sqrt(d)`` to the
+sum's L2 sensitivity ``C`` (``d`` parameters), so the noise multiplier with respect to the
+rounded sum is still ``sigma``. With ``sigma / g`` between ``2^10`` and ``2^13`` the extra
+noise is small: 0.4% on the third-order chain (``d = 2400``, ``sigma = 1.2``, ``C = 3``).
+The accountant is the continuous subsampled Gaussian's (RDP); the discrete Gaussian's
+Rényi divergences are at most the continuous one's (Canonne, Kamath & Steinke 2020),
+which we take to carry over to Poisson subsampling.
+
 Privacy: the run is the event ``SelfComposed(PoissonSampled(q, Gaussian(sigma)), T)``; the
 noise multiplier ``sigma`` is calibrated with Google's ``dp-accounting`` (RDP by default)
 so that the run spends exactly the requested ``ApproxDP(epsilon, delta)`` or less, and that
@@ -31,7 +42,7 @@ tuning on the private data is **not itself private** unless the search is accoun
 Implementation: after the charge, all ``T`` lots are drawn first (one ``Bernoulli(q)`` per
 record and step, as before), then the steps run inside one jit-compiled ``jax.lax.scan`` per
 chunk of steps (chunks bound host memory; one compilation per lot width, padded to a multiple
-of 256), with the chunk's Gaussian noise drawn in one :func:`sample_gaussian` call. Inside a
+of 256), with each step's lattice noise drawn exactly beforehand. Inside a
 step the per-example gradients are never formed: their norms use the closed form
 ``||mu - e(x)||^2 = sum_C (||mu_C||^2 - 2 mu_C(x_C) + 1)`` (:func:`_gradient_norms`) and the
 clipped sum is ``(sum_i s_i) mu - sum_i s_i e(x_i)``, one scatter-add (:func:`_clipped_sum`);
@@ -56,7 +67,7 @@ from .._config import jit_program
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
-from ..privacy.lattice import sample_lattice_gaussian
+from ..privacy.lattice import lattice_noisy, plan_gaussian
 from ..rng import RngLike, as_generator
 from .base import Fit, concat_tables, unflatten_tables
 
@@ -158,15 +169,16 @@ def _clipped_sum(
 def _run_steps_fn(jt: Any, axes: Axes, shapes: tuple[tuple[int, ...], ...]):
     """Jit-compiled ``lax.scan`` of DP-SGD steps over a chunk of precomputed lots.
 
-    Per step: ``theta <- theta - lr_t (sum_i clip(g_i) + noise_t) / (q N)``. Padded steps
+    Per step: ``theta <- theta - lr_t (round_g(sum_i clip(g_i)) + noise_t) / (q N)``, the
+    clipped sum rounded to the noise lattice ``g Z`` (see :class:`PSGD`). Padded steps
     (``lr_t = 0``, empty mask, zero noise) leave ``theta`` unchanged.
     """
 
-    def run(theta, lots, masks, noise, rates, clip, denom):
+    def run(theta, lots, masks, noise, rates, clip, denom, g):
         def step(theta, xs):
             lot, mask, z, lr = xs
             total = _clipped_sum(jt, axes, unflatten_tables(theta, shapes), lot, mask, clip)
-            return theta - lr * ((total + z) / denom), None
+            return theta - lr * ((jnp.round(total / g) * g + z) / denom), None
 
         return jax.lax.scan(step, theta, (lots, masks, noise, rates))[0]
 
@@ -223,13 +235,16 @@ class PSGD:
         steps = max(1, math.ceil(self.epochs / q))
         sigma = calibrate_noise_multiplier(budget, q, steps, self.accountant_kind)
         cost = dpsgd_cost(sigma, q, steps, budget.delta, self.accountant_kind)
-        if accountant is not None:
-            accountant.charge(
-                cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=sigma * self.clip
-            )
-        axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
         shapes = tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
         dim = sum(math.prod(s) for s in shapes)
+        # Noise sigma * (clip + slack) on a lattice g Z, the clipped sum rounded to it: the
+        # rounding adds at most g sqrt(dim) = slack to the L2 sensitivity.
+        plan = plan_gaussian(self.clip, 0.5 / sigma**2, size=dim, integer_input=False)
+        if accountant is not None:
+            accountant.charge(
+                cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=plan.scale
+            )
+        axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
         lots = [np.flatnonzero(gen.random(n) < q) for _ in range(steps)]  # Poisson sampling
         width = max(_BUCKET, -(-max(lot.size for lot in lots) // _BUCKET) * _BUCKET)
         per_step = dim + width * (codes.shape[1] + 1) + 1
@@ -247,10 +262,11 @@ class PSGD:
                 masks[j, : lot.size] = 1.0
             noise = np.zeros((length, dim))
             for j in range(stop - start):  # one exact draw per step: chunking cannot matter
-                noise[j] = sample_lattice_gaussian(sigma * self.clip, dim, gen)
+                noise[j] = lattice_noisy(np.zeros(dim), plan, gen)
             rates = np.zeros(length)
             rates[: stop - start] = self.learning_rate / np.sqrt(np.arange(start, stop) + 1.0)
-            theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n)
+            g = math.ldexp(1.0, plan.exponent)
+            theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n, g)
             bar.update(stop - start)
         bar.close()
         theta = np.asarray(theta)
@@ -265,6 +281,7 @@ class PSGD:
             history=history,
             info={
                 "noise_multiplier": sigma,
+                "noise_std": plan.scale,
                 "sampling_rate": q,
                 "steps": steps,
                 "spent": cost,

@@ -121,3 +121,14 @@ def test_chunked_scan_gives_the_same_run(monkeypatch):
     assert whole.info["steps"] == 20 and whole.history == chunked.history
     for a, b in zip(whole.model.log_potentials, chunked.model.log_potentials, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+
+
+def test_noise_covers_the_lattice_rounding_of_the_clipped_sum():
+    """Floating-point safety: the sum is rounded to g Z, the noise std is sigma (C + g sqrt(d))."""
+    truth = third_order_chain(4, 2, rng=0)
+    fit = PSGD(epochs=1, batch_size=200, clip=2.0).fit(
+        truth.sample(1000, rng=1), truth, budget=ApproxDP(1.0, 1e-3), rng=2
+    )
+    sigma = fit.info["noise_multiplier"]
+    assert fit.info["noise_std"] >= sigma * 2.0
+    assert fit.info["noise_std"] <= sigma * 2.0 * 1.01
