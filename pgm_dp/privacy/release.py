@@ -241,6 +241,79 @@ def _weights(weights: Any, n: int, discrete: bool) -> np.ndarray | None:
     return w
 
 
+def _sensitivity(mechanism: str, n_cliques: int, per_person: int, neighbouring: str) -> float:
+    """L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked clique tables:
+    each person changes one cell per clique per record (Bernstein et al. Prop. 3), two under
+    replace-one neighbours."""
+    factor = 2 if neighbouring == "replace" else 1
+    if mechanism.endswith("laplace"):
+        return per_person * n_cliques * factor
+    return per_person * math.sqrt(n_cliques * factor)
+
+
+def _check_options(
+    mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
+) -> int:
+    """Validate the release options; the records per person (1 unless bounded)."""
+    if mechanism not in MECHANISMS:
+        raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if neighbouring not in ("add_remove", "replace"):
+        raise PrivacyParameterError("neighbouring must be 'add_remove' or 'replace'")
+    if max_records_per_person is not None:
+        k = max_records_per_person
+        if isinstance(k, bool) or int(k) != k or int(k) < 1:
+            raise PrivacyParameterError(f"max_records_per_person must be an int >= 1, got {k!r}")
+        if weights is not None:
+            raise PrivacyParameterError("give weights or max_records_per_person, not both")
+    if isinstance(total, str):
+        if total not in _TOTALS:
+            raise PrivacyParameterError(f"total must be a number or one of {_TOTALS}")
+    elif isinstance(total, bool) or not math.isfinite(float(total)) or float(total) < 0:
+        raise PrivacyParameterError(f"a given total must be finite and >= 0, got {total!r}")
+    if total == "private" and neighbouring == "replace":
+        raise PrivacyParameterError(
+            "under replace-one neighbours the number of records never changes; use "
+            "total='public' or a number (with weights, whose sum can change: 'estimate')"
+        )
+    if total == "private" and not 0 < total_fraction < 1:
+        raise PrivacyParameterError(f"total_fraction must be in (0, 1), got {total_fraction}")
+    return 1 if max_records_per_person is None else int(max_records_per_person)
+
+
+def _noisy_tables(dom, cliques, data, weights, sens, budget, what, how):
+    """``(noisy tables, noise model, N, whether N is a count)``: the clique count tables of
+    ``data`` (weighted if ``weights``) released together by :func:`perturb` under ``how``."""
+    codes = dom.encode(data)
+    discrete = how["kind"].startswith("discrete")
+    w = _weights(weights, codes.shape[0], discrete)
+    if w is not None and discrete:
+        w = None if np.all(w == 1) else w
+    tables = [contingency_table(codes, [dom.index(v) for v in c], dom.sizes(c), w) for c in cliques]
+    if discrete:
+        tables = [np.rint(t).astype(np.int64) for t in tables]
+    flat = np.concatenate([np.ravel(t) for t in tables])
+    noisy_flat, model = perturb(flat, sensitivity=sens, budget=budget, what=what, **how)
+    noisy, start = {}, 0
+    for c, t in zip(cliques, tables, strict=True):
+        noisy[c] = noisy_flat[start : start + t.size].reshape(t.shape)
+        start += t.size
+    n_true = float(codes.shape[0]) if w is None else float(w.sum())
+    return noisy, model, n_true, w is None or discrete
+
+
+def _public_total(total, n_true: float, noisy: dict, model) -> tuple[float, str]:
+    """``(N, source)`` when N is not released with noise: the true count (``"public"``), the
+    given number, or the inverse-variance weighted mean of the noisy tables' sums."""
+    if total == "estimate":
+        sums = np.array([t.sum() for t in noisy.values()], dtype=np.float64)
+        var = np.array([t.size for t in noisy.values()], dtype=np.float64) * model.variance
+        wts = 1.0 / np.maximum(var, 1e-300)
+        return float(np.sum(wts * sums) / np.sum(wts)), "estimate"
+    if total == "public":
+        return n_true, "public"
+    return float(total), "given"
+
+
 def release_marginals(
     data: Any,
     mrf_or_cliques: Any,
@@ -261,115 +334,52 @@ def release_marginals(
 ) -> NoisyMarginals:
     """Noisy clique count tables (Bernstein et al. Sec. 3.1, Prop. 3, Eq. 3).
 
-    ``mrf_or_cliques`` is a list of cliques (then ``domain`` is required) or any object with
-    ``.domain`` and ``.cliques``. ``budget``: ``PureDP`` for the Laplace kinds, ``ZCDP`` or
-    ``ApproxDP`` for the Gaussian kinds. All inputs are validated (data by
-    :meth:`Domain.encode`) before the accountant is charged or noise drawn; see the module
-    docstring for sensitivities, weights and the total ``N``.
-
+    ``mrf_or_cliques``: cliques (then ``domain`` is required) or an object with ``.domain``
+    and ``.cliques``. ``budget``: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP``
+    for the Gaussian kinds. Sensitivities, weights and the total ``N``: module docstring.
     ``mechanism``: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
     or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice ``2^k Z``
     (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov 2012).
-    Refused before anything is allocated or spent: tables with more than ``max_cells`` cells in
-    all (:class:`~pgm_dp.errors.ModelTooLargeError`), a clique repeated (in any variable order;
-    it would be charged twice), an ``accountant`` that is not an ``Accountant``.
-
+    Everything is validated (data by :meth:`Domain.encode`) before the accountant is charged
+    or noise drawn; refused before anything is allocated or spent: more than ``max_cells``
+    cells in all (:class:`~pgm_dp.errors.ModelTooLargeError`), a repeated clique (in any
+    variable order; it would be charged twice), an ``accountant`` that is not one.
     ``rng``: leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes the
-    noise reproducible: whoever knows it recovers every count. Seeds are for tests and
-    experiments only.
+    noise reproducible, so whoever knows it recovers every count: seeds are for tests.
     """
     dom, cliques = _resolve(mrf_or_cliques, domain)
     check_table_cells(dom, cliques, max_cells)  # before anything is allocated or spent
     check_accountant(accountant)
-    if mechanism not in MECHANISMS:
-        raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if neighbouring not in ("add_remove", "replace"):
-        raise PrivacyParameterError("neighbouring must be 'add_remove' or 'replace'")
-    if max_records_per_person is not None:
-        k = max_records_per_person
-        if isinstance(k, bool) or int(k) != k or int(k) < 1:
-            raise PrivacyParameterError(f"max_records_per_person must be an int >= 1, got {k!r}")
-        if weights is not None:
-            raise PrivacyParameterError("give weights or max_records_per_person, not both")
-    per_person = 1 if max_records_per_person is None else int(max_records_per_person)
-    if isinstance(total, str):
-        if total not in _TOTALS:
-            raise PrivacyParameterError(f"total must be a number or one of {_TOTALS}")
-    else:
-        if isinstance(total, bool) or not math.isfinite(float(total)) or float(total) < 0:
-            raise PrivacyParameterError(f"a given total must be finite and >= 0, got {total!r}")
+    per_person = _check_options(
+        mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
+    )
     private_n = total == "private"
-    if private_n and neighbouring == "replace":
-        raise PrivacyParameterError(
-            "under replace-one neighbours the number of records never changes; use "
-            "total='public' or a number (with weights, whose sum can change: 'estimate')"
-        )
-    if private_n and not 0 < total_fraction < 1:
-        raise PrivacyParameterError(f"total_fraction must be in (0, 1), got {total_fraction}")
     budget_c = _split(budget, 1 - total_fraction) if private_n else budget
     budget_n = _split(budget, total_fraction) if private_n else None
     n_c = len(cliques)
-    replace = neighbouring == "replace"
-    if mechanism.endswith("laplace"):
-        sens = per_person * n_c * (2 if replace else 1)
-    else:
-        sens = per_person * math.sqrt(n_c * (2 if replace else 1))
-    sens_n = float(per_person)
-    discrete = mechanism.startswith("discrete")
+    sens, sens_n = _sensitivity(mechanism, n_c, per_person, neighbouring), float(per_person)
     # validate budget notion / calibration without drawing anything (noise on an empty vector)
     perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
     if budget_n is not None:
         perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
     if accountant is not None:  # refuse before the data are read or any noise is drawn
         accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
-    gen = as_generator(rng)
-    codes = dom.encode(data)
-    w = _weights(weights, codes.shape[0], discrete)
-    if w is not None and discrete:
-        w = None if np.all(w == 1) else w
-    tables = [contingency_table(codes, [dom.index(v) for v in c], dom.sizes(c), w) for c in cliques]
-    if discrete:
-        tables = [np.rint(t).astype(np.int64) for t in tables]
-    flat = np.concatenate([np.ravel(t) for t in tables])
-    n_true = float(codes.shape[0]) if w is None else float(w.sum())
-    noisy_flat, model = perturb(
-        flat,
-        kind=mechanism,
-        sensitivity=sens,
-        budget=budget_c,
-        rng=gen,
-        accountant=accountant,
-        what=f"{what} ({n_c} cliques)",
-        calibration=calibration,
+    how = dict(
+        kind=mechanism, rng=as_generator(rng), accountant=accountant, calibration=calibration
     )
-    noisy, noise, start = {}, {}, 0
-    for c, t in zip(cliques, tables, strict=True):
-        noisy[c] = noisy_flat[start : start + t.size].reshape(t.shape)
-        noise[c] = model
-        start += t.size
+    noisy, model, n_true, counts = _noisy_tables(
+        dom, cliques, data, weights, sens, budget_c, f"{what} ({n_c} cliques)", how
+    )
+    noise = dict.fromkeys(cliques, model)
     total_noise = None
     if private_n:
-        n_val = round(n_true) if w is None or discrete else n_true  # counts: integer input
+        n_val = round(n_true) if counts else n_true  # counts: integer input
         noisy_n, total_noise = perturb(
-            [n_val],
-            kind=mechanism,
-            sensitivity=sens_n,
-            budget=budget_n,
-            rng=gen,
-            accountant=accountant,
-            what=f"{what}: total N",
-            calibration=calibration,
+            [n_val], sensitivity=sens_n, budget=budget_n, what=f"{what}: total N", **how
         )
         n_out, source = float(noisy_n[0]), "private"
-    elif total == "estimate":
-        sums = np.array([noisy[c].sum() for c in cliques], dtype=np.float64)
-        var = np.array([noisy[c].size for c in cliques], dtype=np.float64) * model.variance
-        wts = 1.0 / np.maximum(var, 1e-300)
-        n_out, source = float(np.sum(wts * sums) / np.sum(wts)), "estimate"
-    elif total == "public":
-        n_out, source = n_true, "public"
     else:
-        n_out, source = float(total), "given"
+        n_out, source = _public_total(total, n_true, noisy, model)
     return NoisyMarginals(
         domain=dom,
         cliques=cliques,
