@@ -33,6 +33,7 @@ from .._config import any_traced, jit_program
 from ..domain import Clique
 from ..errors import DomainError
 from .scaled_pass import read_plan, scaled_marginals, scaled_pass
+from .stacked_pass import padding_ratio, stacked_marginals
 from .tables import broadcast_to, logsumexp_to, to_order
 from .triangulation import (
     DEFAULT_MAX_CELLS,
@@ -49,7 +50,21 @@ __all__ = [
     "clique_marginals",
     "elimination_order",
     "marginals_and_log_z",
+    "use_stacked",
 ]
+
+#: Trees with at least this many cliques are calibrated by the scanned, stacked pass
+#: (:mod:`.stacked_pass`), whose program does not grow with the tree; smaller ones by the
+#: per-clique unrolled passes, faster to run. Measurements: ``docs/performance.md``.
+STACKED_MIN_CLIQUES = 16
+#: ... provided padding every clique to the largest wastes at most this factor of cells.
+STACKED_MAX_PADDING = 4.0
+
+
+def use_stacked(jt: JunctionTree) -> bool:
+    """Whether :func:`marginals_and_log_z` and :func:`clique_marginals` take the stacked
+    pass on ``jt`` (many cliques of similar size)."""
+    return len(jt.cliques) >= STACKED_MIN_CLIQUES and padding_ratio(jt) <= STACKED_MAX_PADDING
 
 
 def _calibrate(jt: JunctionTree, log_potentials: tuple[jax.Array, ...]):
@@ -120,8 +135,11 @@ def marginals_and_log_z(jt: JunctionTree, queries: tuple[Clique, ...], log_poten
 
     The fast probability-space pass (:mod:`.scaled_pass`) is used when it is numerically
     sound; otherwise (an underflowing product, ``-inf`` tables) the log-space pass is run.
+    On trees with many cliques (:func:`use_stacked`) the scanned log-space pass runs instead.
     """
     log_potentials = tuple(jnp.asarray(t, dtype=jnp.float64) for t in log_potentials)
+    if use_stacked(jt):
+        return stacked_marginals(jt, queries, log_potentials)
     margs, log_z, ok = scaled_marginals(jt, queries, log_potentials)
     return jax.lax.cond(
         ok,
@@ -160,6 +178,7 @@ def _compiled_marginals(jt: JunctionTree, queries: tuple[Clique, ...], path: str
         "log": _log_space_marginals,
         "packed-fast": _packed_fast,
         "packed-log": _packed_log,
+        "stacked": stacked_marginals,
     }[path]
     return jit_program(functools.partial(fn, jt, queries))  # options only at top level
 
@@ -205,8 +224,15 @@ def clique_marginals(
     """
     queries = jt.factor_cliques if queries is None else tuple(tuple(q) for q in queries)
     pots = tuple(log_potentials)
+    stacked = use_stacked(jt)
     if any_traced(pots):
-        return _compiled_marginals(jt, queries, "auto")(pots)
+        return _compiled_marginals(jt, queries, "stacked" if stacked else "auto")(pots)
+    if stacked:
+        margs, log_z = _compiled_marginals(jt, queries, "stacked")(pots)
+        log_z = float(log_z)
+        if log_z == -np.inf:
+            raise DomainError("the model gives every state probability zero (log Z = -inf)")
+        return tuple(np.asarray(m) for m in margs), np.float64(log_z)
     flat = np.asarray(_compiled_marginals(jt, queries, "packed-fast")(pots))
     margs, log_z, ok = _unpack(flat, jt, queries)
     if not ok:

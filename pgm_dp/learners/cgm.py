@@ -42,7 +42,7 @@ from .anderson import AndersonState, anderson_init
 from .base import Fit, concat_tables, flatten_tables, unflatten_tables
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
-from .nlbp import nlbp, prepare, start_statistics
+from .nlbp import clique_statistics, nlbp, prepare, start_statistics
 
 __all__ = [
     "CGMEM",
@@ -263,9 +263,10 @@ class CGMEM:
             if np.max(np.abs(state.grad)) <= self.tol:
                 break
             targets = {
-                c: np.asarray(t) / problem.total for c, t in zip(mrf.cliques, state.n, strict=True)
+                c: np.asarray(t) / problem.total
+                for c, t in zip(mrf.cliques, clique_statistics(mrf, state.n), strict=True)
             }
-            start = mrf.replace(list(state.shifted))
+            start = mrf.replace(clique_statistics(mrf, state.shifted))
             fit = fit_marginals(mrf, targets, l2=problem.lam, init=start)
             x = flatten_tables(fit.model.log_potentials)
         return x, state
@@ -307,7 +308,8 @@ class CGMEM:
                 "iterations": len(history),
                 "nlbp_iterations": state.passes,
                 "inferred_statistics": {
-                    c: np.asarray(t) for c, t in zip(mrf.cliques, state.n, strict=True)
+                    c: np.asarray(t)
+                    for c, t in zip(mrf.cliques, clique_statistics(mrf, state.n), strict=True)
                 },
                 "budget": release.budget,
             },

@@ -30,30 +30,44 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import jit_program
+from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
-from ..inference.loopy_bp import loopy_bp_core
+from ..inference.loopy_bp import loopy_bp_flat
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .base import check_release_matches, concat_tables, unflatten_tables
 from .dual_estep import newton_loop
 
-__all__ = ["nlbp", "nlbp_programs", "prepare", "start_statistics"]
+__all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
 _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
 
 
 def _bp(domain, cliques, max_cells, inference):
-    """``tables -> (clique marginals, log Z)`` by the junction tree or loopy BP."""
+    """``tables -> (clique marginals, log Z)`` by the junction tree or loopy BP. With loopy
+    BP the "tables" are one flat vector of all cliques (:func:`_flat`): the stacked BP
+    reads it as is, so the compiled E-step does not grow with the number of cliques."""
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
         return lambda tables: marginals_and_log_z(jt, cliques, tables)
+    graph = factor_graph(domain, cliques)
 
     def loopy(tables):
-        res = loopy_bp_core(domain, cliques, *_LOOPY_BP, tables)
-        return res.factor_marginals, res.log_z
+        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0])
+        return [res.marginals], res.log_z
 
     return loopy
+
+
+def _flat(inference) -> bool:
+    """Whether the E-step works on one flat vector (loopy BP) rather than per clique."""
+    return inference == "loopy_bp"
+
+
+def clique_statistics(mrf: MarkovRandomField, n) -> list:
+    """E-step statistics (per clique, or one flat vector with loopy BP) as clique tables."""
+    return unflatten_tables(concat_tables(n), tuple(mrf.domain.sizes(c) for c in mrf.cliques))
 
 
 def _safeguarded_step(state, f, curvature, damping):
@@ -157,6 +171,8 @@ def nlbp_programs(
     ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.dual_estep`, exact BP only)."""
     bp = _bp(domain, cliques, max_cells, inference)
     shapes = tuple(domain.sizes(c) for c in cliques)
+    if _flat(inference):  # one table of all cells; scales come one per cell
+        shapes, kinds = ((sum(domain.size(c) for c in cliques),),), kinds[:1]
 
     def shift(theta, y, n, scales):
         return [
@@ -197,11 +213,14 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
     scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
     if np.any(scales <= 0):
         raise ValueError("NLBP needs a release with positive noise scale")
+    kinds = tuple(release.noise[c].kind for c in mrf.cliques)
+    if _flat(inference) and len(set(kinds)) > 1:
+        raise ValueError("loopy-BP NLBP needs one noise kind for all cliques")
     programs = nlbp_programs(
         mrf.domain,
         mrf.cliques,
         mrf.max_cells,
-        tuple(release.noise[c].kind for c in mrf.cliques),
+        kinds,
         float(smoothing),
         float(damping),
         int(max_iters),
@@ -209,14 +228,20 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         int(anderson),
         estep,
     )
-    y = [jnp.asarray(np.asarray(release.noisy[c], dtype=np.float64)) for c in mrf.cliques]
-    return programs, y, jnp.asarray(scales)
+    y = [np.asarray(release.noisy[c], dtype=np.float64) for c in mrf.cliques]
+    if _flat(inference):
+        sizes = [mrf.domain.size(c) for c in mrf.cliques]
+        y, scales = [np.concatenate([t.ravel() for t in y])], np.repeat(scales, sizes)[None, :]
+    return programs, [jnp.asarray(t) for t in y], jnp.asarray(scales)
 
 
 def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> list:
     """``N`` times the model's clique marginals: NLBP's default starting statistics."""
     margs = mrf.marginals() if inference == "junction_tree" else mrf.marginals("loopy_bp")
-    return [jnp.asarray(total * np.asarray(margs[c])) for c in mrf.cliques]
+    tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
+    if _flat(inference):
+        return [jnp.asarray(np.concatenate([t.ravel() for t in tables]))]
+    return [jnp.asarray(t) for t in tables]
 
 
 def nlbp(
@@ -253,9 +278,13 @@ def nlbp(
         n0 = start_statistics(mrf, total, inference)
     else:
         n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
+        n0 = [concat_tables(n0)] if _flat(inference) else n0
+    theta = list(mrf.log_potentials)
+    theta = [concat_tables(theta)] if _flat(inference) else theta
     n, delta, iters, alpha, _ = loop(
-        list(mrf.log_potentials), y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
+        theta, y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
     )
+    n = clique_statistics(mrf, n)
     stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
     return stats, {
         "iterations": int(iters),

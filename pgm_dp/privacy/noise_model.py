@@ -6,7 +6,8 @@ differentiable at ``n = y``; we use the *pseudo-Huber* smoothing
 open): concave, within ``s / b`` of the Laplace log-density everywhere, with a gradient that
 tends to the subgradient ``sign(y - n) / b`` away from the kink. Discrete Laplace / Gaussian
 releases use the same formulas with their scale. The functions take one clique's table
-(``noise_log_density`` returns its sum, the others act elementwise) and are traceable.
+(``noise_log_density`` returns its sum, the others act elementwise) and are traceable;
+``scale`` may also be an array of the table's shape (one scale per cell).
 """
 
 from __future__ import annotations
@@ -43,5 +44,5 @@ def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
     r = y - n
     if kind in _LAPLACE:
         s = smoothing * scale
-        return -jnp.sum(jnp.sqrt(r * r + s * s)) / scale
-    return -jnp.sum(r * r) / (2.0 * scale * scale)
+        return -jnp.sum(jnp.sqrt(r * r + s * s) / scale)
+    return -jnp.sum(r * r / (2.0 * scale * scale))

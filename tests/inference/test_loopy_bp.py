@@ -63,3 +63,23 @@ def test_bad_damping():
     mrf = third_order_chain(4, 2, rng=0)
     with pytest.raises(ValueError):
         loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials, damping=1.0)
+
+
+def test_stacked_factors_in_any_axis_order_are_exact_on_a_tree(rng):
+    # several factors per shape, cliques given against the domain's order, padded states
+    dom = Domain(["A", "B", "C", "D", "E", "F", "G"], [3, 2, 3, 5, 2, 1, 4])
+    cliques = [("B", "A"), ("C", "A"), ("A", "D"), ("E", "D"), ("G", "E", "F"), ("D",), ("C",)]
+    mrf = MarkovRandomField(dom, cliques, [rng.normal(size=dom.sizes(c)) for c in cliques])
+    res = loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials, damping=0.3)
+    assert bool(res.converged)
+    for cl, m in zip(mrf.cliques, res.factor_marginals, strict=True):
+        np.testing.assert_allclose(m, brute_marginal(mrf, cl), atol=1e-9)
+    for v, m in zip(dom.attributes, res.variable_marginals, strict=True):
+        np.testing.assert_allclose(m, brute_marginal(mrf, (v,)), atol=1e-9)
+    assert abs(float(res.log_z) - brute_log_z(mrf)) < 1e-9
+
+
+def test_convergence_flag_is_false_when_capped():
+    mrf = third_order_chain(8, 3, rng=1)
+    res = loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials, max_iters=2)
+    assert int(res.iterations) == 2 and not bool(res.converged)
