@@ -5,7 +5,8 @@ the ones below, and no two modules import each other; ``tests/test_structure.py`
 both against :data:`LAYERS`):
 ``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
 → ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
-→ ``ising`` (one network, PrIsing) → ``learners`` → ``experiments`` → ``cli``.
+→ ``ising`` (one network, PrIsing) → ``learners`` → ``bayes`` (posteriors) → ``experiments``
+→ ``cli``.
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``).
 """
@@ -46,6 +47,7 @@ from .privacy import (
     zcdp_to_approx_dp,
 )
 from . import inference, ising, learners, metrics, models, privacy
+from . import bayes  # registers the ``bayes`` learner
 
 __version__ = "0.1.0"
 
@@ -59,6 +61,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
+    ("bayes",),
     ("experiments",),
     ("cli",),
 )
@@ -89,6 +92,7 @@ __all__ = [
     "inference",
     "ising",
     "learners",
+    "bayes",
     "metrics",
     "models",
     "privacy",
