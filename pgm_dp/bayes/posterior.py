@@ -260,7 +260,12 @@ def posterior(
         posterior_predictive={"y": pred},
         observed_data={"y": problem.y},
         sample_stats=stats,
-        attrs={"method": method, "covariance": kw["covariance"], "noise_aware": noise_aware},
+        attrs={
+            "method": method,
+            "covariance": kw["covariance"],
+            "noise_aware": int(noise_aware),
+            "cliques": [site_name(c) for c in mrf.cliques],
+        },
     )
 
 
