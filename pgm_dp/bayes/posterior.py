@@ -255,18 +255,19 @@ def posterior(
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
     samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
     pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
-    return az.from_dict(
+    idata = az.from_dict(
         posterior=draws,
         posterior_predictive={"y": pred},
         observed_data={"y": problem.y},
         sample_stats=stats,
-        attrs={
-            "method": method,
-            "covariance": kw["covariance"],
-            "noise_aware": int(noise_aware),
-            "cliques": [site_name(c) for c in mrf.cliques],
-        },
     )
+    idata.posterior.attrs.update(
+        method=method,
+        covariance=kw["covariance"],
+        noise_aware=int(noise_aware),
+        cliques=[site_name(c) for c in mrf.cliques],
+    )
+    return idata
 
 
 def posterior_marginals(idata: az.InferenceData, mrf: MarkovRandomField) -> dict:
