@@ -5,7 +5,8 @@ the ones below, and no two modules import each other; ``tests/test_structure.py`
 both against :data:`LAYERS`):
 ``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
 → ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
-→ ``ising`` (one network, PrIsing) → ``learners`` → ``io`` / ``selection`` → ``experiments``
+→ ``ising`` (one network, PrIsing) → ``learners`` → ``bayes`` (posteriors) / ``io`` /
+``selection`` → ``experiments``
 → ``cli``.
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``); its names are imported lazily.
@@ -66,7 +67,7 @@ _LAZY = {
         "privacy",
     ),
 }
-_SUBMODULES = ("inference", "ising", "learners", "metrics", "models", "privacy", "io")
+_SUBMODULES = ("inference", "ising", "learners", "metrics", "models", "privacy", "io", "bayes")
 
 
 def __getattr__(name: str):
@@ -95,7 +96,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("io", "selection"),
+    ("io", "selection", "bayes"),
     ("experiments",),
     ("cli",),
 )

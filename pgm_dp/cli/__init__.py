@@ -29,6 +29,7 @@ COMMANDS = {
     "figures": ("pgm_dp.experiments.bernstein_figures", "Bernstein et al. Fig. 1(a)-(c), 3(a)"),
     "adult": ("pgm_dp.experiments.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
     "prising": ("pgm_dp.experiments.prising", "PrIsing (AISTATS 2024) experiments"),
+    "bayes": ("pgm_dp.experiments.bayes", "noise-aware posteriors: calibration, example"),
 }
 MAIN_JOB = "compare"
 

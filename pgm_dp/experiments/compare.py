@@ -15,6 +15,7 @@ population. The score is ``KL(true || learned)``, exact, through the junction tr
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,20 @@ __all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compa
 
 #: The learners ``compare`` runs by default (any registered name may be asked for).
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
+#: Learners registered by a layer above ``learners`` (heavy imports), loaded when asked for.
+PLUGINS = {"bayes": "pgm_dp.bayes"}
+
+
+def learner_spec(name: str) -> LearnerSpec:
+    """The registered spec of ``name``, importing its :data:`PLUGINS` module if needed."""
+    if name in PLUGINS and name not in registry.available():
+        importlib.import_module(PLUGINS[name])
+    return registry.get(name)
+
+
+def learner_names() -> tuple[str, ...]:
+    """Every name ``--learners`` accepts: the registry's and the plugins'."""
+    return tuple(dict.fromkeys(registry.available() + tuple(PLUGINS)))
 
 
 @dataclass(frozen=True)
@@ -85,7 +100,7 @@ def check_settings(
         raise ValueError(f"epsilons must be positive and finite, got {list(epsilons)}")
     if not len(learners):
         raise ValueError("no learners given")
-    return [registry.get(name) for name in dict.fromkeys(learners)]
+    return [learner_spec(name) for name in dict.fromkeys(learners)]
 
 
 def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
@@ -249,7 +264,7 @@ def add_common_arguments(p) -> None:
         "--learners",
         nargs="+",
         default=list(LEARNERS),
-        choices=registry.available(),
+        choices=learner_names(),
         help="registered learners to run ('mbi' needs the bench extra)",
     )
     p.add_argument("--seed", type=int, default=0)

@@ -1,0 +1,36 @@
+"""Bayesian posteriors of MRFs from private releases (noise-aware; NumPyro and ArviZ).
+
+* :mod:`~pgm_dp.bayes.model`: the NumPyro model (release observed, counts integrated out).
+* :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``InferenceData``;
+  :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
+* :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
+
+The registration lives here, not in :mod:`pgm_dp.learners`, because ``bayes`` is the layer
+above ``learners``; ``import pgm_dp`` imports this package, so the learner is always there.
+"""
+
+from ..learners import LearnerSpec, register
+from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
+from .posterior import PosteriorMean, posterior, posterior_marginals
+
+__all__ = [
+    "PRIOR_SCALE",
+    "PosteriorMean",
+    "Problem",
+    "posterior",
+    "posterior_marginals",
+    "prepare",
+    "release_model",
+    "site_name",
+]
+
+register(
+    LearnerSpec(
+        "bayes",
+        PosteriorMean,
+        "release",
+        "Posterior mean",
+        "noise-aware Bayesian posterior mean (CLT + release mechanism; Laplace method)",
+    ),
+    replace=True,
+)

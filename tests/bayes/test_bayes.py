@@ -1,0 +1,88 @@
+"""The noise-aware posterior: exactness on a tiny model, PPC, learner, input checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from pgm_dp import Domain, MarkovRandomField
+from pgm_dp.bayes import PRIOR_SCALE, posterior
+from pgm_dp.bayes.checks import predictive_check
+from pgm_dp.learners import get
+from pgm_dp.privacy import PureDP, release_marginals
+
+
+def _exact_posterior_mean_sd(y, n_total, b):
+    """Exact posterior of mu_1 for one binary variable: delta = theta_1 - theta_0 ~
+    N(0, 2 s^2), n ~ Binomial(N, sigmoid(delta)), y = (N - n, n) + Laplace(b) (grid)."""
+    delta = np.linspace(-8, 8, 4001)
+    mu = 1 / (1 + np.exp(-delta))
+    n = np.arange(n_total + 1)
+    noise = -(np.abs(y[0] - (n_total - n)) + np.abs(y[1] - n)) / b
+    lik = np.exp(noise - noise.max()) @ binom.pmf(n[:, None], n_total, mu[None, :])
+    w = lik * np.exp(-(delta**2) / (4 * PRIOR_SCALE**2))
+    w /= w.sum()
+    mean = float(w @ mu)
+    return mean, float(np.sqrt(w @ (mu - mean) ** 2))
+
+
+def test_clt_and_scale_mixture_match_exact_enumeration():
+    dom = Domain(["A"], [2])
+    mrf = MarkovRandomField(dom, [("A",)], [np.array([0.0, 0.7])])
+    data = mrf.sample(60, rng=3)
+    rel = release_marginals(data, mrf, budget=PureDP(0.5), rng=4)  # Laplace, b = 2
+    idata = posterior(rel, mrf, num_warmup=300, num_samples=1000, num_chains=2, rng=1)
+    draws = np.asarray(idata.posterior["marginal:A"])[..., 1].ravel()
+    mean, sd = _exact_posterior_mean_sd(np.asarray(rel.noisy[("A",)]), 60, 2.0)
+    # stated tolerances: mean within 0.25 posterior sd, sd within 15 %
+    assert abs(draws.mean() - mean) < 0.25 * sd
+    assert abs(draws.std() / sd - 1) < 0.15
+    assert int(idata.sample_stats.diverging.sum()) == 0
+    assert {"posterior", "posterior_predictive", "observed_data", "sample_stats"} <= set(
+        idata.groups()
+    )
+
+
+@pytest.fixture(scope="module")
+def chain():
+    dom = Domain(["A", "B", "C", "D"], [2, 2, 2, 2])
+    strong = np.array([[1.5, -1.5], [-1.5, 1.5]])
+    cliques = [("A", "B"), ("B", "C"), ("C", "D")]
+    truth = MarkovRandomField(dom, cliques, [strong] * 3)
+    rel = release_marginals(truth.sample(2000, rng=0), truth, budget=PureDP(2.0), rng=1)
+    return truth, rel
+
+
+def test_ppc_flags_missing_edge_and_passes_truth(chain):
+    truth, rel = chain
+    missing = MarkovRandomField(
+        truth.domain,
+        [("A", "B"), ("C", "D")],
+        [truth.log_potentials[0], truth.log_potentials[2]],
+    )
+    good = predictive_check(rel, truth, replicates=60, rng=5)
+    bad = predictive_check(rel, missing, replicates=60, rng=5)
+    assert good.min_p > 0.05
+    assert bad.p_values[("B", "C")] == 0.0
+
+
+def test_bayes_learner_and_posterior_ppc(chain):
+    truth, rel = chain
+    fit = get("bayes").make(num_samples=300).fit(rel, truth)
+    for c in truth.cliques:
+        assert np.abs(np.asarray(fit.model.marginal(c)) - truth.marginal(c)).max() < 0.05
+    idata = fit.info["idata"]
+    assert "marginal:B,C" in idata.posterior
+    assert predictive_check(rel, idata).min_p > 0.01
+
+
+def test_bad_input_is_a_value_error(chain):
+    truth, rel = chain
+    with pytest.raises(ValueError, match="method"):
+        posterior(rel, truth, method="gibbs")
+    with pytest.raises(ValueError, match="num_chains"):
+        posterior(rel, truth, num_chains=0)
+    other = MarkovRandomField(truth.domain, [("A", "B")])
+    with pytest.raises(ValueError):
+        posterior(rel, other)
