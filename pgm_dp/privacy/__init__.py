@@ -28,6 +28,7 @@ from .mechanisms import (
     laplace_mechanism,
     perturb,
     report_noisy_max,
+    report_noisy_min,
 )
 from .noise import (
     NoiseModel,
@@ -73,6 +74,7 @@ __all__ = [
     "discrete_gaussian_mechanism",
     "exponential_mechanism",
     "report_noisy_max",
+    "report_noisy_min",
     "frank_wolfe_step_budget",
     "NoisyMarginals",
     "release_marginals",
