@@ -125,6 +125,8 @@ register(
 
 # -- Zhang, Kamath, Kulkarni & Wu (2020) ------------------------------------------------------
 from .frank_wolfe import private_frank_wolfe  # noqa: E402
+from .pmw import PMW, pmw_release  # noqa: E402
+from .structure import StabilityStructure, learn_structure  # noqa: E402
 from .zhang import (  # noqa: E402
     ZhangIsing,
     ZhangPairwise,
@@ -134,10 +136,14 @@ from .zhang import (  # noqa: E402
 )
 
 __all__ += [
+    "PMW",
+    "StabilityStructure",
     "ZhangIsing",
     "ZhangPairwise",
     "learn_ising",
     "learn_pairwise",
+    "learn_structure",
+    "pmw_release",
     "private_frank_wolfe",
     "zcdp_for_epsilon",
 ]
@@ -173,3 +179,24 @@ for _name, _cls, _label, _what in (
             budget=None,
         )
     )
+register(
+    LearnerSpec(
+        "pmw",
+        PMW,
+        "records",
+        "PMW",
+        "private multiplicative weights on parities of order <= 2 (Hardt & Rothblum 2010), "
+        "(epsilon, 1/N) via zCDP; p <= 20",
+        budget=_dp_sgd_budget,
+    )
+)
+register(
+    LearnerSpec(
+        "zhang_structure",
+        StabilityStructure,
+        "records",
+        "Stable structure",
+        "Zhang et al. 2020 Sec. 6: subsample-and-aggregate + PTR on the graph, (epsilon, 1/N)",
+        budget=_dp_sgd_budget,
+    )
+)
