@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .experiments import adult, bernstein_figures, compare, demo, fig2, prising
+from .experiments import adult, bernstein_figures, compare, demo, fig2, prising, zhang
 
 __all__ = ["main", "build_parser"]
 
-_EXPERIMENTS = [demo, compare, fig2, bernstein_figures, adult, prising]
+_EXPERIMENTS = [demo, compare, fig2, bernstein_figures, adult, prising, zhang]
 MAIN_JOB = "compare"
 
 

@@ -124,6 +124,7 @@ register(
 
 
 # -- Zhang, Kamath, Kulkarni & Wu (2020) ------------------------------------------------------
+from .binary_mrf import ZhangBinaryMRF, learn_binary_mrf  # noqa: E402
 from .frank_wolfe import private_frank_wolfe  # noqa: E402
 from .pmw import PMW, pmw_release  # noqa: E402
 from .structure import StabilityStructure, learn_structure  # noqa: E402
@@ -138,8 +139,10 @@ from .zhang import (  # noqa: E402
 __all__ += [
     "PMW",
     "StabilityStructure",
+    "ZhangBinaryMRF",
     "ZhangIsing",
     "ZhangPairwise",
+    "learn_binary_mrf",
     "learn_ising",
     "learn_pairwise",
     "learn_structure",
@@ -158,6 +161,7 @@ def _zhang_zcdp(epsilon: float, n: int):
 for _name, _cls, _label, _what in (
     ("zhang_ising", ZhangIsing, "PFW Ising", "Alg. 2"),
     ("zhang_pairwise", ZhangPairwise, "PFW pairwise", "Alg. 3"),
+    ("zhang_tmrf", ZhangBinaryMRF, "PFW t-wise", "Alg. 4 (t = 3)"),
 ):
     register(
         LearnerSpec(
