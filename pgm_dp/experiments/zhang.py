@@ -109,7 +109,7 @@ def fit_exponent(ps, ns) -> tuple[float, float]:
     """Least-squares slopes of ``log n`` on ``log p`` (power) and of ``n`` on ``log p``.
 
     >>> [round(v, 3) for v in fit_exponent([4, 16, 64], [20, 40, 80])]
-    [0.5, 43.281]
+    [0.5, 21.64]
     """
     lp, ln = np.log(np.asarray(ps, float)), np.asarray(ns, float)
     return float(np.polyfit(lp, np.log(ln), 1)[0]), float(np.polyfit(lp, ln, 1)[0])
