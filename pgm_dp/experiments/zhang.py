@@ -132,7 +132,7 @@ def _structure_ok(p, n, *, eps, delta, lam, trials, seed) -> bool:
         A, theta = random_ising(p, degree=2, rng=seed + 97 * r + p, low=0.4, high=0.4)
         z = sample_ising(A, theta, n, rng=seed + r + n)
         truth = frozenset((i, j) for i, j in zip(*np.nonzero(np.triu(A)), strict=True))
-        res = learn_structure(z, eps, delta, eta=0.4, lam=lam, steps=150, rng=seed + r)
+        res = learn_structure(z, eps, delta, eta=0.4, lam=lam, steps=60, rng=seed + r)
         wins += res.edges == truth
     return wins * 3 >= 2 * trials
 
@@ -272,7 +272,10 @@ def add_parser(subparsers) -> None:
     sep = sub.add_parser("separation", help="n for fixed accuracy vs p (Table 1)")
     sep.add_argument("--p", type=int, nargs="+", default=[8, 16, 32])
     sep.add_argument("--n-param", type=int, nargs="+", default=[2000, 4000, 8000, 16000, 32000])
-    sep.add_argument("--n-struct", type=int, nargs="+", default=[5000, 10000, 20000, 40000])
+    sep.add_argument("--n-struct", type=int, nargs="+", default=[4000, 8000, 16000, 32000])
+    sep.add_argument("--rho", type=float, default=0.05, help="zCDP budget of Alg. 2")
+    sep.add_argument("--eps", type=float, default=2.0, help="structure learning epsilon")
+    sep.add_argument("--trials", type=int, default=3)
     pw = sub.add_parser("pairwise", help="Alg. 3 over [3]")
     pm = sub.add_parser("pmw", help="PMW on parities")
     for s in (rec, sep, pw, pm):
@@ -282,7 +285,17 @@ def add_parser(subparsers) -> None:
                                                        progress=True, out_dir=a.out)))  # fmt: skip
     sep.set_defaults(
         func=lambda a: print(
-            run_separation(a.p, a.n_param, a.n_struct, seed=a.seed, progress=True, out_dir=a.out)
+            run_separation(
+                a.p,
+                a.n_param,
+                a.n_struct,
+                rho=a.rho,
+                eps=a.eps,
+                trials=a.trials,
+                seed=a.seed,
+                progress=True,
+                out_dir=a.out,
+            )  # fmt: skip
         )
     )
     pw.set_defaults(func=lambda a: print(run_pairwise(seed=a.seed, progress=True, out_dir=a.out)))

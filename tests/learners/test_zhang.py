@@ -6,6 +6,7 @@ import pytest
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make
+from pgm_dp.learners.frank_wolfe import pfw_lipschitz, pfw_noise_scale
 from pgm_dp.models import ising, pairwise, third_order_chain
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP
 
@@ -23,6 +24,8 @@ def test_learn_ising_recovers_a_small_model_and_splits_rho_over_nodes(spins):
     acc = Accountant(ZCDP(4.0))
     est = learn_ising(spins, lam=1.5, rho=4.0, max_steps=300, rng=1, accountant=acc)
     assert acc.spent.rho == pytest.approx(4.0)  # p runs of rho / p
+    n, p = spins.shape  # Alg. 1 line 3 with rho' = rho / p and ||C||_1 = 2 lambda
+    assert est.scale == pytest.approx(pfw_noise_scale(pfw_lipschitz(1.0), 3.0, est.steps, n, 1.0))
     assert np.max(np.abs(est.A - A)) < 0.15
     ref = learn_ising(spins, lam=1.5, rho=None, max_steps=400)
     assert np.max(np.abs(ref.A - A)) < 0.1 and ref.spent is None
@@ -72,6 +75,11 @@ def test_learn_pairwise_recovers_a_small_model_and_splits_rho():
     acc = Accountant(ZCDP(20.0))
     est = learn_pairwise(codes, k, lam=2.0, rho=20.0, max_steps=300, rng=2, accountant=acc)
     assert acc.spent.rho == pytest.approx(20.0 * (k - 1) / k)  # k(k-1)p runs of rho/(k^2 p)
+    sizes = [np.isin(codes[:, i], (u, v)).sum() for i in range(p) for u in range(k)
+             for v in range(k) if u != v]  # fmt: skip
+    expect = [pfw_noise_scale(pfw_lipschitz(1.0), 2 * 2.0 * k, est.steps, m, 20.0 / (k * k * p))
+              for m in sizes]  # fmt: skip
+    np.testing.assert_allclose(est.scale, expect)
     assert np.max(np.abs(est.W - W)) < 0.25
     fit = ZhangPairwise(lam=2.0, max_steps=300).fit(data, truth, budget=None)
     assert fit.model.cliques == truth.cliques
