@@ -30,6 +30,7 @@ COMMANDS = {
     "adult": ("pgm_dp.experiments.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
     "prising": ("pgm_dp.experiments.prising", "PrIsing (AISTATS 2024) experiments"),
     "bayes": ("pgm_dp.experiments.bayes", "noise-aware posteriors: calibration, example"),
+    "zhang": ("pgm_dp.experiments.zhang", "Zhang et al. (2020): recovery, separation, PMW"),
 }
 MAIN_JOB = "compare"
 

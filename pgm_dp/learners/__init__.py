@@ -9,7 +9,7 @@
 Every learner is registered under a short name (:func:`available`, :func:`get`,
 :func:`make`); ``pgm-dp compare`` and the paper experiments dispatch through the registry.
 
->>> available()
+>>> available()[:6]
 ('random', 'nonprivate', 'naive', 'cgm', 'psgd', 'mbi')
 >>> make("naive", l2=1e-3)
 NaiveMLE(project=True, l2=0.001, tol=1e-08, max_iters=2000)
@@ -119,5 +119,88 @@ register(
         "Private-PGM mirror descent at 300/1000/3000 iterations (needs the bench extra)",
         columns={c: f"mbi MD {c[3:]}" for c in MBI_COLUMNS},
         outputs=_mbi_snapshots,
+    )
+)
+
+
+# -- Zhang, Kamath, Kulkarni & Wu (2020) ------------------------------------------------------
+from .binary_mrf import ZhangBinaryMRF, learn_binary_mrf  # noqa: E402
+from .frank_wolfe import private_frank_wolfe  # noqa: E402
+from .pmw import PMW, pmw_release  # noqa: E402
+from .structure import StabilityStructure, learn_structure  # noqa: E402
+from .zhang import (  # noqa: E402
+    ZhangIsing,
+    ZhangPairwise,
+    learn_ising,
+    learn_pairwise,
+    zcdp_for_epsilon,
+)
+
+__all__ += [
+    "PMW",
+    "StabilityStructure",
+    "ZhangBinaryMRF",
+    "ZhangIsing",
+    "ZhangPairwise",
+    "learn_binary_mrf",
+    "learn_ising",
+    "learn_pairwise",
+    "learn_structure",
+    "pmw_release",
+    "private_frank_wolfe",
+    "zcdp_for_epsilon",
+]
+
+
+def _zhang_zcdp(epsilon: float, n: int):
+    """zCDP learners at ``epsilon``: the largest ``rho`` that is ``(epsilon, 1/N)``-DP by
+    Zhang et al. Lemma 2.14 (2)."""
+    return zcdp_for_epsilon(epsilon, n)
+
+
+for _name, _cls, _label, _what in (
+    ("zhang_ising", ZhangIsing, "PFW Ising", "Alg. 2"),
+    ("zhang_pairwise", ZhangPairwise, "PFW pairwise", "Alg. 3"),
+    ("zhang_tmrf", ZhangBinaryMRF, "PFW t-wise", "Alg. 4 (t = 3)"),
+):
+    register(
+        LearnerSpec(
+            _name,
+            _cls,
+            "records",
+            _label,
+            f"Zhang et al. 2020 {_what} (private Frank-Wolfe), rho-zCDP with (epsilon, 1/N)",
+            budget=_zhang_zcdp,
+        )
+    )
+    register(
+        LearnerSpec(
+            f"{_name}_np",
+            _cls,
+            "records",
+            f"{_label} (non-private)",
+            f"Zhang et al. 2020 {_what} without noise (rho = inf): the reference",
+            budget=None,
+        )
+    )
+register(
+    LearnerSpec(
+        "pmw",
+        PMW,
+        "records",
+        "PMW",
+        "private multiplicative weights on parities of order <= 2 (Hardt & Rothblum 2010), "
+        "(epsilon, 1/N) via zCDP; p <= 20",
+        budget=_dp_sgd_budget,
+    )
+)
+register(
+    LearnerSpec(
+        "zhang_structure",
+        StabilityStructure,
+        "records",
+        "Stable structure",
+        "Zhang et al. 2020 Sec. 6: subsample-and-aggregate + PTR on the graph, (epsilon, 1/N)",
+        budget=_dp_sgd_budget,
     )
 )

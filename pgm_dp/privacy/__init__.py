@@ -6,7 +6,7 @@
 * :mod:`~pgm_dp.privacy.noise`: noise calibration and ``NoiseModel``.
 * :mod:`~pgm_dp.privacy.lattice`: exact noise on a lattice ``2^k Z`` (floating-point safe).
 * :mod:`~pgm_dp.privacy.mechanisms`: Laplace, Gaussian, discrete (all exact, fp-safe).
-* :mod:`~pgm_dp.privacy.selection`: exact exponential mechanism, report-noisy-max.
+* :mod:`~pgm_dp.privacy.selection`: exact exponential mechanism, report-noisy-max / -min.
 * :mod:`~pgm_dp.privacy.release`: noisy sufficient statistics (Bernstein et al. 2017).
 * :mod:`~pgm_dp.privacy.dpsgd`: DP-SGD accounting via ``dp_accounting``.
 * :mod:`~pgm_dp.privacy.audit`: statistical checks of DP claims.
@@ -30,6 +30,7 @@ from .mechanisms import (
     laplace_mechanism,
     perturb,
     report_noisy_max,
+    report_noisy_min,
 )
 from .noise import (
     NoiseModel,
@@ -75,6 +76,7 @@ __all__ = [
     "discrete_gaussian_mechanism",
     "exponential_mechanism",
     "report_noisy_max",
+    "report_noisy_min",
     "frank_wolfe_step_budget",
     "NoisyMarginals",
     "release_marginals",

@@ -48,7 +48,12 @@ from .samplers import (
     sample_discrete_gaussian_var,
     sample_discrete_laplace,
 )
-from .selection import exponential_mechanism, frank_wolfe_step_budget, report_noisy_max
+from .selection import (
+    exponential_mechanism,
+    frank_wolfe_step_budget,
+    report_noisy_max,
+    report_noisy_min,
+)
 
 __all__ = [
     "laplace_mechanism",
@@ -57,6 +62,7 @@ __all__ = [
     "discrete_gaussian_mechanism",
     "exponential_mechanism",
     "report_noisy_max",
+    "report_noisy_min",
     "frank_wolfe_step_budget",
     "perturb",
 ]
