@@ -10,7 +10,7 @@ R-hat, ESS, divergences, time, ESS/s and the PPC, trace and rank plots.
 >>> res = run_calibration(("gaussian",), (1.0,), releases=2, N=300, num_samples=200,
 ...                       progress=False, out_dir=None)
 >>> sorted(res.summary.columns)[:2]
-['aware', 'level']
+['aware', 'count']
 """
 
 from __future__ import annotations
