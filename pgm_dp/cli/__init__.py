@@ -4,8 +4,9 @@
 learner comparison on the third-order chain (``pgm-dp demo`` is the smaller tour).
 
 Each sub-command is one module with ``add_parser(subparsers)``, listed in :data:`COMMANDS`
-with its one-line help; only the chosen command's module is imported, so ``pgm-dp --help``
-and the workflow commands' ``--help`` need neither JAX, pgmpy nor matplotlib. Errors in the
+with its one-line help; only the chosen command's module is imported, and these modules hold
+arguments only (the experiments are imported when they run), so every ``--help`` and every
+refused argument needs neither JAX, pgmpy nor matplotlib. Errors in the
 arguments or the data are one line on stderr and exit status 2, before any work.
 """
 
@@ -22,12 +23,12 @@ COMMANDS = {
     "release": ("pgm_dp.cli.release", "release noisy marginals of a data file (JSON out)"),
     "fit": ("pgm_dp.cli.fit", "fit a model from a release or from data (cliques chosen privately)"),
     "evaluate": ("pgm_dp.cli.evaluate", "KL to a reference model and held-out log-likelihood"),
-    "demo": ("pgm_dp.experiments.demo", "a ten-second tour: exact marginals vs sample frequencies"),
-    "compare": ("pgm_dp.experiments.compare", "compare learners on one budget (the main job)"),
-    "fig2": ("pgm_dp.experiments.fig2", "Bernstein et al. Fig. 2: KL vs N per epsilon"),
-    "figures": ("pgm_dp.experiments.bernstein_figures", "Bernstein et al. Fig. 1(a)-(c), 3(a)"),
-    "adult": ("pgm_dp.experiments.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
-    "prising": ("pgm_dp.experiments.prising", "PrIsing (AISTATS 2024) experiments"),
+    "demo": ("pgm_dp.cli.demo", "a ten-second tour: exact marginals vs sample frequencies"),
+    "compare": ("pgm_dp.cli.compare", "compare learners on one budget (the main job)"),
+    "fig2": ("pgm_dp.cli.fig2", "Bernstein et al. Fig. 2: KL vs N per epsilon"),
+    "figures": ("pgm_dp.cli.figures", "Bernstein et al. Fig. 1(a)-(c), 3(a)"),
+    "adult": ("pgm_dp.cli.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
+    "prising": ("pgm_dp.cli.prising", "PrIsing (AISTATS 2024): estimate beta, experiments"),
 }
 MAIN_JOB = "compare"
 
@@ -83,15 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
-    out = getattr(args, "out", None)
-    if isinstance(out, str) and name in ("compare", "fig2", "figures", "adult", "prising"):
-        from ._args import output_dir
-
-        try:
-            output_dir(out)
-        except argparse.ArgumentTypeError as err:
-            print(f"pgm-dp {name}: error: argument --out: {err}", file=sys.stderr)
-            return 2
     _cache_compiled_programs()
     try:
         args.func(args)

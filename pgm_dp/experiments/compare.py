@@ -31,7 +31,7 @@ from ..privacy import release_marginals
 from ..rng import derived_generator
 from .plotting import median_errorbar
 
-__all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
+__all__ = ["LEARNERS", "CompareResult", "run_compare", "print_result", "plot_compare"]
 
 #: The learners ``compare`` runs by default (any registered name may be asked for).
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
@@ -201,7 +201,8 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     return Path(path)
 
 
-def _print(result: CompareResult) -> None:
+def print_result(result: CompareResult) -> None:
+    """Print the summary table, the time ratios and the plot written."""
     print("Median KL(true || learned) by epsilon (rows) and learner (columns):")
     labels = registry.labels()
     table = result.summary.rename(columns=labels)
@@ -219,47 +220,3 @@ def _print(result: CompareResult) -> None:
         print(f"Median time per fit: Naive MLE {times['naive']:.2f} s; {ratios}")
     if result.plot is not None:
         print(f"Plot written to {result.plot}")
-
-
-def add_common_arguments(p) -> None:
-    """``--learners`` (any registered name), ``--seed`` and ``--out``: shared with ``fig2``."""
-    p.add_argument(
-        "--learners",
-        nargs="+",
-        default=list(LEARNERS),
-        choices=registry.available(),
-        help="registered learners to run ('mbi' needs the bench extra)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "compare", help="compare learners on one privacy budget (KL from the true model)"
-    )
-    p.add_argument("--graph", choices=["chain", "er"], default="chain")
-    p.add_argument("--T", type=int, default=10)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--N", type=int, default=100_000)
-    p.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
-    p.add_argument("--populations", type=int, default=1)
-    p.add_argument("--replications", type=int, default=1)
-    add_common_arguments(p)
-    p.set_defaults(
-        func=lambda a: _print(
-            run_compare(
-                a.graph,
-                a.T,
-                a.k,
-                a.N,
-                a.eps,
-                a.populations,
-                a.replications,
-                a.learners,
-                a.seed,
-                progress=True,
-                out_dir=a.out,
-            )
-        )
-    )
