@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import learners as registry
+from .._progress import progress_hook
 from ..learners import Fit, LearnerSpec
 from ..metrics import kl_divergence
 from ..models import erdos_renyi, third_order_chain
@@ -72,6 +73,24 @@ def check_settings(graph, T, k, N, epsilons, populations, replications, learners
     if not len(learners):
         raise ValueError("no learners given")
     return [registry.get(name) for name in dict.fromkeys(learners)]
+
+
+def _iteration_postfix(bar, every: float = 0.5):
+    """A :func:`~pgm_dp._progress.progress_hook` that shows the running fit's solver
+    iterations after the bar (``cgm 120 it``), refreshed at most every ``every`` seconds, so
+    the bar moves within a fit that takes minutes."""
+    state = {"n": -1, "counts": {}, "shown": 0.0}
+
+    def hook(what: str, n: int) -> None:
+        if bar.n != state["n"]:  # a new fit: start counting again
+            state["n"], state["counts"] = bar.n, {}
+        state["counts"][what] = state["counts"].get(what, 0) + n
+        now = time.monotonic()
+        if now - state["shown"] >= every:
+            state["shown"] = now
+            bar.set_postfix_str(" ".join(f"{k} {v} it" for k, v in state["counts"].items()))
+
+    return hook
 
 
 def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
@@ -139,19 +158,21 @@ def run_compare(
                 }
             )
 
-    for pop in range(populations):
-        data = truth.sample(N, derived_generator(seed, "population", N, pop))
-        for spec in references:
-            gen = derived_generator(seed, spec.name, N, pop)
-            fit, seconds = _timed_fit(spec, data, truth, rng=gen)
-            for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
-                record(pop, eps, 0, spec, fit, seconds)
-            bar.update(1)
-        for e, eps in enumerate(epsilons):
-            for rep in range(replications):
-                for spec, fit, seconds in _fits(private, truth, data, N, pop, e, eps, rep, seed):
-                    record(pop, eps, rep, spec, fit, seconds)
-                    bar.update(1)
+    with progress_hook(_iteration_postfix(bar) if progress else None):
+        for pop in range(populations):
+            data = truth.sample(N, derived_generator(seed, "population", N, pop))
+            for spec in references:
+                gen = derived_generator(seed, spec.name, N, pop)
+                fit, seconds = _timed_fit(spec, data, truth, rng=gen)
+                for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
+                    record(pop, eps, 0, spec, fit, seconds)
+                bar.update(1)
+            for e, eps in enumerate(epsilons):
+                for rep in range(replications):
+                    fits = _fits(private, truth, data, N, pop, e, eps, rep, seed)
+                    for spec, fit, seconds in fits:
+                        record(pop, eps, rep, spec, fit, seconds)
+                        bar.update(1)
     bar.close()
     return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir)
 

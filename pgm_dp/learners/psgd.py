@@ -53,6 +53,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._config import jit_program
+from .._progress import tick
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
@@ -251,6 +252,7 @@ class PSGD:
             rates[: stop - start] = self.learning_rate / np.sqrt(np.arange(start, stop) + 1.0)
             theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n)
             bar.update(stop - start)
+            tick("psgd", stop - start)
         bar.close()
         theta = np.asarray(theta)
         every = max(1, steps // 20)
