@@ -91,7 +91,7 @@ LAYERS = (
     ("domain", "_frames"),
     ("inference",),
     ("models",),
-    ("stats", "datasets", "metrics"),
+    ("stats", "_dask", "datasets", "metrics"),
     ("privacy",),
     ("ising",),
     ("learners",),
