@@ -6,8 +6,8 @@ the 14 Adult attributes between the data and the fitted model's marginals; and w
 
 * **pgm_dp**: ``pgm-dp fit --data adult.csv --domain adult-domain.json --epsilon 1`` (the
   command line, run as a subprocess): private MST selection of a spanning tree (McKenna et
-  al. 2021) with 1/3 of ε (``--selection-fraction``), Laplace release of the tree's tables
-  with 2/3, CGM-EM on the tree's and the selection's one-way tables. Pure ε = 1 DP, which
+  al. 2021) with 0.2 ε (``--selection-fraction``), Laplace release of the tree's tables
+  with 0.8 ε, CGM-EM on the tree's and the selection's one-way tables. Pure ε = 1 DP, which
   is stronger than MST's (1, 1e-9).
 * **mbi MST**: MST of McKenna, Miklau & Sheldon (2021) at (ε, δ) = (1, 1e-9), written here
   against mbi 2.0's ``MirrorDescent`` (Gaussian one-way and tree measurements at

@@ -18,7 +18,7 @@ from .release import add_budget_arguments, budget_of
 __all__ = ["add_parser", "SELECTION_FRACTION"]
 
 #: Default share of ε for the private MST selection (``benchmarks/bench_selection.py``).
-SELECTION_FRACTION = 1 / 3
+SELECTION_FRACTION = 0.2
 
 
 def _from_data(args, spec):
