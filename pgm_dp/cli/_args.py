@@ -22,6 +22,7 @@ __all__ = [
     "LEARNER_NAMES",
     "int_at_least",
     "adult_columns",
+    "learner_name",
 ]
 
 
@@ -132,3 +133,17 @@ def adult_columns() -> list[str]:
 
     text = resources.files("pgm_dp").joinpath("data", "adult-domain.json").read_text()
     return list(json.loads(text))
+
+
+def learner_name(text: str) -> str:
+    """A registered learner: one of :data:`LEARNER_NAMES`, or of the registry itself when it
+    is already imported (learners registered at run time by a program using ``pgm_dp``)."""
+    import sys
+
+    names = LEARNER_NAMES
+    registry = sys.modules.get("pgm_dp.learners.registry")
+    if registry is not None:
+        names = tuple(dict.fromkeys(names + tuple(registry.available())))
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"unknown learner {text!r}; choose from {list(names)}")
+    return text

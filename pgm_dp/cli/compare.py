@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import LEARNER_NAMES, int_at_least, output_dir, positive_float
+from ._args import LEARNER_NAMES, int_at_least, learner_name, output_dir, positive_float
 
 __all__ = ["add_parser", "add_common_arguments", "DEFAULT_LEARNERS"]
 
@@ -22,7 +22,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         "--learners",
         nargs="+",
         default=list(DEFAULT_LEARNERS),
-        choices=LEARNER_NAMES,
+        type=learner_name,
         metavar="LEARNER",
         help=f"learners to run, of {', '.join(LEARNER_NAMES)} ('mbi' needs the bench extra)",
     )
