@@ -88,11 +88,11 @@ __version__ = "0.1.0"
 
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
-    ("errors", "rng", "_config"),
+    ("errors", "rng", "_config", "_progress"),
     ("domain", "_frames"),
     ("inference",),
     ("models",),
-    ("stats", "datasets", "metrics"),
+    ("stats", "_dask", "datasets", "metrics"),
     ("privacy",),
     ("ising",),
     ("learners",),

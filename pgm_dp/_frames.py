@@ -81,7 +81,7 @@ def _by_label(col: Any, labels: tuple) -> bool:
     return all(_is_number(v) for v in labels)  # numeric column: by label if labels are numbers
 
 
-def _encode_labels(col: Any, name: Hashable, labels: tuple) -> np.ndarray:
+def _encode_labels(col: Any, name: Hashable, labels: tuple, offset: int = 0) -> np.ndarray:
     found, uniques = pd.factorize(col)  # -1 marks missing values
     pos = pd.Index(list(labels), dtype=object).get_indexer(np.asarray(uniques, dtype=object))
     codes = np.where(found >= 0, pos[found], -1)
@@ -89,18 +89,23 @@ def _encode_labels(col: Any, name: Hashable, labels: tuple) -> np.ndarray:
         r = int(np.argmax(codes < 0))
         value = np.asarray(col, dtype=object)[r]
         if pd.isna(value):
-            raise DataValidationError(f"data contain a missing value (record {r}, {name!r})")
+            raise DataValidationError(
+                f"data contain a missing value (record {r + offset}, {name!r})"
+            )
         raise DataValidationError(
-            f"value {value!r} of variable {name!r} (record {r}) is not one of its labels "
+            f"value {value!r} of variable {name!r} (record {r + offset}) is not one of its labels "
             f"{list(labels)}"
         )
     return codes
 
 
-def encode_column(col: Any, name: Hashable, size: int, labels: tuple | None) -> np.ndarray:
-    """Codes ``0..size-1`` of one column (see the module docstring); a new array."""
+def encode_column(
+    col: Any, name: Hashable, size: int, labels: tuple | None, offset: int = 0
+) -> np.ndarray:
+    """Codes ``0..size-1`` of one column (see the module docstring); a new array. ``offset``:
+    the record number of the column's first row (a chunk's), for the error messages."""
     if labels is not None and _by_label(col, labels):
-        return _encode_labels(col, name, labels)
+        return _encode_labels(col, name, labels, offset)
     arr = np.asarray(col)
     if arr.dtype == object:
         if any(isinstance(x, str | bytes) for x in arr):
@@ -118,7 +123,9 @@ def encode_column(col: Any, name: Hashable, size: int, labels: tuple | None) -> 
         finite = np.isfinite(arr)
         if not finite.all():
             r = int(np.argmin(finite))
-            raise DataValidationError(f"data contain NaN or inf (record {r}, variable {name!r})")
+            raise DataValidationError(
+                f"data contain NaN or inf (record {r + offset}, variable {name!r})"
+            )
         if np.any(arr != np.round(arr)):
             raise DataValidationError("data contain non-integer values; expected integer codes")
     elif arr.dtype.kind not in "iu":
@@ -126,7 +133,8 @@ def encode_column(col: Any, name: Hashable, size: int, labels: tuple | None) -> 
     if arr.size and (arr.min() < 0 or arr.max() >= size):  # in the data's own dtype
         r = int(np.argmax((arr < 0) | (arr >= size)))
         raise DataValidationError(
-            f"value {arr[r]} of variable {name!r} (record {r}) is outside its domain 0..{size - 1}"
+            f"value {arr[r]} of variable {name!r} (record {r + offset}) is outside its domain "
+            f"0..{size - 1}"
         )
     return arr.astype(np.int64)
 

@@ -24,7 +24,7 @@ the whole before the data are read, then charged per step.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -32,11 +32,18 @@ import numpy as np
 
 from .domain import Clique, Domain
 from .errors import DomainError, PrivacyParameterError
-from .privacy import Accountant, NoisyMarginals, PureDP, exponential_mechanism, release_marginals
+from .privacy import (
+    Accountant,
+    NoisyMarginals,
+    PureDP,
+    compose,
+    exponential_mechanism,
+    release_marginals,
+)
 from .rng import RngLike, as_generator
 from .stats import contingency_table
 
-__all__ = ["Selection", "select_cliques", "pair_scores"]
+__all__ = ["Selection", "select_cliques", "pair_scores", "with_one_way"]
 
 
 @dataclass(frozen=True)
@@ -131,3 +138,24 @@ def select_cliques(
         component[root(a)] = root(b)
         chosen.append(pairs[pick])
     return Selection(tuple(chosen), one_way, budget)
+
+
+def with_one_way(selection: Selection, release: NoisyMarginals) -> NoisyMarginals:
+    """One release of the selection's noisy one-way tables (already paid for) and
+    ``release`` (the chosen cliques' tables), so that a learner fits both, as MST's final
+    estimate uses its one-way measurements too (McKenna et al. 2021). The budget is the
+    composition of both; the domains and mechanisms must agree."""
+    one = selection.one_way
+    if one.domain != release.domain or one.mechanism != release.mechanism:
+        raise PrivacyParameterError("the one-way and clique releases differ in domain or mechanism")
+    if one.total != release.total:
+        raise PrivacyParameterError("the one-way and clique releases differ in their total")
+    cliques = one.cliques + tuple(c for c in release.cliques if c not in one.cliques)
+    return replace(
+        release,
+        cliques=cliques,
+        noisy={**one.noisy, **release.noisy},
+        noise={**one.noise, **release.noise},
+        budget=compose(one.budget, release.budget),
+        sensitivity=one.sensitivity + release.sensitivity,
+    )

@@ -2,8 +2,12 @@
 
 For an MRF with cliques ``C``, the sufficient statistics of a data set are the clique count
 tables ``n_C(x_C) = #{records with X_C = x_C}`` (Bernstein et al. 2017, Sec. 2). They are
-computed with one ``np.bincount`` per clique on flat cell indices, which is several times
-faster than ``pandas.groupby`` (see ``benchmarks/bench_inference.py``).
+computed in chunks of rows: each chunk's columns are validated and encoded
+(:func:`~pgm_dp._frames.encode_column`), combined into flat cell indices and counted with
+``np.bincount``; the tables are summed over chunks. No copy of the whole input is made
+(peak memory: the input plus a few chunk-sized buffers), and the speed is that of a
+hand-written bincount (``benchmarks/bench_stats.py``). A Dask DataFrame, or a Parquet / CSV
+path, is counted one task per partition and the tables summed (:mod:`pgm_dp._dask`).
 
 Example
 -------
@@ -18,15 +22,20 @@ Example
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ._frames import encode_column, is_dask, split_columns
 from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
 from .errors import DataValidationError, ModelTooLargeError
 
-__all__ = ["sufficient_statistics", "contingency_table"]
+__all__ = ["sufficient_statistics", "contingency_table", "CHUNK_ROWS"]
+
+#: Rows per chunk: small enough for the chunk's buffers to stay in cache-friendly sizes.
+CHUNK_ROWS = 1 << 16
 
 
 def contingency_table(
@@ -57,39 +66,97 @@ def contingency_table(
     return counts.reshape(shape)
 
 
+def _check_weights(weights, n: int) -> np.ndarray | None:
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise DataValidationError(f"weights must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise DataValidationError("weights must be finite and non-negative")
+    return w
+
+
+def _rows(col: Any, start: int, stop: int) -> Any:
+    return col.iloc[start:stop] if hasattr(col, "iloc") else col[start:stop]
+
+
+def count_columns(
+    columns: Sequence[Any],
+    cliques: Sequence[Clique],
+    domain: Domain,
+    weights: np.ndarray | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    offset: int = 0,
+) -> dict[Clique, np.ndarray]:
+    """The tables of one block of records given as one 1-D column per variable (domain
+    order; unused variables may be ``None``), counted ``chunk_rows`` records at a time:
+    validation, encoding and counting touch one chunk at a time. ``offset``: the record
+    number of the first row (for error messages)."""
+    axes = {cl: [domain.index(v) for v in cl] for cl in cliques}
+    used = sorted({j for ax in axes.values() for j in ax})
+    dtype = np.int64 if weights is None else np.float64
+    out = {cl: np.zeros(domain.size(cl), dtype=dtype) for cl in cliques}
+    n = len(columns[used[0]]) if used else 0
+    flat = np.empty(min(n, chunk_rows), dtype=np.int64)
+    for start in range(0, n, chunk_rows):
+        stop = min(n, start + chunk_rows)
+        codes = {
+            j: encode_column(
+                _rows(columns[j], start, stop), domain.attributes[j], domain.shape[j],
+                domain.labels[j], offset + start,
+            )
+            for j in used
+        }  # fmt: skip
+        w = None if weights is None else weights[start:stop]
+        buf = flat[: stop - start]
+        for cl, ax in axes.items():
+            np.copyto(buf, codes[ax[0]])
+            for j in ax[1:]:
+                buf *= domain.shape[j]
+                buf += codes[j]
+            out[cl] += np.bincount(buf, weights=w, minlength=out[cl].size).astype(dtype)
+    return {cl: t.reshape(domain.sizes(cl)) for cl, t in out.items()}
+
+
 def sufficient_statistics(
     data: Any,
     cliques: Iterable[Sequence[Hashable]],
     domain: Domain,
     weights: Sequence[float] | np.ndarray | None = None,
+    *,
+    client: Any = None,
 ) -> dict[Clique, np.ndarray]:
     """Count tables ``{clique: array}`` of ``data`` on each clique.
 
     Parameters
     ----------
-    data : pandas.DataFrame or array of shape (n, d)
-        Integer codes, validated by :meth:`Domain.encode`.
+    data : pandas.DataFrame, array of shape (n, d), Dask DataFrame, or Parquet / CSV path
+        Codes or labels, validated as :meth:`Domain.encode` does (chunk by chunk; only the
+        cliques' variables are read). A Dask DataFrame or a path is counted partition by
+        partition (one task each) on ``client`` (a ``distributed.Client``; default: the
+        current client if one exists, else Dask's local scheduler) and the tables summed.
     cliques : iterable of variable tuples
         Axis order of each table follows the clique's variable order.
     domain : Domain
     weights : array of shape (n,), optional
         Per-record non-negative weights (e.g. ``1/K`` for a person with ``K`` records,
-        Bernstein et al. Sec. 4.2); the tables are then float64 weighted counts.
+        Bernstein et al. Sec. 4.2); the tables are then float64 weighted counts (not with
+        Dask data).
 
     Raises :class:`~pgm_dp.errors.ModelTooLargeError` (before anything is allocated) when the
     tables would have more than :data:`~pgm_dp.domain.MAX_TABLE_CELLS` cells in all.
     """
     cliques = normalize_cliques(domain, cliques)
     check_table_cells(domain, cliques)  # ModelTooLargeError before reading or allocating
-    codes = domain.encode(data)
-    w = None
-    if weights is not None:
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (codes.shape[0],):
-            raise DataValidationError(f"weights must have shape ({codes.shape[0]},), got {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise DataValidationError("weights must be finite and non-negative")
-    return {
-        cl: contingency_table(codes, [domain.index(v) for v in cl], domain.sizes(cl), w)
-        for cl in cliques
-    }
+    if is_dask(data) or isinstance(data, str | os.PathLike):
+        from ._dask import dask_statistics
+
+        if weights is not None:
+            raise DataValidationError("weights are not supported with Dask data or paths")
+        return dask_statistics(data, cliques, domain, count_columns, client=client)
+    columns = split_columns(data, domain)
+    n = len(columns[0])
+    if n == 0:
+        raise DataValidationError("data are empty (0 records)")
+    return count_columns(columns, cliques, domain, _check_weights(weights, n))

@@ -81,3 +81,20 @@ def test_sufficient_statistics_counts_and_weights(rng):
         sufficient_statistics(data, [("A",)], dom, weights=-w)
     with pytest.raises(DataValidationError):
         sufficient_statistics(data, [("A",)], dom, weights=w[:10])
+
+
+def test_statistics_in_chunks_equal_one_pass_and_report_records():
+    from pgm_dp.stats import count_columns
+
+    rng = np.random.default_rng(3)
+    dom = Domain(["A", "B", "C"], [3, 4, 2])
+    codes = rng.integers(0, [3, 4, 2], size=(1001, 3))
+    cols = [codes[:, j] for j in range(3)]
+    cliques = (("A", "B"), ("B", "C"), ("A", "B", "C"))
+    one = count_columns(cols, cliques, dom, chunk_rows=10_000)
+    many = count_columns(cols, cliques, dom, chunk_rows=7)
+    assert all(np.array_equal(one[c], many[c]) for c in cliques)
+    assert one[("A", "B", "C")].sum() == 1001
+    codes[999, 1] = 4
+    with pytest.raises(DataValidationError, match="record 999"):
+        count_columns([codes[:, j] for j in range(3)], cliques, dom, chunk_rows=7)

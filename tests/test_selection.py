@@ -1,6 +1,7 @@
 """Private clique selection (MST, McKenna et al. 2021): budget charged, tree found."""
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from pgm_dp import Accountant, BudgetExceededError, PrivacyParameterError, PureDP
@@ -21,3 +22,18 @@ def test_selection_is_a_spanning_tree_and_charges_the_budget():
         select_cliques(data, PureDP(0.5), truth.domain, rng=2, accountant=acct)
     with pytest.raises(PrivacyParameterError):
         select_cliques(data, PureDP(1.0), truth.domain, one_way_fraction=1.0)
+
+
+def test_with_one_way_joins_the_selection_tables():
+    from pgm_dp.models import third_order_chain
+    from pgm_dp.privacy import release_marginals
+    from pgm_dp.selection import with_one_way
+
+    truth = third_order_chain(4, 2, rng=0)
+    data = truth.sample(2000, rng=1)
+    sel = select_cliques(data, PureDP(0.5), truth.domain, rng=2)
+    rel = release_marginals(data, sel.cliques, truth.domain, budget=PureDP(0.5), rng=3)
+    both = with_one_way(sel, rel)
+    assert both.cliques == sel.one_way.cliques + rel.cliques
+    assert both.budget == PureDP(0.75)  # the tables: one-way 0.25 + cliques 0.5
+    assert np.array_equal(both.noisy[("X0",)], sel.one_way.noisy[("X0",)])

@@ -19,6 +19,10 @@ __all__ = [
     "output_dir",
     "clique",
     "domain_file",
+    "LEARNER_NAMES",
+    "int_at_least",
+    "adult_columns",
+    "learner_name",
 ]
 
 
@@ -99,3 +103,63 @@ def domain_file(text: str) -> dict:
     if not isinstance(doc, dict) or not doc:
         raise argparse.ArgumentTypeError(f"{text} must hold {{name: size or [labels]}}")
     return doc
+
+
+#: The registered learners' names, kept here so that parsers need not import the registry
+#: (JAX); ``tests/test_cli.py`` checks it equals :func:`pgm_dp.learners.available`, and the
+#: experiments look every name up in the registry again when they run.
+LEARNER_NAMES = (
+    "random",
+    "nonprivate",
+    "naive",
+    "cgm",
+    "psgd",
+    "mbi",
+    "zhang_ising",
+    "zhang_ising_np",
+    "zhang_pairwise",
+    "zhang_pairwise_np",
+    "zhang_tmrf",
+    "zhang_tmrf_np",
+    "pmw",
+    "zhang_structure",
+    "bayes",  # registered by pgm_dp.bayes, loaded by name (pgm_dp.experiments.compare.PLUGINS)
+)
+
+
+def int_at_least(least: int):
+    """An argument type: an integer ``>= least``."""
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {text}")
+        return value
+
+    check.__name__ = f"integer >= {least}"
+    return check
+
+
+def adult_columns() -> list[str]:
+    """The shipped UCI Adult attributes, read from its domain file (no pandas needed)."""
+    from importlib import resources
+
+    text = resources.files("pgm_dp").joinpath("data", "adult-domain.json").read_text()
+    return list(json.loads(text))
+
+
+def learner_name(text: str) -> str:
+    """A registered learner: one of :data:`LEARNER_NAMES`, or of the registry itself when it
+    is already imported (learners registered at run time by a program using ``pgm_dp``)."""
+    import sys
+
+    names = LEARNER_NAMES
+    registry = sys.modules.get("pgm_dp.learners.registry")
+    if registry is not None:
+        names = tuple(dict.fromkeys(names + tuple(registry.available())))
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"unknown learner {text!r}; choose from {list(names)}")
+    return text

@@ -2,9 +2,10 @@
 
 From ``--release``: a release learner (naive, cgm, ...) fits the release's cliques; nothing
 more is spent. From ``--data``: without ``--cliques`` the cliques are chosen privately
-(MST, McKenna et al. 2021) with two thirds of ``--epsilon`` (half on one-way marginals, half
-on the selection), the chosen tables are released with the last third and the learner fits
-them; with ``--cliques`` all of ``--epsilon`` goes to the release (or, for a record learner
+(MST, McKenna et al. 2021) with ``--selection-fraction`` of ``--epsilon`` (half on one-way
+marginals, half on the selection), the chosen tables are released with the rest and the
+learner fits them together with the one-way tables (already paid for, as MST does); with
+``--cliques`` all of ``--epsilon`` goes to the release (or, for a record learner
 such as psgd, to the learner). The fit (model, history, budget) is saved as ``.npz``.
 """
 
@@ -14,13 +15,16 @@ from . import _args
 from ._data import domain_of, read_data, say
 from .release import add_budget_arguments, budget_of
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "SELECTION_FRACTION"]
+
+#: Default share of ε for the private MST selection (``benchmarks/bench_selection.py``).
+SELECTION_FRACTION = 0.2
 
 
 def _from_data(args, spec):
     from ..models import MarkovRandomField
     from ..privacy import PureDP, release_marginals
-    from ..selection import select_cliques
+    from ..selection import select_cliques, with_one_way
 
     data = read_data(args.data)
     domain = domain_of(data, args.domain)
@@ -29,14 +33,18 @@ def _from_data(args, spec):
     if cliques is None:
         if spec.kind != "release" or args.delta is not None:
             raise ValueError("clique selection needs a release learner and pure epsilon")
-        say(f"selecting cliques (MST) with epsilon {2 * args.epsilon / 3:.4g} ...")
-        sel = select_cliques(data, PureDP(2 * args.epsilon / 3), domain, rng=args.seed)
-        cliques, budget = sel.cliques, PureDP(args.epsilon / 3)
+        eps = args.epsilon * args.selection_fraction
+        say(f"selecting cliques (MST) with epsilon {eps:.4g} ...")
+        sel = select_cliques(data, PureDP(eps), domain, rng=args.seed)
+        cliques, budget = sel.cliques, PureDP(args.epsilon - eps)
         say(f"chosen: {' '.join(','.join(c) for c in cliques)}")
     mrf = MarkovRandomField(domain, cliques)
     if spec.kind == "records":
         return spec.make().fit(data, mrf, budget=budget, rng=args.seed)
     rel = release_marginals(data, mrf, budget=budget, mechanism=mechanism, rng=args.seed)
+    if args.cliques is None:
+        rel = with_one_way(sel, rel)
+        mrf = MarkovRandomField(domain, rel.cliques)
     return spec.make().fit(rel, mrf)
 
 
@@ -72,5 +80,11 @@ def add_parser(subparsers) -> None:
         "--domain", type=_args.domain_file, default=None, help="JSON {name: size or [labels]}"
     )
     add_budget_arguments(p)
+    p.add_argument(
+        "--selection-fraction",
+        type=_args.probability,
+        default=SELECTION_FRACTION,
+        help="share of --epsilon spent choosing the cliques (without --cliques)",
+    )
     p.add_argument("--out", type=_args.output_file, default="model.npz", help="fit file (.npz)")
     p.set_defaults(func=_run)

@@ -23,12 +23,13 @@ def add_budget_arguments(p) -> None:
 
 
 def budget_of(args):
-    """``PureDP(epsilon)``, or ``ApproxDP(epsilon, delta)`` with the Gaussian mechanism."""
+    """``PureDP(epsilon)`` with the exact discrete Laplace (the release default), or
+    ``ApproxDP(epsilon, delta)`` with the exact discrete Gaussian."""
     from ..privacy import ApproxDP, PureDP
 
     if args.delta is None:
-        return PureDP(args.epsilon), "laplace"
-    return ApproxDP(args.epsilon, args.delta), "gaussian"
+        return PureDP(args.epsilon), "discrete_laplace"
+    return ApproxDP(args.epsilon, args.delta), "discrete_gaussian"
 
 
 def _run(args) -> None:

@@ -34,7 +34,6 @@ log-likelihood of the test set (nats). Default grid
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,7 +64,7 @@ __all__ = [
     "chain_model",
     "split_records",
     "plot_adult",
-    "add_parser",
+    "print_result",
 ]
 
 ADULT_CHAIN = (
@@ -252,7 +251,8 @@ def plot_adult(
     return Path(path)
 
 
-def _print(result: AdultResult) -> None:
+def print_result(result: AdultResult) -> None:
+    """Print the summary table, the uniform baseline, the times and the files written."""
     print("Median held-out log-likelihood per record by epsilon (rows) and learner (columns):")
     table = result.summary.rename(columns=labels())
     print(table.to_string(float_format=lambda x: f"{x:.4f}"))
@@ -266,31 +266,3 @@ def _print(result: AdultResult) -> None:
     for path in (result.csv, result.plot):
         if path is not None:
             print(f"Written: {path}")
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register the ``adult`` sub-command on an ``argparse`` sub-parser set."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "adult", help="held-out log-likelihood vs epsilon on UCI Adult (paper Sec. 4.2)"
-    )
-    p.add_argument("--columns", nargs="+", default=list(ADULT_CHAIN), help="chain, in order")
-    p.add_argument("--eps", type=float, nargs="+", default=list(EPSILONS))
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
-    p.add_argument("--test-fraction", type=float, default=0.25)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
-    p.set_defaults(
-        func=lambda a: _print(
-            run_adult(
-                a.columns,
-                a.eps,
-                a.trials,
-                a.learners,
-                a.test_fraction,
-                a.seed,
-                progress=True,
-                out_dir=a.out,
-            )
-        )
-    )

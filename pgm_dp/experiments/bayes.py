@@ -31,7 +31,7 @@ from ..models import MarkovRandomField, third_order_chain
 from ..privacy import ZCDP, PureDP, release_marginals
 from ..rng import derived_generator
 
-__all__ = ["run_calibration", "CalibrationResult", "run_example", "add_parser", "small_chain"]
+__all__ = ["run_calibration", "CalibrationResult", "run_example", "small_chain"]
 
 LEVELS = (0.8, 0.9, 0.95)
 
@@ -243,27 +243,3 @@ def _example_cli(a) -> None:
     res = run_example(N=a.N, epsilon=a.eps[0], mechanism=a.mechanisms[0], out_dir=a.out, **kw)
     for key, value in res.items():
         print(f"{key}: {value:.4g}")
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("bayes", help="Bayesian posteriors: calibration and the example")
-    p.add_argument("job", choices=["calibration", "example"])
-    p.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
-    p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 2.0])
-    p.add_argument("--releases", type=int, default=100)
-    p.add_argument("--nuts-releases", type=int, default=3)
-    p.add_argument("--N", type=int, default=None)
-    p.add_argument("--quick", action="store_true", help="a small, fast run")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results")
-
-    def run(a):
-        if a.job == "calibration":
-            a.N = a.N or 1000
-            return _calibrate_cli(a)
-        a.N = a.N or 10_000
-        a.eps = a.eps if a.eps != [0.1, 0.5, 2.0] else [1.0]
-        a.mechanisms = a.mechanisms if a.mechanisms != ["laplace", "gaussian"] else ["gaussian"]
-        return _example_cli(a)
-
-    p.set_defaults(func=run)

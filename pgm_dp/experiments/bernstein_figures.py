@@ -21,8 +21,8 @@ grid, the axis of Fig. 1(b) nor the ``ε`` of Fig. 3(a). Our defaults: ``N`` = 1
 1e6 (Fig. 1a, 1b), KL vs ``N`` in Fig. 1(b), ``N = 1e5`` and ``λ = 1e-7, 1e-6, ..., 1``
 (Fig. 1c), ``N = 1e5`` and ``ε = 0.1`` (Fig. 3a), three trials per setting (the paper has 25
 in Fig. 2): each default run takes a few minutes at most on one core. Learners use their own
-defaults (Naive MLE: projection, ``λ = 1e-4``) unless the figure varies them. :func:`add_parser`
-registers the ``figures`` command.
+defaults (Naive MLE: projection, ``λ = 1e-4``) unless the figure varies them. :func:`run_figure`
+runs one figure for ``pgm-dp figures``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["fig1a", "fig1b", "fig1c", "fig3a", "add_parser"]
+__all__ = ["fig1a", "fig1b", "fig1c", "fig3a", "run_figure", "FIGURES"]
 
 #: Default population sizes of Fig. 1(a) and 1(b): half-decades from 1e3 to 1e6.
 N_GRID = (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
@@ -370,7 +370,7 @@ def fig3a(
 # -- command line -----------------------------------------------------------------------------
 
 _QUICK_N = {"T": 4, "k": 3, "Ns": (10**3, 10**5), "trials": 1}
-_FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], str, dict]] = {
+FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], str, dict]] = {
     "fig1a": (fig1a, "Fig. 1(a): MSE of marginals vs N", _QUICK_N),
     "fig1b": (fig1b, "Fig. 1(b): projection vs N", _QUICK_N),
     "fig1c": (
@@ -382,8 +382,9 @@ _FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], str, dict]] = {
 }
 
 
-def _run(args: argparse.Namespace) -> pd.DataFrame:
-    fn, _, quick = _FIGURES[args.figure]
+def run_figure(args: argparse.Namespace) -> pd.DataFrame:
+    """Run ``pgm-dp figures`` (``args``: figure, quick, trials, seed, progress, out)."""
+    fn, _, quick = FIGURES[args.figure]
     kw: dict = dict(quick) if args.quick else {}
     if args.trials is not None and args.figure != "fig3a":
         kw["trials"] = args.trials
@@ -398,17 +399,3 @@ def _run(args: argparse.Namespace) -> pd.DataFrame:
         print(df.to_string(float_format=lambda v: f"{v:.4g}"))
     print(f"[{args.figure}] {elapsed:.1f} s; wrote {stem}.csv and {stem}.png")
     return df
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``figures {fig1a, fig1b, fig1c, fig3a}`` (Bernstein et al. 2017)."""
-    p = subparsers.add_parser("figures", help="Bernstein et al. (2017) Fig. 1(a)-(c) and 3(a)")
-    p.add_argument(
-        "figure", choices=list(_FIGURES), help="; ".join(v[1] for v in _FIGURES.values())
-    )
-    p.add_argument("--trials", type=int, default=None, help="trials per setting (default 3)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the csv and png files")
-    p.set_defaults(func=_run)

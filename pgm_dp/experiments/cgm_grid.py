@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .compare import GRAPHS, MECHANISMS, add_common_arguments, check_settings, columns
+from .compare import check_settings, columns
 from .fig2 import run_blocks
 
-__all__ = ["GridResult", "add_parser", "grid_summary", "plot_grid", "run_grid"]
+__all__ = ["GridResult", "grid_summary", "plot_grid", "run_grid"]
 
 _CSV = "cgm_grid_runs.csv"
 _CELL = ["graph", "k", "N", "epsilon", "mechanism"]
@@ -136,34 +136,3 @@ def _print(result: GridResult) -> None:
         print(f"CGM fits converged: {s['converged'].mean():.1%}")
     if result.plot is not None:
         print(f"Plot written to {result.plot}")
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("cgm-grid", help="CGM-EM vs naive MLE vs mbi on a wide grid")
-    p.add_argument("--graphs", nargs="+", default=["chain", "er", "tree"], choices=list(GRAPHS))
-    p.add_argument("--k", type=int, nargs="+", default=[2, 4, 6, 10], help="domain sizes")
-    p.add_argument("--N", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
-    p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 1.0, 5.0])
-    p.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"], choices=MECHANISMS)
-    p.add_argument("--populations", type=int, default=3)
-    p.add_argument("--replications", type=int, default=3)
-    p.add_argument("--T", type=int, default=10, help="variables")
-    add_common_arguments(p)
-    p.set_defaults(
-        learners=["nonprivate", "naive", "cgm", "mbi"],
-        func=lambda a: _print(
-            run_grid(
-                a.graphs,
-                a.k,
-                a.N,
-                a.eps,
-                a.mechanisms,
-                a.populations,
-                a.replications,
-                a.learners,
-                a.T,
-                a.seed,
-                out_dir=a.out,
-            )
-        ),
-    )

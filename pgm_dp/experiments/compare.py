@@ -25,6 +25,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .. import learners as registry
+from .._progress import progress_hook
 from ..learners import Fit, LearnerSpec
 from ..metrics import kl_divergence
 from ..models import erdos_renyi, random_tree, third_order_chain
@@ -32,7 +33,7 @@ from ..privacy import ApproxDP, release_marginals
 from ..rng import derived_generator
 from .plotting import median_errorbar
 
-__all__ = ["LEARNERS", "CompareResult", "run_compare", "add_parser", "plot_compare"]
+__all__ = ["LEARNERS", "CompareResult", "run_compare", "print_result", "plot_compare"]
 
 #: The learners ``compare`` runs by default (any registered name may be asked for).
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
@@ -45,11 +46,6 @@ def learner_spec(name: str) -> LearnerSpec:
     if name in PLUGINS and name not in registry.available():
         importlib.import_module(PLUGINS[name])
     return registry.get(name)
-
-
-def learner_names() -> tuple[str, ...]:
-    """Every name ``--learners`` accepts: the registry's and the plugins'."""
-    return tuple(dict.fromkeys(registry.available() + tuple(PLUGINS)))
 
 
 @dataclass(frozen=True)
@@ -101,6 +97,24 @@ def check_settings(
     if not len(learners):
         raise ValueError("no learners given")
     return [learner_spec(name) for name in dict.fromkeys(learners)]
+
+
+def _iteration_postfix(bar, every: float = 0.5):
+    """A :func:`~pgm_dp._progress.progress_hook` that shows the running fit's solver
+    iterations after the bar (``cgm 120 it``), refreshed at most every ``every`` seconds, so
+    the bar moves within a fit that takes minutes."""
+    state = {"n": -1, "counts": {}, "shown": 0.0}
+
+    def hook(what: str, n: int) -> None:
+        if bar.n != state["n"]:  # a new fit: start counting again
+            state["n"], state["counts"] = bar.n, {}
+        state["counts"][what] = state["counts"].get(what, 0) + n
+        now = time.monotonic()
+        if now - state["shown"] >= every:
+            state["shown"] = now
+            bar.set_postfix_str(" ".join(f"{k} {v} it" for k, v in state["counts"].items()))
+
+    return hook
 
 
 def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
@@ -175,20 +189,21 @@ def run_compare(
                 }
             )
 
-    for pop in range(populations):
-        data = truth.sample(N, derived_generator(seed, "population", N, pop))
-        for spec in references:
-            gen = derived_generator(seed, spec.name, N, pop)
-            fit, seconds = _timed_fit(spec, data, truth, rng=gen)
-            for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
-                record(pop, eps, 0, spec, fit, seconds)
-            bar.update(1)
-        for e, eps in enumerate(epsilons):
-            for rep in range(replications):
-                draws = _fits(private, truth, data, N, pop, e, eps, rep, seed, mechanism)
-                for spec, fit, seconds in draws:
-                    record(pop, eps, rep, spec, fit, seconds)
-                    bar.update(1)
+    with progress_hook(_iteration_postfix(bar) if progress else None):
+        for pop in range(populations):
+            data = truth.sample(N, derived_generator(seed, "population", N, pop))
+            for spec in references:
+                gen = derived_generator(seed, spec.name, N, pop)
+                fit, seconds = _timed_fit(spec, data, truth, rng=gen)
+                for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
+                    record(pop, eps, 0, spec, fit, seconds)
+                bar.update(1)
+            for e, eps in enumerate(epsilons):
+                for rep in range(replications):
+                    fits = _fits(private, truth, data, N, pop, e, eps, rep, seed, mechanism)
+                    for spec, fit, seconds in fits:
+                        record(pop, eps, rep, spec, fit, seconds)
+                        bar.update(1)
     bar.close()
     return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir)
 
@@ -238,7 +253,8 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
     return Path(path)
 
 
-def _print(result: CompareResult) -> None:
+def print_result(result: CompareResult) -> None:
+    """Print the summary table, the time ratios and the plot written."""
     print("Median KL(true || learned) by epsilon (rows) and learner (columns):")
     labels = registry.labels()
     table = result.summary.rename(columns=labels)
@@ -256,47 +272,3 @@ def _print(result: CompareResult) -> None:
         print(f"Median time per fit: Naive MLE {times['naive']:.2f} s; {ratios}")
     if result.plot is not None:
         print(f"Plot written to {result.plot}")
-
-
-def add_common_arguments(p) -> None:
-    """``--learners`` (any registered name), ``--seed`` and ``--out``: shared with ``fig2``."""
-    p.add_argument(
-        "--learners",
-        nargs="+",
-        default=list(LEARNERS),
-        choices=learner_names(),
-        help="registered learners to run ('mbi' needs the bench extra)",
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="pgm_dp_results", help="folder for the CSV and the plot")
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "compare", help="compare learners on one privacy budget (KL from the true model)"
-    )
-    p.add_argument("--graph", choices=["chain", "er"], default="chain")
-    p.add_argument("--T", type=int, default=10)
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--N", type=int, default=100_000)
-    p.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
-    p.add_argument("--populations", type=int, default=1)
-    p.add_argument("--replications", type=int, default=1)
-    add_common_arguments(p)
-    p.set_defaults(
-        func=lambda a: _print(
-            run_compare(
-                a.graph,
-                a.T,
-                a.k,
-                a.N,
-                a.eps,
-                a.populations,
-                a.replications,
-                a.learners,
-                a.seed,
-                progress=True,
-                out_dir=a.out,
-            )
-        )
-    )

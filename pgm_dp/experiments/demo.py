@@ -16,7 +16,7 @@ from ..metrics import kl_divergence, log_likelihood
 from ..models import third_order_chain
 from ..stats import sufficient_statistics
 
-__all__ = ["run_demo", "add_parser"]
+__all__ = ["run_demo"]
 
 
 def run_demo(T: int = 10, k: int = 10, n: int = 100_000, seed: int = 0, verbose: bool = True):
@@ -60,12 +60,3 @@ def run_demo(T: int = 10, k: int = 10, n: int = 100_000, seed: int = 0, verbose:
     say(f"KL(model || uniform) = {kl_divergence(mrf, uniform):.4f} nats")
     say(f"Done in {time.perf_counter() - start:.1f} s")
     return table
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("demo", help="sample from the third-order chain, print marginals")
-    p.add_argument("--T", type=int, default=10, help="number of variables (default 10)")
-    p.add_argument("--k", type=int, default=10, help="states per variable (default 10)")
-    p.add_argument("--n", type=int, default=100_000, help="records to sample")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=lambda a: run_demo(a.T, a.k, a.n, a.seed))

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from .. import learners as registry
-from .compare import LEARNERS, add_common_arguments, check_settings, columns, run_compare
+from .compare import LEARNERS, check_settings, columns, run_compare
 
-__all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "add_parser"]
+__all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "print_result"]
 
 _CSV = "fig2_runs.csv"
 
@@ -255,7 +255,8 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
     return Path(path)
 
 
-def _print(result: Fig2Result) -> None:
+def print_result(result: Fig2Result) -> None:
+    """Print the summary table, the claims checked and the plot written."""
     print("Median KL(true || learned):")
     print(
         result.summary.rename(columns=registry.labels()).to_string(
@@ -266,27 +267,3 @@ def _print(result: Fig2Result) -> None:
         print(f"{key}: {value}")
     if result.plot is not None:
         print(f"Plot written to {result.plot}")
-
-
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("fig2", help="Bernstein et al. Fig. 2: KL vs N per epsilon")
-    p.add_argument("--graphs", nargs="+", default=["chain", "er"], choices=["chain", "er"])
-    p.add_argument("--N", type=int, nargs="+", default=[10_000, 100_000])
-    p.add_argument("--eps", type=float, nargs="+", default=[0.01, 0.1, 0.5, 1.0])
-    p.add_argument("--populations", type=int, default=5)
-    p.add_argument("--replications", type=int, default=5)
-    add_common_arguments(p)
-    p.set_defaults(
-        func=lambda a: _print(
-            run_fig2(
-                a.graphs,
-                a.N,
-                a.eps,
-                a.populations,
-                a.replications,
-                a.learners,
-                seed=a.seed,
-                out_dir=a.out,
-            )
-        )
-    )

@@ -18,7 +18,7 @@ non-private MPLE and the private estimates for every ``ε`` use the same simulat
 The paper does not list the ``ε`` values of Fig. 2-5 and 11 nor the ``α`` grid; the defaults
 (``ε ∈ {5, 7.5, 10}``, ``α ∈ {0.1, ..., 0.9}``, cost ``ε ∈ {5, ..., 100}``, β grid of polblogs
 ``0, 0.2, ..., 3.2``) are our choice. ``quick=True`` shrinks every
-size for tests. :func:`add_parser` registers the ``prising`` command line.
+size for tests. :func:`run_experiment` runs one from ``pgm-dp prising``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from ..ising.networks import (
 from ..ising.prising import mple, prising_batch
 from ..rng import RngLike, as_generator
 
-__all__ = ["fig1", "mse_vs_n", "mse_vs_density", "real_networks", "add_parser"]
+__all__ = ["fig1", "mse_vs_n", "mse_vs_density", "real_networks", "run_experiment", "EXPERIMENTS"]
 
 PathLike = str | os.PathLike | None
 
@@ -342,7 +342,7 @@ def real_networks(
 
 # -- command line -----------------------------------------------------------------------------
 
-_COMMANDS = {
+EXPERIMENTS = {
     "fig1": (fig1, "Fig. 1: estimates vs beta on an Erdos-Renyi graph"),
     "mse-n": (mse_vs_n, "Fig. 2-3: MSE vs n"),
     "mse-density": (mse_vs_density, "Fig. 4-5: MSE vs edge density alpha"),
@@ -350,8 +350,9 @@ _COMMANDS = {
 }
 
 
-def _run(name: str, args) -> pd.DataFrame:
-    fn = _COMMANDS[name][0]
+def run_experiment(name: str, args) -> pd.DataFrame:
+    """Run ``pgm-dp prising NAME`` (``args``: reps, sweeps, seed, quick, progress, out)."""
+    fn = EXPERIMENTS[name][0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     kw = {"rng": args.seed, "quick": args.quick, "progress": args.progress}
@@ -368,21 +369,6 @@ def _run(name: str, args) -> pd.DataFrame:
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"[{name}] {elapsed:.1f} s; wrote {stem}.csv and {stem}.png")
     return df
-
-
-def add_parser(subparsers) -> None:
-    """Register ``prising {fig1, mse-n, mse-density, real}`` on an argparse sub-parser set."""
-    p = subparsers.add_parser("prising", help="PrIsing (AISTATS 2024) experiments")
-    sub = p.add_subparsers(dest="prising_command", required=True)
-    for name, (_, doc) in _COMMANDS.items():
-        q = sub.add_parser(name, help=doc)
-        q.add_argument("--reps", type=int, default=None, help="replicates (default: paper's 500)")
-        q.add_argument("--sweeps", type=int, default=None, help="Gibbs sweeps (default 100)")
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-        q.add_argument("--progress", action="store_true", help="show progress bars")
-        q.add_argument("--out", default=".", help="directory for the csv and png files")
-        q.set_defaults(func=lambda a, _name=name: _run(_name, a))
 
 
 def _plot_real(df: pd.DataFrame, networks, epsilon: float, plot: PathLike) -> None:

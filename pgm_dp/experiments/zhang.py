@@ -36,7 +36,6 @@ from ..privacy import ZCDP
 from ..rng import RngLike, as_generator
 
 __all__ = [
-    "add_parser",
     "fit_exponent",
     "random_ising",
     "run_pairwise",
@@ -294,46 +293,3 @@ def _save(df, out_dir, stem, draw):
     fig.tight_layout()
     fig.savefig(out / f"{stem}.png", dpi=120)
     plt.close(fig)
-
-
-def add_parser(subparsers) -> None:
-    """``pgm-dp zhang {recovery, separation, pairwise, pmw}``."""
-    z = subparsers.add_parser("zhang", help="Zhang et al. 2020 experiments (Ising, PFW, PMW)")
-    sub = z.add_subparsers(dest="zhang_cmd", required=True)
-    rec = sub.add_parser("recovery", help="max |A - A_hat| vs n (Alg. 2)")
-    rec.add_argument("--p", type=int, nargs="+", default=[10, 20, 50])
-    rec.add_argument("--n", type=int, nargs="+", default=[2000, 8000, 32000])
-    rec.add_argument("--rho", type=float, nargs="+", default=[0.1, 1.0])
-    sep = sub.add_parser("separation", help="n for fixed accuracy vs p (Table 1)")
-    sep.add_argument("--p", type=int, nargs="+", default=[8, 16, 32])
-    sep.add_argument("--n-param", type=int, nargs="+", default=[2000, 4000, 8000, 16000, 32000])
-    sep.add_argument("--n-struct", type=int, nargs="+", default=[4000, 8000, 16000, 32000])
-    sep.add_argument("--rho", type=float, default=0.05, help="zCDP budget of Alg. 2")
-    sep.add_argument("--eps", type=float, default=2.0, help="structure learning epsilon")
-    sep.add_argument("--trials", type=int, default=3)
-    pw = sub.add_parser("pairwise", help="Alg. 3 over [3]")
-    pm = sub.add_parser("pmw", help="PMW on parities")
-    tm = sub.add_parser("tmrf", help="Alg. 4 / 5 on a t = 3 binary MRF")
-    for s in (rec, sep, pw, pm, tm):
-        s.add_argument("--seed", type=int, default=0)
-        s.add_argument("--out", default="pgm_dp_results")
-    rec.set_defaults(func=lambda a: print(run_recovery(a.p, a.n, a.rho, seed=a.seed,
-                                                       progress=True, out_dir=a.out)))  # fmt: skip
-    sep.set_defaults(
-        func=lambda a: print(
-            run_separation(
-                a.p,
-                a.n_param,
-                a.n_struct,
-                rho=a.rho,
-                eps=a.eps,
-                trials=a.trials,
-                seed=a.seed,
-                progress=True,
-                out_dir=a.out,
-            )  # fmt: skip
-        )
-    )
-    pw.set_defaults(func=lambda a: print(run_pairwise(seed=a.seed, progress=True, out_dir=a.out)))
-    pm.set_defaults(func=lambda a: print(run_pmw(seed=a.seed, out_dir=a.out)))
-    tm.set_defaults(func=lambda a: print(run_tmrf(seed=a.seed, progress=True, out_dir=a.out)))

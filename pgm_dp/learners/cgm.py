@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from .._progress import tick
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
@@ -230,6 +231,7 @@ class CGMEM:
 
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
+            tick("cgm")
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
@@ -260,6 +262,7 @@ class CGMEM:
         for it in range(self.max_iters):
             state = self._evaluate(problem, state, x, self.nlbp_forcing)
             history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
+            tick("cgm")
             if np.max(np.abs(state.grad)) <= self.tol:
                 break
             targets = {

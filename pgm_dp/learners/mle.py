@@ -36,6 +36,7 @@ import numpy as np
 import scipy.optimize
 
 from .._config import jit_program
+from .._progress import tick
 from ..domain import Clique
 from ..errors import DomainError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z
@@ -138,6 +139,7 @@ def fit_marginals(
         x0,
         jac=True,
         method="L-BFGS-B",
+        callback=lambda xk: tick("mle"),
         options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
     )
     tables = unflatten_tables(res.x, shapes)

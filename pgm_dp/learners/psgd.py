@@ -64,6 +64,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._config import jit_program
+from .._progress import tick
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
@@ -268,6 +269,7 @@ class PSGD:
             g = math.ldexp(1.0, plan.exponent)
             theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n, g)
             bar.update(stop - start)
+            tick("psgd", stop - start)
         bar.close()
         theta = np.asarray(theta)
         every = max(1, steps // 20)

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pgm_dp.cli.adult import add_parser
 from pgm_dp.errors import PrivacyParameterError
-from pgm_dp.experiments.adult import ADULT_CHAIN, add_parser, run_adult, split_records
+from pgm_dp.experiments.adult import ADULT_CHAIN, run_adult, split_records
 from pgm_dp.learners import PSGD
 
 COLUMNS = ("education-num", "income>50K", "sex")

@@ -7,7 +7,8 @@ import argparse
 import numpy as np
 import pytest
 
-from pgm_dp.experiments.bernstein_figures import add_parser, fig1a, fig1b, fig1c, fig3a
+from pgm_dp.cli.figures import add_parser
+from pgm_dp.experiments.bernstein_figures import fig1a, fig1b, fig1c, fig3a
 
 
 def test_fig1a_mse_decreases_with_n(tmp_path):

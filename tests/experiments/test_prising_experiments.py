@@ -7,8 +7,9 @@ import argparse
 import numpy as np
 import pytest
 
+from pgm_dp.cli.prising import add_parser
 from pgm_dp.errors import DomainError
-from pgm_dp.experiments.prising import add_parser, fig1, mse_vs_density, mse_vs_n, real_networks
+from pgm_dp.experiments.prising import fig1, mse_vs_density, mse_vs_n, real_networks
 
 
 def test_fig1_quick(tmp_path):

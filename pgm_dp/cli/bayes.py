@@ -1,0 +1,44 @@
+"""``pgm-dp bayes``: noise-aware posteriors, calibration and the example.``
+
+Arguments only; :mod:`pgm_dp.experiments.bayes` is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_parser"]
+
+
+class _Lazy:
+    """The experiment module, imported on first attribute access (when a command runs)."""
+
+    def __getattr__(self, name):
+        import importlib
+
+        return getattr(importlib.import_module("pgm_dp.experiments.bayes"), name)
+
+
+bayes = _Lazy()
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("bayes", help="Bayesian posteriors: calibration and the example")
+    p.add_argument("job", choices=["calibration", "example"])
+    p.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
+    p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 2.0])
+    p.add_argument("--releases", type=int, default=100)
+    p.add_argument("--nuts-releases", type=int, default=3)
+    p.add_argument("--N", type=int, default=None)
+    p.add_argument("--quick", action="store_true", help="a small, fast run")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="pgm_dp_results")
+
+    def run(a):
+        if a.job == "calibration":
+            a.N = a.N or 1000
+            return bayes._calibrate_cli(a)
+        a.N = a.N or 10_000
+        a.eps = a.eps if a.eps != [0.1, 0.5, 2.0] else [1.0]
+        a.mechanisms = a.mechanisms if a.mechanisms != ["laplace", "gaussian"] else ["gaussian"]
+        return bayes._example_cli(a)
+
+    p.set_defaults(func=run)

@@ -1,0 +1,111 @@
+"""``pgm-dp prising``: PrIsing (Chakraborty, Chatterjee & Dalal, AISTATS 2024).
+
+``prising estimate``: the private estimate of the inverse temperature β of one observed
+network (graph: edge-list CSV or GML; outcomes: CSV ``node,outcome`` of ±1 or 0/1), printed
+and written as JSON. ``prising fig1 | mse-n | mse-density | real``: the paper's experiments.
+Arguments only (checked while parsing); the heavy modules are imported to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ._args import existing_file, int_at_least, output_dir, output_file, positive_float
+
+__all__ = ["add_parser", "EXPERIMENTS"]
+
+#: experiment -> help (the runs: ``pgm_dp.experiments.prising.EXPERIMENTS``, tested equal).
+EXPERIMENTS = {
+    "fig1": "Fig. 1: estimates vs beta on an Erdos-Renyi graph",
+    "mse-n": "Fig. 2-3: MSE vs n",
+    "mse-density": "Fig. 4-5: MSE vs edge density alpha",
+    "real": "Sec. 4.2: polblogs and karate club",
+}
+SCALINGS = ("symmetric", "regular", "none")
+_HELP = argparse.ArgumentDefaultsHelpFormatter
+
+
+def delta_value(text: str) -> float:
+    """A number in ``[0, 1)`` (0: pure DP, the Laplace mechanism)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def _estimate(a: argparse.Namespace) -> dict:
+    from ..ising import prising, scale_regular, scale_symmetric
+    from ..ising.files import read_network_outcomes
+
+    A, sigma, nodes = read_network_outcomes(a.graph, a.outcomes)
+    J = {"symmetric": scale_symmetric, "regular": scale_regular, "none": lambda m: m}[a.scaling]
+    res = prising(sigma, J(A), epsilon=a.epsilon, delta=a.delta, rng=a.seed)
+    doc = {
+        "beta_private": res.estimate,
+        "boundary": res.boundary,
+        "epsilon": a.epsilon,
+        "delta": a.delta,
+        "mechanism": res.mechanism,
+        "noise_scale": res.noise_scale,
+        "Delta": res.Delta,
+        "zeta": res.zeta,
+        "nodes": len(nodes),
+        "edges": int(A.nnz // 2),
+        "scaling": a.scaling,
+    }
+    print(f"PrIsing estimate of beta: {res.estimate:.6g} ({res.mechanism}, eps={a.epsilon:g})")
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"written: {a.out}")
+    return doc
+
+
+def _experiment(a: argparse.Namespace):
+    from ..experiments.prising import run_experiment
+
+    return run_experiment(a.prising_command, a)
+
+
+def _add_estimate(sub) -> None:
+    q = sub.add_parser(
+        "estimate", help="private estimate of beta from a graph and outcomes", formatter_class=_HELP
+    )
+    q.add_argument("--graph", type=existing_file, required=True, help="edge-list CSV or .gml")
+    q.add_argument(
+        "--outcomes", type=existing_file, required=True, help="CSV node,outcome (±1 or 0/1)"
+    )
+    q.add_argument("--epsilon", type=positive_float, required=True, help="privacy epsilon")
+    q.add_argument("--delta", type=delta_value, default=1e-6, help="delta (0: pure DP)")
+    q.add_argument(
+        "--scaling", choices=SCALINGS, default="symmetric",
+        help="J from A: D^-1/2 A D^-1/2 (Eq. 7), A/D (regular graphs) or A itself",
+    )  # fmt: skip
+    q.add_argument("--seed", type=int_at_least(0), default=None, help="noise seed (unset: OS)")
+    q.add_argument("--out", type=output_file, default=None, help="JSON file for the estimate")
+    q.set_defaults(func=_estimate)
+
+
+def add_parser(subparsers) -> None:
+    """Register ``prising {estimate, fig1, mse-n, mse-density, real}``."""
+    p = subparsers.add_parser("prising", help="PrIsing (AISTATS 2024): estimate, experiments")
+    sub = p.add_subparsers(dest="prising_command", required=True, parser_class=type(p))
+    _add_estimate(sub)
+    for name, doc in EXPERIMENTS.items():
+        q = sub.add_parser(name, help=doc, formatter_class=_HELP)
+        q.add_argument(
+            "--reps", type=int_at_least(1), default=None, help="replicates (unset: paper's 500)"
+        )
+        q.add_argument(
+            "--sweeps", type=int_at_least(1), default=None, help="Gibbs sweeps (unset: 100)"
+        )
+        q.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
+        q.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+        q.add_argument("--progress", action="store_true", help="show progress bars")
+        q.add_argument("--out", type=output_dir, default=".", help="folder for csv and png")
+        q.set_defaults(func=_experiment)
