@@ -143,15 +143,19 @@ def plan_gaussian(
     size: int,
     integer_input: bool,
     max_changed: int | None = None,
+    bits: int | None = None,
 ) -> LatticePlan:
     """Lattice Gaussian for a ``ρ``-zCDP release: ``σ = (Δ₂ + slack)/sqrt(2ρ)`` with
     ``slack = g sqrt(m)`` (0 for integer inputs); ``(σ/g)^2`` rounded up to the sampler's
-    rational (CKS Thm. 14 on the lattice units)."""
+    rational (CKS Thm. 14 on the lattice units). ``bits``: ``σ/g >= 2^bits`` exactly (default
+    ``GAUSSIAN_BITS`` plus the size-dependent refinement); at most 14 keeps the exact sampler
+    on its fast int64 path."""
     if l2_sensitivity == 0:
         return LatticePlan("gaussian", 0, Fraction(0), 0.0, 0.0)
     m = max(1, size if max_changed is None else int(max_changed))
     extra = _extra("gaussian", m, integer_input)
-    k = _exponent(l2_sensitivity / math.sqrt(2 * rho), GAUSSIAN_BITS, extra, integer_input)
+    base, extra = (GAUSSIAN_BITS, extra) if bits is None else (int(bits), 0)
+    k = _exponent(l2_sensitivity / math.sqrt(2 * rho), base, extra, integer_input)
     g = math.ldexp(1.0, k)
     slack = 0.0 if integer_input else g * math.sqrt(m) * (1 + 2**-40)  # rounded up
     var = (Fraction(l2_sensitivity) + Fraction(slack)) ** 2 / (2 * Fraction(rho))
