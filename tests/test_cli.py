@@ -89,7 +89,7 @@ def test_light_lists_match_the_heavy_ones():
     from pgm_dp.experiments import bernstein_figures, compare
     from pgm_dp.experiments import prising as prising_run
 
-    assert LEARNER_NAMES == learners.available() + tuple(compare.PLUGINS)
+    assert LEARNER_NAMES == tuple(dict.fromkeys(learners.available() + tuple(compare.PLUGINS)))
     assert DEFAULT_LEARNERS == compare.LEARNERS
     assert adult.ADULT_CHAIN == adult_run.ADULT_CHAIN
     assert adult.ADULT_LEARNERS == adult_run.LEARNERS
