@@ -163,3 +163,15 @@ def learner_name(text: str) -> str:
     if text not in names:
         raise argparse.ArgumentTypeError(f"unknown learner {text!r}; choose from {list(names)}")
     return text
+
+
+class LazyModule:
+    """A module imported on first attribute access: what a command runs, not its parser."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)

@@ -1,23 +1,16 @@
-"""``pgm-dp bayes``: noise-aware posteriors, calibration and the example.``
+"""``pgm-dp bayes``: noise-aware posteriors, calibration and the example.
 
 Arguments only; :mod:`pgm_dp.experiments.bayes` is imported when the command runs.
 """
 
 from __future__ import annotations
 
+from ._args import LazyModule
+
 __all__ = ["add_parser"]
 
 
-class _Lazy:
-    """The experiment module, imported on first attribute access (when a command runs)."""
-
-    def __getattr__(self, name):
-        import importlib
-
-        return getattr(importlib.import_module("pgm_dp.experiments.bayes"), name)
-
-
-bayes = _Lazy()
+bayes = LazyModule("pgm_dp.experiments.bayes")
 
 
 def add_parser(subparsers) -> None:

@@ -1,10 +1,11 @@
-"""``pgm-dp cgm-grid``: CGM-EM vs naive MLE vs mbi on a wide grid.``
+"""``pgm-dp cgm-grid``: CGM-EM vs naive MLE vs mbi on a wide grid.
 
 Arguments only; :mod:`pgm_dp.experiments.cgm_grid` is imported when the command runs.
 """
 
 from __future__ import annotations
 
+from ._args import LazyModule
 from .compare import add_common_arguments
 
 __all__ = ["add_parser"]
@@ -13,16 +14,7 @@ __all__ = ["add_parser"]
 _MECHANISMS = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 
 
-class _Lazy:
-    """The experiment module, imported on first attribute access (when a command runs)."""
-
-    def __getattr__(self, name):
-        import importlib
-
-        return getattr(importlib.import_module("pgm_dp.experiments.cgm_grid"), name)
-
-
-cgm_grid = _Lazy()
+cgm_grid = LazyModule("pgm_dp.experiments.cgm_grid")
 
 
 def add_parser(subparsers) -> None:

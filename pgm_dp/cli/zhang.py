@@ -1,4 +1,4 @@
-"""``pgm-dp zhang``: Zhang et al. (2020) experiments.``
+"""``pgm-dp zhang``: Zhang et al. (2020) experiments.
 
 Arguments only; :mod:`pgm_dp.experiments.zhang` is imported when the command runs.
 """
@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import int_at_least, output_dir, positive_float
+from ._args import LazyModule, int_at_least, output_dir, positive_float
 
 __all__ = ["add_parser"]
 
 
-class _Lazy:
-    """The experiment module, imported on first attribute access (when a command runs)."""
-
-    def __getattr__(self, name):
-        import importlib
-
-        return getattr(importlib.import_module("pgm_dp.experiments.zhang"), name)
-
-
-zhang = _Lazy()
+zhang = LazyModule("pgm_dp.experiments.zhang")
 
 
 def add_parser(subparsers) -> None:

@@ -131,15 +131,23 @@ def report_noisy_max(
     1
     """
     units, k, d, factor = _setup(scores, sensitivity, budget, monotonic)
-    signed = -units if minimize else units
-    gen = as_generator(rng)
+    signed = (-units if minimize else units)[None, :]
+    plan = (k, d, factor, budget)
+    return int(_noisy_argmax(signed, plan, as_generator(rng), accountant, what)[0])
+
+
+def _noisy_argmax(signed, plan, gen, accountant, what) -> np.ndarray:
+    """Row-wise arg-max of the lattice scores ``signed`` plus exact discrete Laplace noise of
+    ``t = (factor D + 1)/ε`` lattice units; the accountant is charged once per row."""
+    k, d, factor, budget = plan
     if d == 0:
-        _charge(accountant, budget, what, "report_noisy_max", 0.0)
-        return _argbest(signed, gen)
+        for _ in signed:
+            _charge(accountant, budget, what, "report_noisy_max", 0.0)
+        return np.array([_argbest(row, gen) for row in signed])
     t = discrete_laplace_rational_scale(Fraction(factor * d + 1) / Fraction(budget.epsilon))
-    _charge(accountant, budget, what, f"report_noisy_max (lattice 2^{k})", float(t) * 2.0**k)
-    noisy = signed + sample_discrete_laplace(t, signed.size, gen)
-    return int(np.argmax(noisy))
+    for _ in signed:
+        _charge(accountant, budget, what, f"report_noisy_max (lattice 2^{k})", float(t) * 2.0**k)
+    return np.argmax(signed + sample_discrete_laplace(t, signed.shape, gen), axis=1)
 
 
 def report_noisy_min(
@@ -162,19 +170,10 @@ def report_noisy_min(
     arr = _as_values(scores, integer=False, name="scores")
     if arr.ndim != 2 or arr.size == 0:
         raise DataValidationError(f"scores must be a non-empty 2-d array, got shape {arr.shape}")
-    _setup(arr[0], sensitivity, budget, monotonic)  # validates before anything is charged
-    rows = [_setup(row, sensitivity, budget, monotonic) for row in arr]
-    k, d, factor = rows[0][1:]
+    rows = [_setup(row, sensitivity, budget, monotonic) for row in arr]  # before any charge
     signed = -np.stack([units for units, *_ in rows])
-    gen = as_generator(rng)
-    if d == 0:
-        for _ in rows:
-            _charge(accountant, budget, what, "report_noisy_max", 0.0)
-        return np.array([_argbest(row, gen) for row in signed])
-    t = discrete_laplace_rational_scale(Fraction(factor * d + 1) / Fraction(budget.epsilon))
-    for _ in rows:
-        _charge(accountant, budget, what, f"report_noisy_max (lattice 2^{k})", float(t) * 2.0**k)
-    return np.argmax(signed + sample_discrete_laplace(t, signed.shape, gen), axis=1)
+    plan = (*rows[0][1:], budget)
+    return _noisy_argmax(signed, plan, as_generator(rng), accountant, what)
 
 
 def frank_wolfe_step_budget(rho: ZCDP | float, steps: int) -> PureDP:
