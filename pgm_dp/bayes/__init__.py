@@ -10,11 +10,16 @@ above ``learners``; ``import pgm_dp`` imports this package, so the learner is al
 """
 
 from ..learners import LearnerSpec, register
+from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
 from .posterior import PosteriorMean, posterior, posterior_marginals
 
 __all__ = [
     "PRIOR_SCALE",
+    "PredictiveCheck",
+    "plot_check",
+    "predictive_check",
+    "replicate_releases",
     "PosteriorMean",
     "Problem",
     "posterior",
