@@ -53,6 +53,9 @@ def test_workflow_end_to_end(files, capsys):
     out = capsys.readouterr().out
     assert f"written: {t}/m2.npz" in out and "KL(reference || model) = 0" in out
     assert "held-out log-likelihood = -" in out
+    assert main(["posterior", "--release", f"{t}/r.json", "--draws", "50", "--out", t]) == 0
+    out = capsys.readouterr().out
+    assert "predictive p-value X0,X1" in out and f"written: {t}/summary.csv" in out
 
 
 HELPS = [
@@ -185,6 +188,11 @@ def test_light_lists_match_the_heavy_ones():
             "--out",
             "/proc/nope/e.json",
         ],  # fmt: skip
+        ["posterior", "--release", "missing.json"],
+        ["posterior", "--release", "{t}/train.csv", "--draws", "0"],
+        ["posterior", "--release", "{t}/train.csv", "--method", "mcmc"],
+        ["cgm-grid", "--k", "two"],
+        ["zhang", "recovery", "--rho", "-1"],
         ["nonsense"],
     ],
 )
@@ -224,6 +232,14 @@ def test_experiments_end_to_end(files, capsys):
     assert main(["figures", "fig3a", "--quick", "--out", t]) == 0
     assert main(["prising", "mse-density", "--quick", "--reps", "2", "--out", t]) == 0
     assert "[mse-density]" in capsys.readouterr().out
+    assert main(["cgm-grid", "--graphs", "tree", "--k", "2", "--N", "300", "--eps", "1",
+                 "--mechanisms", "laplace", "--populations", "1", "--replications", "1",
+                 "--T", "4", "--learners", "naive", "cgm", "--out", t]) == 0  # fmt: skip
+    assert (files / "cgm_grid_runs.csv").exists()
+    assert main(["zhang", "recovery", "--p", "4", "--n", "300", "--rho", "1", "--out", t]) == 0
+    assert main(["bayes", "calibration", "--quick", "--releases", "2", "--eps", "1",
+                 "--mechanisms", "gaussian", "--nuts-releases", "0", "--out", t]) == 0  # fmt: skip
+    assert (files / "bayes_calibration.png").exists()
 
 
 def test_prising_estimate(files, capsys):

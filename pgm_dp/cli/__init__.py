@@ -23,6 +23,7 @@ COMMANDS = {
     "release": ("pgm_dp.cli.release", "release noisy marginals of a data file (JSON out)"),
     "fit": ("pgm_dp.cli.fit", "fit a model from a release or from data (cliques chosen privately)"),
     "evaluate": ("pgm_dp.cli.evaluate", "KL to a reference model and held-out log-likelihood"),
+    "posterior": ("pgm_dp.cli.posterior", "noise-aware posterior of a release, diagnostics"),
     "demo": ("pgm_dp.cli.demo", "a ten-second tour: exact marginals vs sample frequencies"),
     "compare": ("pgm_dp.cli.compare", "compare learners on one budget (the main job)"),
     "fig2": ("pgm_dp.cli.fig2", "Bernstein et al. Fig. 2: KL vs N per epsilon"),

@@ -1,0 +1,68 @@
+"""``pgm-dp posterior``: a noise-aware posterior of a release, with its diagnostics.
+
+Reads a release JSON (``pgm-dp release``), fits :func:`pgm_dp.bayes.posterior` over the
+release's cliques and writes into ``--out``: the posterior as ArviZ netCDF
+(``posterior.nc``), ``az.summary`` of the clique marginals (``summary.csv``: means,
+intervals, R-hat, bulk / tail ESS) and the posterior predictive check of the posterior mean
+(``ppc.png``, p-values printed).
+"""
+
+from __future__ import annotations
+
+from . import _args
+from ._data import say
+
+__all__ = ["add_parser"]
+
+
+def _run(args) -> None:
+    from pathlib import Path
+
+    import arviz as az
+
+    from ..bayes import PosteriorMean, plot_check, posterior, predictive_check
+    from ..models import MarkovRandomField
+    from ..privacy import NoisyMarginals
+
+    with open(args.release) as fh:
+        rel = NoisyMarginals.from_json(fh.read())
+    mrf = MarkovRandomField(rel.domain, rel.cliques)
+    say(f"posterior ({args.method}) of {len(rel.cliques)} released tables ...")
+    idata = posterior(
+        rel,
+        mrf,
+        method=args.method,
+        num_warmup=args.warmup,
+        num_samples=args.draws,
+        num_chains=args.chains,
+        rng=args.seed,
+    )
+    out = Path(args.out)
+    idata.to_netcdf(out / "posterior.nc")
+    sites = [v for v in idata.posterior.data_vars if v.startswith("marginal:")]
+    az.summary(idata, var_names=sites).to_csv(out / "summary.csv")
+    mean_model = PosteriorMean(method=args.method).fit(rel, mrf).model
+    check = predictive_check(rel, mean_model, replicates=200, rng=args.seed)
+    plot_check(check, out / "ppc.png", title="posterior mean model")
+    for clique, p in check.p_values.items():
+        say(f"predictive p-value {','.join(map(str, clique))}: {p:.3f}")
+    for name in ("posterior.nc", "summary.csv", "ppc.png"):
+        say(f"written: {out / name}")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "posterior", help="noise-aware posterior of a release, diagnostics", description=__doc__
+    )
+    p.add_argument("--release", type=_args.existing_file, required=True, help="a release JSON")
+    p.add_argument(
+        "--method", choices=["laplace", "nuts"], default="laplace", help="posterior method"
+    )
+    p.add_argument("--draws", type=_args.int_at_least(10), default=1000, help="draws per chain")
+    p.add_argument("--warmup", type=_args.int_at_least(0), default=500, help="NUTS warm-up")
+    p.add_argument("--chains", type=_args.int_at_least(1), default=4, help="NUTS chains")
+    p.add_argument("--seed", type=_args.int_at_least(0), default=0, help="seed of the sampler")
+    p.add_argument(
+        "--out", type=_args.output_dir, default="pgm_dp_results", help="folder for the outputs"
+    )
+    p.set_defaults(func=_run)
