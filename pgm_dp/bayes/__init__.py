@@ -12,7 +12,7 @@ above ``learners``; ``import pgm_dp`` imports this package, so the learner is al
 from ..learners import LearnerSpec, register
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
-from .posterior import PosteriorMean, posterior, posterior_marginals
+from .posterior import PosteriorMean, posterior, posterior_marginals, posterior_mean_model
 
 __all__ = [
     "PRIOR_SCALE",
@@ -24,6 +24,7 @@ __all__ = [
     "Problem",
     "posterior",
     "posterior_marginals",
+    "posterior_mean_model",
     "prepare",
     "release_model",
     "site_name",

@@ -32,7 +32,14 @@ from ..learners.mle import fit_marginals
 from ..models.mrf import MarkovRandomField
 from .model import PRIOR_SCALE, Problem, plugin_covariance, prepare, release_model, site_name
 
-__all__ = ["posterior", "PosteriorMean", "posterior_marginals", "as_key", "EXACT_LIMIT"]
+__all__ = [
+    "posterior",
+    "PosteriorMean",
+    "posterior_marginals",
+    "posterior_mean_model",
+    "as_key",
+    "EXACT_LIMIT",
+]
 
 #: Largest number of cells for which ``covariance="auto"`` evaluates ``Sigma(theta)`` exactly.
 EXACT_LIMIT = 64
@@ -300,6 +307,12 @@ class PosteriorMean:
             noise_aware=self.noise_aware,
             method=self.method,
         )
-        means = posterior_marginals(idata, mrf)
-        res = fit_marginals(mrf.replace(None), means, l2=1e-8, tol=1e-7)
-        return Fit(res.model, info={"idata": idata, "budget": release.budget})
+        model = posterior_mean_model(idata, mrf)
+        return Fit(model, info={"idata": idata, "budget": release.budget})
+
+
+def posterior_mean_model(idata: az.InferenceData, mrf: MarkovRandomField) -> MarkovRandomField:
+    """The model of ``mrf``'s structure whose marginals are ``idata``'s posterior means
+    (moment matched by :func:`~pgm_dp.learners.fit_marginals`)."""
+    means = posterior_marginals(idata, mrf)
+    return fit_marginals(mrf.replace(None), means, l2=1e-8, tol=1e-7).model

@@ -20,7 +20,7 @@ def _run(args) -> None:
 
     import arviz as az
 
-    from ..bayes import PosteriorMean, plot_check, posterior, predictive_check
+    from ..bayes import plot_check, posterior, posterior_mean_model, predictive_check
     from ..models import MarkovRandomField
     from ..privacy import NoisyMarginals
 
@@ -41,7 +41,7 @@ def _run(args) -> None:
     idata.to_netcdf(out / "posterior.nc")
     sites = [v for v in idata.posterior.data_vars if v.startswith("marginal:")]
     az.summary(idata, var_names=sites).to_csv(out / "summary.csv")
-    mean_model = PosteriorMean(method=args.method).fit(rel, mrf).model
+    mean_model = posterior_mean_model(idata, mrf)  # the same posterior, not a second one
     check = predictive_check(rel, mean_model, replicates=200, rng=args.seed)
     plot_check(check, out / "ppc.png", title="posterior mean model")
     for clique, p in check.p_values.items():
