@@ -7,9 +7,9 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from pgmpy.factors.discrete import TabularCPD
 from pgmpy.models import DiscreteBayesianNetwork, DiscreteMarkovNetwork
 from pgmpy.sampling import BayesianModelSampling
-from pgmpy.utils import get_example_model
 
 from pgm_dp import (
     ApproxDP,
@@ -26,6 +26,27 @@ from pgm_dp.metrics import kl_divergence, log_likelihood
 
 DOM = Domain.from_dict({"smoker": ["yes", "no"], "cough": ["no", "yes"], "age": 3})
 CODES = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 1], [0, 0, 2]] * 25)
+
+# The Asia network (Lauritzen & Spiegelhalter 1988) as bnlearn ships it, states ['yes', 'no'];
+# built here because pgmpy deprecates its offline example loader.
+ASIA_CPDS = {
+    ("asia",): [[0.01], [0.99]],
+    ("smoke",): [[0.5], [0.5]],
+    ("tub", "asia"): [[0.05, 0.01], [0.95, 0.99]],
+    ("lung", "smoke"): [[0.1, 0.01], [0.9, 0.99]],
+    ("bronc", "smoke"): [[0.6, 0.3], [0.4, 0.7]],
+    ("either", "lung", "tub"): [[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]],
+    ("xray", "either"): [[0.98, 0.05], [0.02, 0.95]],
+    ("dysp", "bronc", "either"): [[0.9, 0.8, 0.7, 0.1], [0.1, 0.2, 0.3, 0.9]],
+}
+
+
+def _asia() -> DiscreteBayesianNetwork:
+    bn = DiscreteBayesianNetwork([(p, v) for v, *ps in ASIA_CPDS for p in ps])
+    for (v, *ps), values in ASIA_CPDS.items():
+        names = {x: ["yes", "no"] for x in (v, *ps)}
+        bn.add_cpds(TabularCPD(v, 2, values, ps or None, [2] * len(ps) or None, names))
+    return bn
 
 
 def _labelled(kind: str) -> pd.DataFrame:
@@ -90,7 +111,7 @@ def test_stats_by_label_equal_stats_of_codes():
 def test_asia_category_order_trap():
     """pgmpy's sampler gives strings whose sorted categories are ['no', 'yes'] while the CPDs
     say ['yes', 'no']: .cat.codes would give -inf log-likelihood; encoding by label is exact."""
-    bn = get_example_model("asia")
+    bn = _asia()
     mrf = MarkovRandomField.from_pgmpy(bn)
     assert mrf.domain.labels_of("asia") == ("yes", "no")
     df = BayesianModelSampling(bn).forward_sample(500, seed=0, show_progress=False)
@@ -125,7 +146,7 @@ def test_pgmpy_structure_without_factors():
 
 
 def test_pickle_and_deepcopy_of_a_model():
-    mrf = MarkovRandomField.from_pgmpy(get_example_model("asia"))
+    mrf = MarkovRandomField.from_pgmpy(_asia())
     for other in (pickle.loads(pickle.dumps(mrf)), copy.deepcopy(mrf)):
         assert other.domain == mrf.domain and other.cliques == mrf.cliques
         assert all(
