@@ -284,12 +284,18 @@ def _plot_pmw(ax, df):
 
 def _save(df, out_dir, stem, draw):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"{stem}.csv", index=False)
     fig, ax = plt.subplots(figsize=(5, 3.5))
     draw(ax)
+    for axis in (ax.xaxis, ax.yaxis):  # log axes: plain labels at 1, 2 and 5 per decade
+        if axis.get_scale() == "log":
+            axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     fig.tight_layout()
     fig.savefig(out / f"{stem}.png", dpi=120)
     plt.close(fig)
