@@ -105,3 +105,27 @@ def test_bad_inputs_are_refused(network):
         score_reference(J, betas=[0.5, 0.2])
     with pytest.raises(DomainError):
         score_reference(J, draws=1)
+
+
+def test_cli_posterior_and_coverage(tmp_path, capsys):
+    import pandas as pd
+
+    from pgm_dp.cli import main
+
+    edges = [(i, (i + d) % 12) for i in range(12) for d in (1, 2)]  # a 4-regular ring
+    pd.DataFrame(edges, columns=["source", "target"]).to_csv(tmp_path / "g.csv", index=False)
+    signs = [1 if i % 3 else -1 for i in range(12)]
+    pd.DataFrame({"node": range(12), "outcome": signs}).to_csv(tmp_path / "o.csv", index=False)
+    t = str(tmp_path)
+    assert main(["prising", "estimate", "--graph", f"{t}/g.csv", "--outcomes", f"{t}/o.csv",
+                 "--epsilon", "50", "--seed", "0", "--out", f"{t}/e.json"]) == 0  # fmt: skip
+    argv = ["prising", "posterior", "--graph", f"{t}/g.csv", "--estimate", f"{t}/e.json",
+            "--grid", "5", "--draws", "20", "--sweeps", "20", "--out", f"{t}/post.nc"]  # fmt: skip
+    assert main(argv) == 0
+    assert "posterior of beta: mean" in capsys.readouterr().out
+    assert (tmp_path / "post.nc").exists()
+    argv = ["prising", "coverage", "--n", "30", "--p", "0.3", "--releases", "2",
+            "--sweeps", "20", "--out", f"{t}/cov.csv"]  # fmt: skip
+    assert main(argv) == 0
+    assert "cov90" in capsys.readouterr().out
+    assert len(pd.read_csv(tmp_path / "cov.csv")) == 2
