@@ -163,16 +163,17 @@ def main() -> None:
     parser.add_argument("--napsu-python", default=os.environ.get("NAPSU_PYTHON"))
     parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5])
     parser.add_argument("--releases", type=int, default=20)
+    parser.add_argument("--start", type=int, default=0, help="first release index")
     parser.add_argument("--N", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="pgm_dp_results/napsu")
-    parser.add_argument("--summarize", help="only print the table of an earlier runs CSV")
+    parser.add_argument("--summarize", nargs="+", help="only print the table of runs CSVs")
     a = parser.parse_args()
     if a.summarize:
-        print(markdown(summarize(pd.read_csv(a.summarize))))
+        print(markdown(summarize(pd.concat([pd.read_csv(f) for f in a.summarize]))))
         return
     out = Path(a.out)
     (out / "releases").mkdir(parents=True, exist_ok=True)
@@ -182,7 +183,7 @@ def main() -> None:
     napsu = Napsu(a.napsu_python, truth, a, out / "napsu_driver.log") if a.napsu_python else None
     rows = []
     try:
-        for rep in range(a.releases):  # releases outermost: every epsilon gets the same time
+        for rep in range(a.start, a.start + a.releases):  # releases outermost: every epsilon gets the same time
             for eps in a.eps:
                 rows += run_one(eps, rep, a, napsu, out)
                 pd.DataFrame(rows).to_csv(out / "napsu_runs.csv", index=False)
