@@ -183,7 +183,7 @@ def main() -> None:
     napsu = Napsu(a.napsu_python, truth, a, out / "napsu_driver.log") if a.napsu_python else None
     rows = []
     try:
-        for rep in range(a.start, a.start + a.releases):  # releases outermost: every epsilon gets the same time
+        for rep in range(a.start, a.start + a.releases):  # releases outermost
             for eps in a.eps:
                 rows += run_one(eps, rep, a, napsu, out)
                 pd.DataFrame(rows).to_csv(out / "napsu_runs.csv", index=False)
