@@ -4,6 +4,7 @@
 * :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``InferenceData``;
   :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
+* :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 
 The registration lives here, not in :mod:`pgm_dp.learners`, because ``bayes`` is the layer
 above ``learners``; ``import pgm_dp`` imports this package, so the learner is always there.
@@ -11,6 +12,7 @@ above ``learners``; ``import pgm_dp`` imports this package, so the learner is al
 
 from ..learners import LearnerSpec, register
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
+from .ising import ScoreReference, prising_posterior, score_reference
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
 from .posterior import PosteriorMean, posterior, posterior_marginals, posterior_mean_model
 
@@ -28,6 +30,9 @@ __all__ = [
     "prepare",
     "release_model",
     "site_name",
+    "ScoreReference",
+    "prising_posterior",
+    "score_reference",
 ]
 
 register(

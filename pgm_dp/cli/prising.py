@@ -3,6 +3,8 @@
 ``prising estimate``: the private estimate of the inverse temperature β of one observed
 network (graph: edge-list CSV or GML; outcomes: CSV ``node,outcome`` of ±1 or 0/1), printed
 and written as JSON. ``prising fig1 | mse-n | mse-density | real``: the paper's experiments.
+``prising posterior``: the posterior of β given a release written by ``prising estimate``;
+``prising coverage``: its credible intervals' coverage on simulated releases.
 Arguments only (checked while parsing); the heavy modules are imported to run.
 """
 
@@ -66,6 +68,79 @@ def _estimate(a: argparse.Namespace) -> dict:
     return doc
 
 
+def _posterior(a: argparse.Namespace) -> dict:
+    import numpy as np
+
+    from ..bayes import prising_posterior, score_reference
+    from ..ising import PrIsingResult, prising_calibration, scale_regular, scale_symmetric
+    from ..ising.files import read_graph
+
+    with open(a.estimate) as fh:
+        doc = json.load(fh)
+    A, _ = read_graph(a.graph)
+    J = {"symmetric": scale_symmetric, "regular": scale_regular, "none": lambda m: m}[a.scaling]
+    J = J(A)
+    cal = prising_calibration(J, doc["epsilon"], doc["delta"], Delta=doc["Delta"])
+    release = PrIsingResult(float(doc["beta_private"]), bool(doc["boundary"]), cal)
+    betas = np.linspace(0.0, a.beta_max, a.grid)
+    ref = score_reference(J, betas=betas, draws=a.draws, sweeps=a.sweeps, rng=a.seed)
+    idata = prising_posterior(release, ref, rng=a.seed)
+    d = np.asarray(idata.posterior.beta).ravel()
+    lo, hi = np.quantile(d, [0.05, 0.95])
+    print(f"posterior of beta: mean {d.mean():.4g}, sd {d.std():.4g}, 90% [{lo:.4g}, {hi:.4g}]")
+    if a.out:
+        idata.to_netcdf(a.out)
+        print(f"written: {a.out}")
+    return {"mean": float(d.mean()), "sd": float(d.std()), "lo90": lo, "hi90": hi}
+
+
+def _coverage(a: argparse.Namespace) -> dict:
+    from ..experiments.prising_posterior import prising_coverage
+
+    res = prising_coverage(
+        a.n, a.p, a.epsilon, a.delta, a.releases, sweeps=a.sweeps, seed=a.seed,
+        progress=a.progress,
+    )  # fmt: skip
+    print(
+        ", ".join(
+            f"{k}: {v:.3f}" if k != "releases" else f"{k}: {v}" for k, v in res.summary.items()
+        )
+    )
+    if a.out:
+        res.runs.to_csv(a.out, index=False)
+        print(f"written: {a.out}")
+    return res.summary
+
+
+def _add_posterior(sub) -> None:
+    q = sub.add_parser(
+        "posterior", help="posterior of beta given a `prising estimate` JSON", formatter_class=_HELP
+    )
+    q.add_argument("--graph", type=existing_file, required=True, help="edge-list CSV or .gml")
+    q.add_argument("--estimate", type=existing_file, required=True, help="its JSON output")
+    q.add_argument("--scaling", choices=SCALINGS, default="symmetric", help="as for estimate")
+    q.add_argument("--beta-max", type=positive_float, default=2.0, help="prior: U(0, beta-max)")
+    q.add_argument("--grid", type=int_at_least(2), default=41, help="reference grid points")
+    q.add_argument("--draws", type=int_at_least(2), default=200, help="Gibbs chains per point")
+    q.add_argument("--sweeps", type=int_at_least(2), default=200, help="sweeps per chain")
+    q.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the simulations")
+    q.add_argument("--out", type=output_file, default=None, help="netCDF file (ArviZ)")
+    q.set_defaults(func=_posterior)
+    c = sub.add_parser(
+        "coverage", help="coverage of the posterior of beta (simulated)", formatter_class=_HELP
+    )
+    c.add_argument("--n", type=int_at_least(2), default=100, help="nodes (Erdos-Renyi)")
+    c.add_argument("--p", type=positive_float, default=0.1, help="edge probability")
+    c.add_argument("--epsilon", type=positive_float, default=20.0, help="privacy epsilon")
+    c.add_argument("--delta", type=delta_value, default=1e-3, help="delta (0: pure DP)")
+    c.add_argument("--releases", type=int_at_least(1), default=200, help="simulated releases")
+    c.add_argument("--sweeps", type=int_at_least(2), default=100, help="Gibbs sweeps")
+    c.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
+    c.add_argument("--progress", action="store_true", help="show a progress bar")
+    c.add_argument("--out", type=output_file, default=None, help="CSV of the releases")
+    c.set_defaults(func=_coverage)
+
+
 def _experiment(a: argparse.Namespace):
     from ..experiments.prising import run_experiment
 
@@ -92,10 +167,11 @@ def _add_estimate(sub) -> None:
 
 
 def add_parser(subparsers) -> None:
-    """Register ``prising {estimate, fig1, mse-n, mse-density, real}``."""
+    """Register ``prising {estimate, posterior, coverage, fig1, mse-n, mse-density, real}``."""
     p = subparsers.add_parser("prising", help="PrIsing (AISTATS 2024): estimate, experiments")
     sub = p.add_subparsers(dest="prising_command", required=True, parser_class=type(p))
     _add_estimate(sub)
+    _add_posterior(sub)
     for name, doc in EXPERIMENTS.items():
         q = sub.add_parser(name, help=doc, formatter_class=_HELP)
         q.add_argument(
