@@ -253,3 +253,21 @@ def test_very_stiff_releases_converge_with_the_default_e_step(epsilon):
     fit = CGMEM().fit(release, theta)
     assert fit.info["converged"]
     assert kl_divergence(theta, fit.model) < 1e-2
+
+
+def test_dual_newton_e_step_converges_from_a_start_far_from_the_release():
+    """Regression (a ``pgm-dp cgm-grid`` release, N / sigma^2 = 2.3e5): from statistics far
+    from ``y`` the dual start ``grad log p(y | n0)`` is huge and Newton stalled; the E-step
+    now starts from the better of it and ``lambda = 0``."""
+    from pgm_dp.models import erdos_renyi
+
+    truth = erdos_renyi(5, 2, rng=np.random.default_rng(1))
+    data = truth.sample(1_000_000, rng=2)
+    release = release_marginals(data, truth, budget=ZCDP(5.0), mechanism="gaussian", rng=3)
+    (loop, _), y, scales = prepare(truth, release, 0.5, 1.0, 500, "junction_tree", 0, "newton")
+    total = float(release.total)
+    uniform = truth.replace(None)
+    n0 = start_statistics(uniform, total, "junction_tree")
+    args = (jnp.asarray(total), jnp.asarray(1e-10), scales)
+    _, delta, *_ = loop(list(uniform.log_potentials), y, n0, *args)
+    assert float(delta) <= 1e-10
