@@ -68,8 +68,9 @@ _VERY_STIFF = 1e5  # N / b^2 above which estep="auto" takes the dual Newton E-st
 
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
-    and noise scales, ``N``, the per-record prior ``lam = tau / N`` and whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`)."""
+    and noise scales, ``N``, the per-record prior ``lam = tau / N``, whether the E-step
+    is Newton's on the dual (:mod:`.dual_estep`) and the per-record tolerances of the EM
+    gradient and of an exact E-step (:meth:`CGMEM.tolerances`)."""
 
     objective: object
     y: list
@@ -77,6 +78,8 @@ class EMProblem(NamedTuple):
     total: float
     lam: float
     newton: bool = False
+    tol: float = 1e-5
+    estep_tol: float = 1e-7
 
 
 class EMState(NamedTuple):
@@ -141,7 +144,8 @@ class CGMEM:
 
     ``prior_precision``: ``tau`` of the MAP prior ``tau ||theta||^2``; ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
-    ``tol``: stop when the largest entry of the per-record EM gradient is below it;
+    ``tol``: stop when the largest entry of the per-record EM gradient is below it and
+    below ``count_tol / N`` (in counts: ``count_tol``; :meth:`tolerances`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
     ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``, ``nlbp_anderson``: the
     E-step's (:func:`~pgm_dp.learners.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
@@ -165,6 +169,7 @@ class CGMEM:
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
+    count_tol: float = 0.1
     max_iters: int = 1000
     init: Literal["auto", "naive", "uniform"] = "auto"
     damping: float = 0.5
@@ -180,6 +185,8 @@ class CGMEM:
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
             )
+        if not self.count_tol > 0:
+            raise ValueError(f"count_tol must be > 0, got {self.count_tol}")
         if self.solver not in ("lbfgs", "em"):
             raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
         if not 0 <= self.nlbp_forcing < 1:
@@ -188,6 +195,14 @@ class CGMEM:
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
+
+    def tolerances(self, total: float) -> tuple[float, float]:
+        """Per-record tolerances ``(EM gradient, exact E-step)`` for ``N = total`` records:
+        ``tol`` and ``nlbp_tol``, tightened to ``count_tol`` and ``count_tol / 100`` counts
+        when ``N`` is large (a per-record gradient of ``1e-5`` is 10 counts at ``N = 1e6``,
+        far from the optimum where the noise is large)."""
+        tol = min(self.tol, self.count_tol / total)
+        return tol, min(self.nlbp_tol, self.count_tol / (100.0 * total))
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
@@ -210,11 +225,11 @@ class CGMEM:
         """The state after an E-step at ``flat`` (inexact unless ``exact``), reusing the
         last one when it is at the same point and accurate enough."""
         if state.x is not None and np.array_equal(flat, state.x):
-            if not exact or state.tol <= self.nlbp_tol:
+            if not exact or state.tol <= problem.estep_tol:
                 return state
         if problem.newton:  # quadratic convergence: always (nearly) exact, see the class doc
-            return em_step(problem, state, flat, min(self.nlbp_tol, _NEWTON_TOL))
-        tol = self.nlbp_tol
+            return em_step(problem, state, flat, min(problem.estep_tol, _NEWTON_TOL))
+        tol = problem.estep_tol
         if not exact:
             last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
             tol = max(tol, min(_LOOSEST, forcing * last))
@@ -243,7 +258,7 @@ class CGMEM:
                 callback=callback,
                 options={
                     "maxiter": self.max_iters - len(history),
-                    "gtol": self.tol,
+                    "gtol": problem.tol,
                     "ftol": 0.0,
                     "maxcor": 20,
                 },
@@ -252,7 +267,7 @@ class CGMEM:
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
-            if np.max(np.abs(box[0].grad)) <= self.tol:
+            if np.max(np.abs(box[0].grad)) <= problem.tol:
                 break
         return x, box[0]
 
@@ -263,7 +278,7 @@ class CGMEM:
             state = self._evaluate(problem, state, x, self.nlbp_forcing)
             history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
             tick("cgm")
-            if np.max(np.abs(state.grad)) <= self.tol:
+            if np.max(np.abs(state.grad)) <= problem.tol:
                 break
             targets = {
                 c: np.asarray(t) / problem.total
@@ -290,7 +305,9 @@ class CGMEM:
         )
         total = float(release.total)
         lam = self.prior_precision / total
-        problem = EMProblem(objective, y, scales, total, lam, estep == "newton")
+        problem = EMProblem(
+            objective, y, scales, total, lam, estep == "newton", *self.tolerances(total)
+        )
         start = self._start(release, mrf, scales)
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
@@ -305,7 +322,7 @@ class CGMEM:
             model=mrf.replace(unflatten_tables(x, shapes)),
             history=history,
             info={
-                "converged": max_grad <= self.tol and not state.capped,
+                "converged": max_grad <= problem.tol and not state.capped,
                 "objective": -state.value,
                 "max_gradient": max_grad,
                 "iterations": len(history),
