@@ -63,7 +63,7 @@ DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
-_VERY_STIFF = 1e5  # N / b^2 above which estep="auto" takes the dual Newton E-step
+_VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-step
 
 
 class EMProblem(NamedTuple):
@@ -206,8 +206,8 @@ class CGMEM:
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff (public ``N / b^2 > 1e5``, where NLBP starts to fail) and BP is exact, NLBP
-        otherwise (faster on milder releases)."""
+        stiff (public ``N / b^2 > 1e4``, where NLBP slows down and then fails) and BP is
+        exact, NLBP otherwise (faster on milder releases)."""
         if self.estep != "auto":
             return self.estep
         scales = [float(release.noise[c].scale) for c in release.cliques]
