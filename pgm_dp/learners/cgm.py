@@ -144,8 +144,8 @@ class CGMEM:
 
     ``prior_precision``: ``tau`` of the MAP prior ``tau ||theta||^2``; ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
-    ``tol``: stop when the largest entry of the per-record EM gradient is below it and
-    below ``count_tol / N`` (in counts: ``count_tol``; :meth:`tolerances`);
+    ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
+    counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
     ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``, ``nlbp_anderson``: the
     E-step's (:func:`~pgm_dp.learners.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
@@ -169,8 +169,8 @@ class CGMEM:
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
-    count_tol: float = 0.1
-    max_iters: int = 1000
+    count_tol: float = 0.01
+    max_iters: int = 3000
     init: Literal["auto", "naive", "uniform"] = "auto"
     damping: float = 0.5
     smoothing: float = 1.0
@@ -198,11 +198,20 @@ class CGMEM:
 
     def tolerances(self, total: float) -> tuple[float, float]:
         """Per-record tolerances ``(EM gradient, exact E-step)`` for ``N = total`` records:
-        ``tol`` and ``nlbp_tol``, tightened to ``count_tol`` and ``count_tol / 100`` counts
-        when ``N`` is large (a per-record gradient of ``1e-5`` is 10 counts at ``N = 1e6``,
-        far from the optimum where the noise is large)."""
-        tol = min(self.tol, self.count_tol / total)
-        return tol, min(self.nlbp_tol, self.count_tol / (100.0 * total))
+        ``tol``, and ``nlbp_tol`` tightened to ``count_tol / 10`` counts when ``N`` is large
+        (see :meth:`done` for the gradient's tolerance in counts)."""
+        return self.tol, min(self.nlbp_tol, self.count_tol / (10.0 * total))
+
+    def done(self, problem: EMProblem, state: EMState) -> bool:
+        """Whether the EM gradient at ``state`` meets both criteria: per record below
+        ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` sampling standard
+        deviations ``sqrt(1 + n_i)`` of the cell (``n`` the E-step's statistics). The
+        second matters where ``N`` is large: a per-record ``1e-5`` is 10 counts at
+        ``N = 1e6``, which left a cell of a few counts far from its optimum."""
+        grad = np.abs(state.grad)
+        counts = np.maximum(np.asarray(concat_tables(state.n)), 0.0)
+        in_counts = problem.total * grad / np.sqrt(1.0 + counts)
+        return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
@@ -247,6 +256,8 @@ class CGMEM:
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
             tick("cgm")
+            if np.array_equal(xk, box[0].x) and self.done(problem, box[0]):
+                raise StopIteration
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
@@ -258,7 +269,7 @@ class CGMEM:
                 callback=callback,
                 options={
                     "maxiter": self.max_iters - len(history),
-                    "gtol": problem.tol,
+                    "gtol": 0.0,  # stopped by the callback (``done``)
                     "ftol": 0.0,
                     "maxcor": 20,
                 },
@@ -267,7 +278,7 @@ class CGMEM:
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
-            if np.max(np.abs(box[0].grad)) <= problem.tol:
+            if self.done(problem, box[0]):
                 break
         return x, box[0]
 
@@ -278,7 +289,7 @@ class CGMEM:
             state = self._evaluate(problem, state, x, self.nlbp_forcing)
             history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
             tick("cgm")
-            if np.max(np.abs(state.grad)) <= problem.tol:
+            if self.done(problem, state):
                 break
             targets = {
                 c: np.asarray(t) / problem.total
@@ -322,7 +333,7 @@ class CGMEM:
             model=mrf.replace(unflatten_tables(x, shapes)),
             history=history,
             info={
-                "converged": max_grad <= problem.tol and not state.capped,
+                "converged": self.done(problem, state) and not state.capped,
                 "objective": -state.value,
                 "max_gradient": max_grad,
                 "iterations": len(history),
