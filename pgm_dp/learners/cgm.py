@@ -24,6 +24,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    noise scale).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
+5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
+   gradient within ``count_tol`` sampling standard deviations, so that large-``N`` fits are
+   not stopped many counts from the optimum.
 """
 
 from __future__ import annotations
