@@ -24,6 +24,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    noise scale).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
+5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
+   gradient within ``count_tol`` sampling standard deviations, so that large-``N`` fits are
+   not stopped many counts from the optimum.
 """
 
 from __future__ import annotations
@@ -63,13 +66,14 @@ DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
 _STIFF = 100.0  # N / b^2 above which init="auto" starts from the naive MLE
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
-_VERY_STIFF = 1e5  # N / b^2 above which estep="auto" takes the dual Newton E-step
+_VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-step
 
 
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
-    and noise scales, ``N``, the per-record prior ``lam = tau / N`` and whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`)."""
+    and noise scales, ``N``, the per-record prior ``lam = tau / N``, whether the E-step
+    is Newton's on the dual (:mod:`.dual_estep`) and the per-record tolerances of the EM
+    gradient and of an exact E-step (:meth:`CGMEM.tolerances`)."""
 
     objective: object
     y: list
@@ -77,6 +81,8 @@ class EMProblem(NamedTuple):
     total: float
     lam: float
     newton: bool = False
+    tol: float = 1e-5
+    estep_tol: float = 1e-7
 
 
 class EMState(NamedTuple):
@@ -141,7 +147,8 @@ class CGMEM:
 
     ``prior_precision``: ``tau`` of the MAP prior ``tau ||theta||^2``; ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
-    ``tol``: stop when the largest entry of the per-record EM gradient is below it;
+    ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
+    counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
     ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``, ``nlbp_anderson``: the
     E-step's (:func:`~pgm_dp.learners.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
@@ -165,7 +172,8 @@ class CGMEM:
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
-    max_iters: int = 1000
+    count_tol: float = 0.01
+    max_iters: int = 3000
     init: Literal["auto", "naive", "uniform"] = "auto"
     damping: float = 0.5
     smoothing: float = 1.0
@@ -180,6 +188,8 @@ class CGMEM:
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
             )
+        if not self.count_tol > 0:
+            raise ValueError(f"count_tol must be > 0, got {self.count_tol}")
         if self.solver not in ("lbfgs", "em"):
             raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
         if not 0 <= self.nlbp_forcing < 1:
@@ -189,10 +199,27 @@ class CGMEM:
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
 
+    def tolerances(self, total: float) -> tuple[float, float]:
+        """Per-record tolerances ``(EM gradient, exact E-step)`` for ``N = total`` records:
+        ``tol``, and ``nlbp_tol`` tightened to ``count_tol / 10`` counts when ``N`` is large
+        (see :meth:`done` for the gradient's tolerance in counts)."""
+        return self.tol, min(self.nlbp_tol, self.count_tol / (10.0 * total))
+
+    def done(self, problem: EMProblem, state: EMState) -> bool:
+        """Whether the EM gradient at ``state`` meets both criteria: per record below
+        ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` sampling standard
+        deviations ``sqrt(1 + n_i)`` of the cell (``n`` the E-step's statistics). The
+        second matters where ``N`` is large: a per-record ``1e-5`` is 10 counts at
+        ``N = 1e6``, which left a cell of a few counts far from its optimum."""
+        grad = np.abs(state.grad)
+        counts = np.maximum(np.asarray(concat_tables(state.n)), 0.0)
+        in_counts = problem.total * grad / np.sqrt(1.0 + counts)
+        return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
+
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff (public ``N / b^2 > 1e5``, where NLBP starts to fail) and BP is exact, NLBP
-        otherwise (faster on milder releases)."""
+        stiff (public ``N / b^2 > 1e4``, where NLBP slows down and then fails) and BP is
+        exact, NLBP otherwise (faster on milder releases)."""
         if self.estep != "auto":
             return self.estep
         scales = [float(release.noise[c].scale) for c in release.cliques]
@@ -210,11 +237,11 @@ class CGMEM:
         """The state after an E-step at ``flat`` (inexact unless ``exact``), reusing the
         last one when it is at the same point and accurate enough."""
         if state.x is not None and np.array_equal(flat, state.x):
-            if not exact or state.tol <= self.nlbp_tol:
+            if not exact or state.tol <= problem.estep_tol:
                 return state
         if problem.newton:  # quadratic convergence: always (nearly) exact, see the class doc
-            return em_step(problem, state, flat, min(self.nlbp_tol, _NEWTON_TOL))
-        tol = self.nlbp_tol
+            return em_step(problem, state, flat, min(problem.estep_tol, _NEWTON_TOL))
+        tol = problem.estep_tol
         if not exact:
             last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
             tol = max(tol, min(_LOOSEST, forcing * last))
@@ -232,6 +259,8 @@ class CGMEM:
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
             tick("cgm")
+            if np.array_equal(xk, box[0].x) and self.done(problem, box[0]):
+                raise StopIteration
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
@@ -243,7 +272,7 @@ class CGMEM:
                 callback=callback,
                 options={
                     "maxiter": self.max_iters - len(history),
-                    "gtol": self.tol,
+                    "gtol": 0.0,  # stopped by the callback (``done``)
                     "ftol": 0.0,
                     "maxcor": 20,
                 },
@@ -252,7 +281,7 @@ class CGMEM:
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
-            if np.max(np.abs(box[0].grad)) <= self.tol:
+            if self.done(problem, box[0]):
                 break
         return x, box[0]
 
@@ -263,7 +292,7 @@ class CGMEM:
             state = self._evaluate(problem, state, x, self.nlbp_forcing)
             history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
             tick("cgm")
-            if np.max(np.abs(state.grad)) <= self.tol:
+            if self.done(problem, state):
                 break
             targets = {
                 c: np.asarray(t) / problem.total
@@ -290,7 +319,9 @@ class CGMEM:
         )
         total = float(release.total)
         lam = self.prior_precision / total
-        problem = EMProblem(objective, y, scales, total, lam, estep == "newton")
+        problem = EMProblem(
+            objective, y, scales, total, lam, estep == "newton", *self.tolerances(total)
+        )
         start = self._start(release, mrf, scales)
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
@@ -305,7 +336,7 @@ class CGMEM:
             model=mrf.replace(unflatten_tables(x, shapes)),
             history=history,
             info={
-                "converged": max_grad <= self.tol and not state.capped,
+                "converged": self.done(problem, state) and not state.capped,
                 "objective": -state.value,
                 "max_gradient": max_grad,
                 "iterations": len(history),

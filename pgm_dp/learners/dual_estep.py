@@ -85,7 +85,9 @@ def newton_loop(bp, kinds, smoothing, shapes, max_iters):
     tol, scales, alpha0, acc0) -> (n, delta, bp_passes, alpha0, acc0)``. ``n`` is the primal
     point ``n_lambda`` of the final ``lambda``, so that ``theta + grad_n log p(y | n) = theta
     + lambda`` exactly (NLBP's ``theta'``; ``N mu(theta + lambda)`` differs from it by the
-    residual, ``delta = |grad D|_inf / N``). Started from ``lambda = grad log p(y | n0)``."""
+    residual, ``delta = |grad D|_inf / N``). Started from the better (lower ``D``) of
+    ``lambda = grad log p(y | n0)`` and ``lambda = 0`` (far from ``y`` the first is huge and
+    Newton stalled)."""
 
     def loop(theta, y, n0, total, tol, scales, alpha0=0.5, acc0=None):
         flat_theta = concat_tables(theta)
@@ -102,6 +104,17 @@ def newton_loop(bp, kinds, smoothing, shapes, max_iters):
 
         lam0 = _start(*cells, concat_tables(n0))
         value, grad, mu, curv = dual(lam0)
+        zero = jnp.zeros_like(lam0)  # lambda = 0: theta's own marginals, n_0 = y
+        v0, g0, mu0, c0 = dual(zero)
+        better = v0 < value
+        pick = lambda a, b: jnp.where(better, a, b)  # noqa: E731
+        lam0, value, grad, mu, curv = (
+            pick(zero, lam0),
+            pick(v0, value),
+            pick(g0, grad),
+            pick(mu0, mu),
+            pick(c0, curv),
+        )
 
         def cond(s):
             return (jnp.max(jnp.abs(s[2])) / total > tol) & (s[5] < max_iters)

@@ -253,3 +253,38 @@ def test_very_stiff_releases_converge_with_the_default_e_step(epsilon):
     fit = CGMEM().fit(release, theta)
     assert fit.info["converged"]
     assert kl_divergence(theta, fit.model) < 1e-2
+
+
+def test_dual_newton_e_step_converges_from_a_start_far_from_the_release():
+    """Regression (a ``pgm-dp cgm-grid`` release, N / sigma^2 = 2.3e5): from statistics far
+    from ``y`` the dual start ``grad log p(y | n0)`` is huge and Newton stalled; the E-step
+    now starts from the better of it and ``lambda = 0``."""
+    from pgm_dp.models import erdos_renyi
+
+    truth = erdos_renyi(5, 2, rng=np.random.default_rng(1))
+    data = truth.sample(1_000_000, rng=2)
+    release = release_marginals(data, truth, budget=ZCDP(5.0), mechanism="gaussian", rng=3)
+    (loop, _), y, scales = prepare(truth, release, 0.5, 1.0, 500, "junction_tree", 0, "newton")
+    total = float(release.total)
+    uniform = truth.replace(None)
+    n0 = start_statistics(uniform, total, "junction_tree")
+    args = (jnp.asarray(total), jnp.asarray(1e-10), scales)
+    _, delta, *_ = loop(list(uniform.log_potentials), y, n0, *args)
+    assert float(delta) <= 1e-10
+
+
+def test_large_n_fits_converge_in_counts_not_only_per_record():
+    """At N=1e6 a per-record EM gradient of 1e-5 is 10 counts: the fit also needs every
+    cell within ``count_tol`` sampling sds, and exact E-steps to ``count_tol / 10`` counts."""
+    from pgm_dp import ApproxDP
+    from pgm_dp.models import third_order_chain
+
+    assert CGMEM().tolerances(1e6) == (1e-5, pytest.approx(1e-9))
+    truth = third_order_chain(5, 2, rng=np.random.default_rng(0))
+    data = truth.sample(1_000_000, rng=1)
+    budget = ApproxDP(0.1, 1e-6)
+    release = release_marginals(data, truth, budget=budget, mechanism="gaussian", rng=2)
+    fit = CGMEM().fit(release, truth)
+    assert fit.info["converged"]
+    loose = CGMEM(count_tol=1e9).fit(release, truth)  # the per-record criterion alone
+    assert loose.info["iterations"] < fit.info["iterations"]
