@@ -16,7 +16,8 @@ Both NUTS runs use the same chains, warm-up and draws. Reported per (epsilon, me
 coverage of the central 80/90/95% intervals of the 12 edge-marginal cells (mean over
 releases), the median wall time per release (compilation included, as each tool runs) and
 the median of (min bulk ESS over the 12 cells) / wall time (ArviZ ESS, on the draws of the
-marginals for both tools). Rows go to ``OUT/napsu_runs.csv`` as they finish.
+marginals for both tools), and the median over releases of each method's time over the time
+of ``pgm_dp nuts`` on the same release. Rows go to ``OUT/napsu_runs.csv`` as they finish.
 
 Run: ``python benchmarks/bench_napsu.py --napsu-python PATH [--eps 0.1 0.5] [--releases 20]``.
 """
@@ -142,10 +143,15 @@ def run_one(eps: float, rep: int, args, napsu: Napsu | None, out: Path) -> list[
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean coverage (%), median seconds and median ESS/s per (epsilon, method)."""
     agg = {f"cov{round(100 * lv)}": "mean" for lv in LEVELS}
-    agg.update({"seconds": "median", "ess_per_s": "median", "release": "count"})
+    agg.update({"seconds": "median", "min_ess": "median", "ess_per_s": "median"})
+    agg["release"] = "count"
     table = runs.groupby(["epsilon", "method"]).agg(agg).reset_index()
     for lv in LEVELS:
         table[f"cov{round(100 * lv)}"] *= 100
+    per = runs.pivot_table(index=["epsilon", "release"], columns="method", values="seconds")
+    ratio = per.div(per["pgm_dp nuts"], axis=0).groupby("epsilon").median()
+    pairs = zip(table.epsilon, table.method, strict=True)
+    table["time / pgm_dp nuts"] = [ratio.loc[e, m] for e, m in pairs]
     return table.rename(columns={"release": "releases"})
 
 
