@@ -16,7 +16,8 @@ Both NUTS runs use the same chains, warm-up and draws. Reported per (epsilon, me
 coverage of the central 80/90/95% intervals of the 12 edge-marginal cells (mean over
 releases), the median wall time per release (compilation included, as each tool runs) and
 the median of (min bulk ESS over the 12 cells) / wall time (ArviZ ESS, on the draws of the
-marginals for both tools). Rows go to ``OUT/napsu_runs.csv`` as they finish.
+marginals for both tools), and the median over releases of each method's time over the time
+of ``pgm_dp nuts`` on the same release. Rows go to ``OUT/napsu_runs.csv`` as they finish.
 
 Run: ``python benchmarks/bench_napsu.py --napsu-python PATH [--eps 0.1 0.5] [--releases 20]``.
 """
@@ -111,8 +112,12 @@ class Napsu:
             raise RuntimeError(f"the NAPSU-MQ driver stopped; see {self.log.name}")
         return json.loads(line)
 
-    def fit(self, release: Path, output: Path, seed: int) -> tuple[np.ndarray, float]:
+    def fit(self, release: Path, output: Path, seed: int) -> tuple[np.ndarray | None, float]:
+        """Draws and seconds; ``(None, nan)`` when NAPSU-MQ's Laplace step failed."""
         reply = self._send({"input": str(release), "output": str(output), "seed": seed})
+        if "error" in reply:
+            print(f"NAPSU-MQ failed on {release.name}: {reply['error']}", file=sys.stderr)
+            return None, float("nan")
         return np.load(output)["draws"], float(reply["seconds"])
 
     def close(self) -> None:
@@ -135,17 +140,32 @@ def run_one(eps: float, rep: int, args, napsu: Napsu | None, out: Path) -> list[
         rows.append(_row(f"pgm_dp {method}", eps, rep, idata, truth, seconds, method == "nuts"))
     if napsu is not None:
         draws, seconds = napsu.fit(path, path.with_suffix(".napsu.npz"), seed=rep)
-        rows.append(_row("napsu-mq", eps, rep, _as_idata(draws, truth), truth, seconds, True))
+        if draws is None:
+            rows.append({"method": "napsu-mq", "epsilon": eps, "release": rep, "failed": True})
+        else:
+            idata = _as_idata(draws, truth)
+            rows.append(_row("napsu-mq", eps, rep, idata, truth, seconds, True))
     return rows
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean coverage (%), median seconds and median ESS/s per (epsilon, method)."""
+    """Mean coverage (%), median seconds and median ESS/s per (epsilon, method), over the
+    fits that did not fail (a release fitted twice counts once: the first)."""
+    runs = runs.drop_duplicates(["method", "epsilon", "release"])
+    runs = runs.assign(failed=runs.get("failed", False)).fillna({"failed": False})
+    failed = runs.groupby(["epsilon", "method"])["failed"].sum()
+    runs = runs[~runs.failed.astype(bool)]
     agg = {f"cov{round(100 * lv)}": "mean" for lv in LEVELS}
-    agg.update({"seconds": "median", "ess_per_s": "median", "release": "count"})
+    agg.update({"seconds": "median", "min_ess": "median", "ess_per_s": "median"})
+    agg["release"] = "count"
     table = runs.groupby(["epsilon", "method"]).agg(agg).reset_index()
     for lv in LEVELS:
         table[f"cov{round(100 * lv)}"] *= 100
+    per = runs.pivot_table(index=["epsilon", "release"], columns="method", values="seconds")
+    ratio = per.div(per["pgm_dp nuts"], axis=0).groupby("epsilon").median()
+    pairs = list(zip(table.epsilon, table.method, strict=True))
+    table["time / pgm_dp nuts"] = [ratio.loc[e, m] for e, m in pairs]
+    table["failed"] = [int(failed.get(pair, 0)) for pair in pairs]
     return table.rename(columns={"release": "releases"})
 
 

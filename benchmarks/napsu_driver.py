@@ -8,7 +8,8 @@ tables, flattened row-major in clique order, the release's cells), ``sigma`` (th
 noise sd of every cell) and ``total`` (``N``). The driver answers each job with one JSON line
 ``{"seconds": ..., "output": ...}`` after writing ``draws`` ``(chains, draws, cells)``: the
 posterior draws of the full clique marginals (probabilities), mapped back from NAPSU-MQ's
-canonical queries by enumerating the joint.
+canonical queries by enumerating the joint; or ``{"error": ...}`` when NAPSU-MQ's Laplace
+step raises its ``ConvergenceException``.
 
 NAPSU-MQ's model (Räisä et al. 2023, Eq. 6; twinify ``normal_prior_model_numpyro``): its
 canonical queries (``FullMarginalQuerySet.get_canonical_queries``) drop the redundant cells
@@ -102,7 +103,11 @@ def main() -> None:
         if not line.strip():
             continue
         job = json.loads(line)
-        seconds = _fit(head, setup, job)
+        try:
+            seconds = _fit(head, setup, job)
+        except mei.ConvergenceException as err:  # its Laplace step gave up: a failed fit
+            print(json.dumps({"error": str(err)}), flush=True)
+            continue
         print(json.dumps({"seconds": seconds, "output": job["output"]}), flush=True)
 
 
