@@ -41,6 +41,7 @@ from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
 from .base import Fit, concat_tables, flatten_tables, unflatten_tables
+from .conditioning import Reparam, bethe_naive, loopy_reparam
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
 from .nlbp import clique_statistics, nlbp, prepare, start_statistics
@@ -69,7 +70,8 @@ _VERY_STIFF = 1e5  # N / b^2 above which estep="auto" takes the dual Newton E-st
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
     and noise scales, ``N``, the per-record prior ``lam = tau / N`` and whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`)."""
+    is Newton's on the dual (:mod:`.dual_estep`); ``reparam``: L-BFGS's variable
+    (:mod:`.conditioning`; loopy BP only)."""
 
     objective: object
     y: list
@@ -77,6 +79,7 @@ class EMProblem(NamedTuple):
     total: float
     lam: float
     newton: bool = False
+    reparam: Reparam | None = None
 
 
 class EMState(NamedTuple):
@@ -200,6 +203,8 @@ class CGMEM:
         return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField, scales) -> MarkovRandomField:
+        if self.inference == "loopy_bp" and self.init != "uniform":  # closed form, any size
+            return mrf.replace(bethe_naive(release, mrf))
         stiff = float(release.total) / float(np.min(scales)) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)
@@ -223,11 +228,11 @@ class CGMEM:
     def _lbfgs(self, problem, state, x, history, mrf):
         """L-BFGS on ``F``: inexact E-steps first; if it stops early on their gradients
         (seen on very stiff E-steps), on from there with exact E-steps."""
-        box = [state]
+        box, rp = [state], problem.reparam
 
         def value_and_grad(v, forcing):
-            box[0] = self._evaluate(problem, box[0], v, forcing)
-            return box[0].value, box[0].grad
+            box[0] = self._evaluate(problem, box[0], v if rp is None else rp.to_theta(v), forcing)
+            return box[0].value, box[0].grad if rp is None else rp.grad_z(box[0].grad)
 
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
@@ -236,19 +241,19 @@ class CGMEM:
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
                 value_and_grad,
-                x,
+                x if rp is None else rp.to_z(x),
                 args=(forcing,),
                 jac=True,
                 method="L-BFGS-B",
                 callback=callback,
                 options={
                     "maxiter": self.max_iters - len(history),
-                    "gtol": self.tol,
+                    "gtol": self.tol if rp is None else rp.gtol(self.tol),
                     "ftol": 0.0,
                     "maxcor": 20,
                 },
             )
-            x = res.x
+            x = res.x if rp is None else rp.to_theta(res.x)
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
@@ -295,6 +300,9 @@ class CGMEM:
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
         )
+        if self.inference == "loopy_bp":  # gauge projection and diagonal scaling
+            mu = np.asarray(concat_tables(state.n)) / total
+            problem = problem._replace(reparam=loopy_reparam(release, mrf, mu, scales, lam))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
         x, state = driver(problem, state, x, history, mrf)
