@@ -37,7 +37,14 @@ from ..domain import Clique
 if TYPE_CHECKING:
     from .triangulation import JunctionTree
 
-__all__ = ["StackedPlan", "padding_ratio", "stacked_marginals", "stacked_plan"]
+__all__ = [
+    "StackedPlan",
+    "padding_ratio",
+    "stacked_flat_marginals",
+    "stacked_log_partition",
+    "stacked_marginals",
+    "stacked_plan",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,14 +194,67 @@ def calibrate_stacked(plan: StackedPlan, flat_theta):
     return beliefs, jax.nn.logsumexp(beliefs[plan.root])
 
 
+def _flat_marginals(plan: StackedPlan, beliefs, log_z, n_params: int) -> jax.Array:
+    """``d log Z / d flat_theta``: each clique's probabilities added onto the parameters
+    they read (the transpose of :func:`_potentials`' gather), one clique per scan step."""
+
+    def add(acc, c):
+        d = _digits(plan, c)
+        idx = jnp.asarray(plan.factor_offset)[c][:, None] + jnp.asarray(plan.factor_stride)[c] @ d.T
+        valid = jnp.arange(plan.cells) < jnp.asarray(plan.sizes)[c]
+        idx = jnp.where(valid[None, :], jnp.minimum(idx, n_params), n_params)
+        p = jnp.exp(beliefs[c] - log_z)
+        return acc.at[idx].add(jnp.broadcast_to(p, idx.shape)), None
+
+    acc = jnp.zeros(n_params + 1, dtype=beliefs.dtype)
+    return jax.lax.scan(add, acc, jnp.arange(plan.radix.shape[0]))[0][:n_params]
+
+
+@functools.lru_cache(maxsize=64)
+def _log_z_flat(jt: JunctionTree):
+    """``flat_theta -> log Z`` whose derivative is given by the model marginals
+    (``custom_jvp``): reverse mode then transposes one dot product instead of the scan."""
+    plan = stacked_plan(jt)
+    n_params = sum(jt.domain.size(c) for c in jt.factor_cliques)
+
+    @jax.custom_jvp
+    def log_z(flat):
+        return calibrate_stacked(plan, flat)[1]
+
+    @log_z.defjvp
+    def _jvp(primals, tangents):
+        (flat,), (dflat,) = primals, tangents
+        beliefs, value = calibrate_stacked(plan, flat)
+        return value, jnp.dot(_flat_marginals(plan, beliefs, value, n_params), dflat)
+
+    return log_z
+
+
+def stacked_flat_marginals(jt: JunctionTree, flat_theta) -> tuple[jax.Array, jax.Array]:
+    """``(marginals, log Z)`` with the factor marginals as one flat vector in the layout of
+    ``flat_theta`` (the factor tables raveled in ``jt.factor_cliques`` order): no table is
+    split or joined, so the program does not grow with the number of factors."""
+    plan = stacked_plan(jt)
+    flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
+    beliefs, log_z = calibrate_stacked(plan, flat_theta)
+    return _flat_marginals(plan, beliefs, log_z, flat_theta.shape[0]), log_z
+
+
+def stacked_log_partition(jt: JunctionTree, log_potentials) -> jax.Array:
+    """``log Z`` by the stacked pass; its gradient is the marginals read in one scan
+    (:func:`_flat_marginals`), so ``jax.grad`` compiles no reversed scan."""
+    flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
+    return _log_z_flat(jt)(flat)
+
+
 def stacked_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     """``(marginals, log_z)``: normalised tables on ``queries`` (axes in each query's
     order) and ``log Z``, exact, from :func:`calibrate_stacked`."""
+    if not queries:  # log Z alone: its derivative is read off the marginals
+        return (), stacked_log_partition(jt, log_potentials)
     plan = stacked_plan(jt)
     flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
     beliefs, log_z = calibrate_stacked(plan, flat)
-    if not queries:
-        return (), log_z
     holders, q_str, q_cells = _query_plan(jt, queries)
     probs = jnp.exp(beliefs - log_z)
 

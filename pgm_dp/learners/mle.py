@@ -39,7 +39,8 @@ from .._config import jit_program
 from .._progress import tick
 from ..domain import Clique
 from ..errors import DomainError
-from ..inference.junction_tree import JunctionTree, marginals_and_log_z
+from ..inference.junction_tree import JunctionTree, marginals_and_log_z, use_stacked
+from ..inference.stacked_pass import stacked_flat_marginals
 from ..models.mrf import MarkovRandomField
 from .base import concat_tables, flatten_tables, unflatten_tables
 
@@ -81,13 +82,19 @@ def check_marginals(
 @functools.lru_cache(maxsize=64)
 def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
     """Jit-compiled ``flat theta -> (L, grad L)``; the gradient of ``log Z`` is read off the
-    calibrated tree as the model marginals (one forward pass, no reverse-mode sweep)."""
+    calibrated tree as the model marginals (one forward pass, no reverse-mode sweep). On
+    trees the stacked pass takes, the flat vector is read as is (no per-clique tables), so
+    the program is compiled once per tree shape, whatever the clique count."""
+    stacked = use_stacked(jt)
 
     def value_and_grad(flat_theta, flat_target, lam):
         """``grad L`` followed by ``L``, one vector (one host copy per evaluation)."""
-        tables = unflatten_tables(flat_theta, shapes)
-        margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
-        mu = concat_tables(margs)
+        if stacked:
+            mu, log_z = stacked_flat_marginals(jt, flat_theta)
+        else:
+            tables = unflatten_tables(flat_theta, shapes)
+            margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
+            mu = concat_tables(margs)
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
         grad = mu - flat_target + 2.0 * lam * flat_theta
         return jnp.concatenate([grad, value[None]])
