@@ -42,6 +42,7 @@ __all__ = [
     "padding_ratio",
     "stacked_flat_marginals",
     "stacked_log_partition",
+    "stacked_log_partition_flat",
     "stacked_marginals",
     "stacked_plan",
 ]
@@ -210,22 +211,38 @@ def _flat_marginals(plan: StackedPlan, beliefs, log_z, n_params: int) -> jax.Arr
     return jax.lax.scan(add, acc, jnp.arange(plan.radix.shape[0]))[0][:n_params]
 
 
+def _pieces(flat, offsets) -> list:
+    """``flat[a:b]`` for consecutive ``offsets``, read by gathers: XLA:CPU compiles a hundred
+    slices of one buffer in seconds, the same gathers in a fraction of one."""
+    return [flat[np.arange(a, b)] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
 @functools.lru_cache(maxsize=64)
-def _log_z_flat(jt: JunctionTree):
-    """``flat_theta -> log Z`` whose derivative is given by the model marginals
-    (``custom_jvp``): reverse mode then transposes one dot product instead of the scan."""
+def _log_z(jt: JunctionTree, tables: bool):
+    """``log Z`` of the factor tables (``tables``) or of the flat vector, with a
+    ``custom_jvp`` whose derivative is the model marginals: reverse mode transposes one dot
+    product per input, not the scan, and splits the marginals by gathers (:func:`_pieces`)."""
     plan = stacked_plan(jt)
-    n_params = sum(jt.domain.size(c) for c in jt.factor_cliques)
+    offsets = np.cumsum([0] + [jt.domain.size(c) for c in jt.factor_cliques])
+
+    def flat_of(x):
+        if not tables:
+            return jnp.asarray(x, dtype=jnp.float64)
+        return jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in x])
 
     @jax.custom_jvp
-    def log_z(flat):
-        return calibrate_stacked(plan, flat)[1]
+    def log_z(x):
+        return calibrate_stacked(plan, flat_of(x))[1]
 
     @log_z.defjvp
     def _jvp(primals, tangents):
-        (flat,), (dflat,) = primals, tangents
-        beliefs, value = calibrate_stacked(plan, flat)
-        return value, jnp.dot(_flat_marginals(plan, beliefs, value, n_params), dflat)
+        (x,), (dx,) = primals, tangents
+        beliefs, value = calibrate_stacked(plan, flat_of(x))
+        mu = _flat_marginals(plan, beliefs, value, int(offsets[-1]))
+        if not tables:
+            return value, jnp.vdot(mu, dx)
+        pieces = zip(_pieces(mu, offsets), dx, strict=True)
+        return value, sum(jnp.vdot(m, jnp.ravel(d)) for m, d in pieces)
 
     return log_z
 
@@ -243,8 +260,14 @@ def stacked_flat_marginals(jt: JunctionTree, flat_theta) -> tuple[jax.Array, jax
 def stacked_log_partition(jt: JunctionTree, log_potentials) -> jax.Array:
     """``log Z`` by the stacked pass; its gradient is the marginals read in one scan
     (:func:`_flat_marginals`), so ``jax.grad`` compiles no reversed scan."""
-    flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
-    return _log_z_flat(jt)(flat)
+    return _log_z(jt, True)(tuple(log_potentials))
+
+
+def stacked_log_partition_flat(jt: JunctionTree, flat_theta) -> jax.Array:
+    """:func:`stacked_log_partition` of one flat vector (the factor tables raveled in
+    ``jt.factor_cliques`` order): its gradient is one vector, the program's interface one
+    array whatever the number of factors."""
+    return _log_z(jt, False)(flat_theta)
 
 
 def stacked_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
