@@ -32,7 +32,7 @@ import numpy as np
 from .._config import jit_program
 from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
-from ..inference.loopy_bp import loopy_bp_flat
+from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import anderson_init, anderson_reset, anderson_step
@@ -124,6 +124,34 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory):
     return loop
 
 
+def _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory):
+    """:func:`_nlbp_loop` with loopy BP whose messages are carried from one NLBP iteration
+    to the next (each BP starts from the last one's messages: ``theta'`` moves little between
+    iterations, so BP needs a few sweeps instead of a cold start's ~100; same fixed points
+    where BP's is unique)."""
+
+    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
+        def body(state):
+            inner, msgs = state
+            shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
+            res = loopy_bp_flat(graph, *_LOOPY_BP, shifted[0], init=msgs)
+            c = functools.partial(curvature, y, scales)
+            step = _safeguarded_step(inner, total * res.marginals - inner[0], c, damping)
+            return step, res.messages
+
+        def cond(state):  # state[0][2]: max |f| at the checked point
+            return (state[0][2] / total > tol) & (state[0][4] < max_iters)
+
+        x0 = concat_tables(n0)
+        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
+        init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
+        inner, _ = jax.lax.while_loop(cond, body, (init, uniform_messages(graph)))
+        _, acc, resid, alpha, iters, checked = inner
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
+
+    return loop
+
+
 def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
     """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there)."""
 
@@ -190,6 +218,9 @@ def nlbp_programs(
 
     if estep == "newton":
         loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
+    elif _flat(inference):  # loopy BP, warm-started within the E-step
+        graph = factor_graph(domain, cliques)
+        loop = _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory)
     else:
         loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
     objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
