@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from .._config import one_blas_thread
 from .._progress import tick
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
@@ -305,7 +306,8 @@ class CGMEM:
             problem = problem._replace(reparam=loopy_reparam(release, mrf, mu, scales, lam))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
-        x, state = driver(problem, state, x, history, mrf)
+        with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)
+            x, state = driver(problem, state, x, history, mrf)
         state = self._evaluate(problem, state, x, 0.0, exact=True)
         max_grad = float(np.max(np.abs(state.grad)))
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)

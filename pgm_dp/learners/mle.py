@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from .._config import jit_program
+from .._config import jit_program, one_blas_thread
 from .._progress import tick
 from ..domain import Clique
 from ..errors import DomainError
@@ -141,14 +141,15 @@ def fit_marginals(
         out = np.asarray(fn(np.asarray(x, dtype=np.float64), flat_target, lam))
         return float(out[-1]), out[:-1]
 
-    res = scipy.optimize.minimize(
-        value_and_grad,
-        x0,
-        jac=True,
-        method="L-BFGS-B",
-        callback=lambda xk: tick("mle"),
-        options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
-    )
+    with one_blas_thread():
+        res = scipy.optimize.minimize(
+            value_and_grad,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            callback=lambda xk: tick("mle"),
+            options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
+        )
     tables = unflatten_tables(res.x, shapes)
     _, grad = value_and_grad(res.x)
     max_grad = float(np.max(np.abs(grad)))
