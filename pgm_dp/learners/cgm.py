@@ -21,7 +21,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    objective and fixed points); ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: naive when the E-step is stiff, public ``N / b^2 > 100`` (``b`` the smallest
-   noise scale).
+   noise scale). With loopy BP, ``"naive"`` and ``"auto"`` start from the Bethe MLE in
+   closed form, and L-BFGS runs on gauge-projected, diagonally scaled potentials
+   (:mod:`.conditioning`; same fixed points).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
 """
