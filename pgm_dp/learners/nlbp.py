@@ -53,9 +53,9 @@ def _bp(domain, cliques, max_cells, inference):
         return lambda tables: marginals_and_log_z(jt, cliques, tables)
     graph = factor_graph(domain, cliques)
 
-    def loopy(tables):
-        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0])
-        return [res.marginals], res.log_z
+    def loopy(tables, init=None):  # also the messages: a warm start for the next call
+        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init)
+        return [res.marginals], res.log_z, res.messages
 
     return loopy
 
@@ -145,9 +145,9 @@ def _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory
         x0 = concat_tables(n0)
         acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
         init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
-        inner, _ = jax.lax.while_loop(cond, body, (init, uniform_messages(graph)))
+        inner, msgs = jax.lax.while_loop(cond, body, (init, uniform_messages(graph)))
         _, acc, resid, alpha, iters, checked = inner
-        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc, msgs
 
     return loop
 
@@ -161,10 +161,10 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
         copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
-        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
+        n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
         shifted = shift(theta, y, n, scales)
-        mu_star, log_z_star = bp(shifted)
-        mu, log_z = bp(theta)
+        mu_star, log_z_star, *warm = bp(shifted, *warm)  # loopy BP: from the E-step's messages
+        mu, log_z, *_ = bp(theta, *warm)
         fit = sum(
             noise_log_density(k, scales[i], smoothing, yc, total * m)
             for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
@@ -312,7 +312,7 @@ def nlbp(
         n0 = [concat_tables(n0)] if _flat(inference) else n0
     theta = list(mrf.log_potentials)
     theta = [concat_tables(theta)] if _flat(inference) else theta
-    n, delta, iters, alpha, _ = loop(
+    n, delta, iters, alpha, *_ = loop(
         theta, y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
     )
     n = clique_statistics(mrf, n)
