@@ -33,7 +33,7 @@ from .._config import any_traced, jit_program
 from ..domain import Clique
 from ..errors import DomainError
 from .scaled_pass import read_plan, scaled_marginals, scaled_pass
-from .stacked_pass import padding_ratio, stacked_marginals
+from .stacked_pass import padding_ratio, stacked_log_partition, stacked_marginals
 from .tables import broadcast_to, logsumexp_to, to_order
 from .triangulation import (
     DEFAULT_MAX_CELLS,
@@ -220,12 +220,16 @@ def clique_marginals(
     Called with concrete arrays it returns NumPy arrays: the fast probability-space pass runs,
     all its outputs come back in one host copy, and its soundness flag is checked in Python
     (the log-space pass runs only if it fails). Under a JAX transformation it returns traced
-    arrays and the same choice is made by ``lax.cond``.
+    arrays and the same choice is made by ``lax.cond``; ``log Z`` alone (no ``queries``)
+    then comes from :func:`~.stacked_pass.stacked_log_partition` on any tree whose padding
+    allows it (its derivative is one scan: ``jit(grad(log Z))`` compiles in seconds).
     """
     queries = jt.factor_cliques if queries is None else tuple(tuple(q) for q in queries)
     pots = tuple(log_potentials)
     stacked = use_stacked(jt)
     if any_traced(pots):
+        if not queries and padding_ratio(jt) <= STACKED_MAX_PADDING:  # log Z alone
+            return (), stacked_log_partition(jt, pots)
         return _compiled_marginals(jt, queries, "stacked" if stacked else "auto")(pots)
     if stacked:
         margs, log_z = _compiled_marginals(jt, queries, "stacked")(pots)

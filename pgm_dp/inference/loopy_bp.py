@@ -37,7 +37,14 @@ from .._config import any_traced
 from ..domain import Clique, Domain, normalize_cliques
 from .factor_graph import FactorGraph, factor_graph
 
-__all__ = ["BPResult", "FlatBP", "loopy_bp", "loopy_bp_core", "loopy_bp_flat"]
+__all__ = [
+    "BPResult",
+    "FlatBP",
+    "loopy_bp",
+    "loopy_bp_core",
+    "loopy_bp_flat",
+    "uniform_messages",
+]
 
 
 class BPResult(NamedTuple):
@@ -57,13 +64,15 @@ class BPResult(NamedTuple):
 class FlatBP(NamedTuple):
     """Loopy BP on the flat layout: ``marginals`` as one vector in the flat parameter
     layout (:mod:`.factor_graph`), ``variable_marginals`` as ``(n_vars, width)`` (padded
-    states 0)."""
+    states 0); ``messages``: the final factor-to-variable log-messages ``(n_edges, width)``,
+    a warm start for a nearby model."""
 
     marginals: jax.Array
     variable_marginals: jax.Array
     log_z: jax.Array
     iterations: jax.Array
     converged: jax.Array
+    messages: jax.Array
 
 
 def _normalize_rows(log_m: jax.Array) -> jax.Array:
@@ -138,17 +147,25 @@ def _finish(graph: FactorGraph, psis, f2v: jax.Array):
     return marginals, jnp.exp(log_bv), -energy
 
 
-def loopy_bp_flat(graph: FactorGraph, damping: float, tol, max_iters, flat_theta) -> FlatBP:
-    """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
-    :func:`pgm_dp.learners.base.concat_tables`'s order); ``tol`` and ``max_iters`` may be
-    traced, ``damping`` is a Python float."""
-    flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
-    psis = [jnp.reshape(flat_theta[g.gather], (g.size, *g.shape)) for g in graph.groups]
-    init = jnp.where(
+def uniform_messages(graph: FactorGraph) -> jax.Array:
+    """BP's usual start: uniform factor-to-variable messages (``-inf`` on padded states)."""
+    return jnp.where(
         jnp.asarray(graph.edge_valid),
         -jnp.log(jnp.asarray(graph.domain.shape, dtype=jnp.float64)[graph.edge_var])[:, None],
         -jnp.inf,
     )
+
+
+def loopy_bp_flat(
+    graph: FactorGraph, damping: float, tol, max_iters, flat_theta, init=None
+) -> FlatBP:
+    """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
+    :func:`pgm_dp.learners.base.concat_tables`'s order); ``tol`` and ``max_iters`` may be
+    traced, ``damping`` is a Python float. ``init``: starting messages (``messages`` of an
+    earlier result; default :func:`uniform_messages`)."""
+    flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
+    psis = [jnp.reshape(flat_theta[g.gather], (g.size, *g.shape)) for g in graph.groups]
+    init = uniform_messages(graph) if init is None else init
 
     def body(state):
         f2v, _, it = state
@@ -166,7 +183,7 @@ def loopy_bp_flat(graph: FactorGraph, damping: float, tol, max_iters, flat_theta
     start = (init, jnp.asarray(jnp.inf), jnp.asarray(0))
     f2v, delta, iters = jax.lax.while_loop(cond, body, start)
     marginals, var_marginals, log_z = _finish(graph, psis, f2v)
-    return FlatBP(marginals, var_marginals, log_z, iters, delta <= tol)
+    return FlatBP(marginals, var_marginals, log_z, iters, delta <= tol, f2v)
 
 
 def _unflatten(graph: FactorGraph, res: FlatBP, xp) -> BPResult:

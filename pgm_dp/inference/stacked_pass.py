@@ -37,7 +37,15 @@ from ..domain import Clique
 if TYPE_CHECKING:
     from .triangulation import JunctionTree
 
-__all__ = ["StackedPlan", "padding_ratio", "stacked_marginals", "stacked_plan"]
+__all__ = [
+    "StackedPlan",
+    "padding_ratio",
+    "stacked_flat_marginals",
+    "stacked_log_partition",
+    "stacked_log_partition_flat",
+    "stacked_marginals",
+    "stacked_plan",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,14 +195,89 @@ def calibrate_stacked(plan: StackedPlan, flat_theta):
     return beliefs, jax.nn.logsumexp(beliefs[plan.root])
 
 
+def _flat_marginals(plan: StackedPlan, beliefs, log_z, n_params: int) -> jax.Array:
+    """``d log Z / d flat_theta``: each clique's probabilities added onto the parameters
+    they read (the transpose of :func:`_potentials`' gather), one clique per scan step."""
+
+    def add(acc, c):
+        d = _digits(plan, c)
+        idx = jnp.asarray(plan.factor_offset)[c][:, None] + jnp.asarray(plan.factor_stride)[c] @ d.T
+        valid = jnp.arange(plan.cells) < jnp.asarray(plan.sizes)[c]
+        idx = jnp.where(valid[None, :], jnp.minimum(idx, n_params), n_params)
+        p = jnp.exp(beliefs[c] - log_z)
+        return acc.at[idx].add(jnp.broadcast_to(p, idx.shape)), None
+
+    acc = jnp.zeros(n_params + 1, dtype=beliefs.dtype)
+    return jax.lax.scan(add, acc, jnp.arange(plan.radix.shape[0]))[0][:n_params]
+
+
+def _pieces(flat, offsets) -> list:
+    """``flat[a:b]`` for consecutive ``offsets``, read by gathers: XLA:CPU compiles a hundred
+    slices of one buffer in seconds, the same gathers in a fraction of one."""
+    return [flat[np.arange(a, b)] for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+@functools.lru_cache(maxsize=64)
+def _log_z(jt: JunctionTree, tables: bool):
+    """``log Z`` of the factor tables (``tables``) or of the flat vector, with a
+    ``custom_jvp`` whose derivative is the model marginals: reverse mode transposes one dot
+    product per input, not the scan, and splits the marginals by gathers (:func:`_pieces`)."""
+    plan = stacked_plan(jt)
+    offsets = np.cumsum([0] + [jt.domain.size(c) for c in jt.factor_cliques])
+
+    def flat_of(x):
+        if not tables:
+            return jnp.asarray(x, dtype=jnp.float64)
+        return jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in x])
+
+    @jax.custom_jvp
+    def log_z(x):
+        return calibrate_stacked(plan, flat_of(x))[1]
+
+    @log_z.defjvp
+    def _jvp(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        beliefs, value = calibrate_stacked(plan, flat_of(x))
+        mu = _flat_marginals(plan, beliefs, value, int(offsets[-1]))
+        if not tables:
+            return value, jnp.vdot(mu, dx)
+        pieces = zip(_pieces(mu, offsets), dx, strict=True)
+        return value, sum(jnp.vdot(m, jnp.ravel(d)) for m, d in pieces)
+
+    return log_z
+
+
+def stacked_flat_marginals(jt: JunctionTree, flat_theta) -> tuple[jax.Array, jax.Array]:
+    """``(marginals, log Z)`` with the factor marginals as one flat vector in the layout of
+    ``flat_theta`` (the factor tables raveled in ``jt.factor_cliques`` order): no table is
+    split or joined, so the program does not grow with the number of factors."""
+    plan = stacked_plan(jt)
+    flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
+    beliefs, log_z = calibrate_stacked(plan, flat_theta)
+    return _flat_marginals(plan, beliefs, log_z, flat_theta.shape[0]), log_z
+
+
+def stacked_log_partition(jt: JunctionTree, log_potentials) -> jax.Array:
+    """``log Z`` by the stacked pass; its gradient is the marginals read in one scan
+    (:func:`_flat_marginals`), so ``jax.grad`` compiles no reversed scan."""
+    return _log_z(jt, True)(tuple(log_potentials))
+
+
+def stacked_log_partition_flat(jt: JunctionTree, flat_theta) -> jax.Array:
+    """:func:`stacked_log_partition` of one flat vector (the factor tables raveled in
+    ``jt.factor_cliques`` order): its gradient is one vector, the program's interface one
+    array whatever the number of factors."""
+    return _log_z(jt, False)(flat_theta)
+
+
 def stacked_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potentials):
     """``(marginals, log_z)``: normalised tables on ``queries`` (axes in each query's
     order) and ``log Z``, exact, from :func:`calibrate_stacked`."""
+    if not queries:  # log Z alone: its derivative is read off the marginals
+        return (), stacked_log_partition(jt, log_potentials)
     plan = stacked_plan(jt)
     flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
     beliefs, log_z = calibrate_stacked(plan, flat)
-    if not queries:
-        return (), log_z
     holders, q_str, q_cells = _query_plan(jt, queries)
     probs = jnp.exp(beliefs - log_z)
 

@@ -21,7 +21,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    objective and fixed points); ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: naive when the E-step is stiff, public ``N / b^2 > 100`` (``b`` the smallest
-   noise scale).
+   noise scale). With loopy BP, ``"naive"`` and ``"auto"`` start from the Bethe MLE in
+   closed form, and L-BFGS runs on gauge-projected, diagonally scaled potentials
+   (:mod:`.conditioning`; same fixed points).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
 5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
@@ -39,11 +41,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+from .._config import one_blas_thread
 from .._progress import tick
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
 from .base import Fit, concat_tables, flatten_tables, unflatten_tables
+from .conditioning import Reparam, bethe_naive, loopy_reparam
 from .mle import fit_marginals
 from .naive_mle import noisy_pseudo_marginals
 from .nlbp import clique_statistics, nlbp, prepare, start_statistics
@@ -72,8 +76,9 @@ _VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-st
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
     and noise scales, ``N``, the per-record prior ``lam = tau / N``, whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`) and the per-record tolerances of the EM
-    gradient and of an exact E-step (:meth:`CGMEM.tolerances`)."""
+    is Newton's on the dual (:mod:`.dual_estep`), the per-record tolerances of the EM
+    gradient and of an exact E-step (:meth:`CGMEM.tolerances`) and ``reparam``: L-BFGS's
+    variable (:mod:`.conditioning`; loopy BP only)."""
 
     objective: object
     y: list
@@ -83,6 +88,7 @@ class EMProblem(NamedTuple):
     newton: bool = False
     tol: float = 1e-5
     estep_tol: float = 1e-7
+    reparam: Reparam | None = None
 
 
 class EMState(NamedTuple):
@@ -210,8 +216,10 @@ class CGMEM:
         ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` sampling standard
         deviations ``sqrt(1 + n_i)`` of the cell (``n`` the E-step's statistics). The
         second matters where ``N`` is large: a per-record ``1e-5`` is 10 counts at
-        ``N = 1e6``, which left a cell of a few counts far from its optimum."""
-        grad = np.abs(state.grad)
+        ``N = 1e6``, which left a cell of a few counts far from its optimum. With a
+        ``reparam`` (loopy BP) the gradient is taken in the directions L-BFGS moves."""
+        rp = problem.reparam
+        grad = np.abs(state.grad if rp is None else rp.project(state.grad))
         counts = np.maximum(np.asarray(concat_tables(state.n)), 0.0)
         in_counts = problem.total * grad / np.sqrt(1.0 + counts)
         return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
@@ -227,6 +235,8 @@ class CGMEM:
         return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField, scales) -> MarkovRandomField:
+        if self.inference == "loopy_bp" and self.init != "uniform":  # closed form, any size
+            return mrf.replace(bethe_naive(release, mrf))
         stiff = float(release.total) / float(np.min(scales)) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)
@@ -250,22 +260,23 @@ class CGMEM:
     def _lbfgs(self, problem, state, x, history, mrf):
         """L-BFGS on ``F``: inexact E-steps first; if it stops early on their gradients
         (seen on very stiff E-steps), on from there with exact E-steps."""
-        box = [state]
+        box, rp = [state], problem.reparam
 
         def value_and_grad(v, forcing):
-            box[0] = self._evaluate(problem, box[0], v, forcing)
-            return box[0].value, box[0].grad
+            box[0] = self._evaluate(problem, box[0], v if rp is None else rp.to_theta(v), forcing)
+            return box[0].value, box[0].grad if rp is None else rp.grad_z(box[0].grad)
 
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
             tick("cgm")
-            if np.array_equal(xk, box[0].x) and self.done(problem, box[0]):
+            theta = xk if rp is None else rp.to_theta(xk)
+            if np.array_equal(theta, box[0].x) and self.done(problem, box[0]):
                 raise StopIteration
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
                 value_and_grad,
-                x,
+                x if rp is None else rp.to_z(x),
                 args=(forcing,),
                 jac=True,
                 method="L-BFGS-B",
@@ -277,7 +288,7 @@ class CGMEM:
                     "maxcor": 20,
                 },
             )
-            x = res.x
+            x = res.x if rp is None else rp.to_theta(res.x)
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
@@ -326,9 +337,13 @@ class CGMEM:
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
         )
+        if self.inference == "loopy_bp":  # gauge projection and diagonal scaling
+            mu = np.asarray(concat_tables(state.n)) / total
+            problem = problem._replace(reparam=loopy_reparam(release, mrf, mu, scales, lam))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
-        x, state = driver(problem, state, x, history, mrf)
+        with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)
+            x, state = driver(problem, state, x, history, mrf)
         state = self._evaluate(problem, state, x, 0.0, exact=True)
         max_grad = float(np.max(np.abs(state.grad)))
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)

@@ -35,11 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from .._config import jit_program
+from .._config import jit_program, one_blas_thread
 from .._progress import tick
 from ..domain import Clique
 from ..errors import DomainError
-from ..inference.junction_tree import JunctionTree, marginals_and_log_z
+from ..inference.junction_tree import JunctionTree, marginals_and_log_z, use_stacked
+from ..inference.stacked_pass import stacked_flat_marginals
 from ..models.mrf import MarkovRandomField
 from .base import concat_tables, flatten_tables, unflatten_tables
 
@@ -81,13 +82,19 @@ def check_marginals(
 @functools.lru_cache(maxsize=64)
 def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
     """Jit-compiled ``flat theta -> (L, grad L)``; the gradient of ``log Z`` is read off the
-    calibrated tree as the model marginals (one forward pass, no reverse-mode sweep)."""
+    calibrated tree as the model marginals (one forward pass, no reverse-mode sweep). On
+    trees the stacked pass takes, the flat vector is read as is (no per-clique tables), so
+    the program is compiled once per tree shape, whatever the clique count."""
+    stacked = use_stacked(jt)
 
     def value_and_grad(flat_theta, flat_target, lam):
         """``grad L`` followed by ``L``, one vector (one host copy per evaluation)."""
-        tables = unflatten_tables(flat_theta, shapes)
-        margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
-        mu = concat_tables(margs)
+        if stacked:
+            mu, log_z = stacked_flat_marginals(jt, flat_theta)
+        else:
+            tables = unflatten_tables(flat_theta, shapes)
+            margs, log_z = marginals_and_log_z(jt, jt.factor_cliques, tables)
+            mu = concat_tables(margs)
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
         grad = mu - flat_target + 2.0 * lam * flat_theta
         return jnp.concatenate([grad, value[None]])
@@ -134,14 +141,15 @@ def fit_marginals(
         out = np.asarray(fn(np.asarray(x, dtype=np.float64), flat_target, lam))
         return float(out[-1]), out[:-1]
 
-    res = scipy.optimize.minimize(
-        value_and_grad,
-        x0,
-        jac=True,
-        method="L-BFGS-B",
-        callback=lambda xk: tick("mle"),
-        options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
-    )
+    with one_blas_thread():
+        res = scipy.optimize.minimize(
+            value_and_grad,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            callback=lambda xk: tick("mle"),
+            options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
+        )
     tables = unflatten_tables(res.x, shapes)
     _, grad = value_and_grad(res.x)
     max_grad = float(np.max(np.abs(grad)))

@@ -32,7 +32,7 @@ import numpy as np
 from .._config import jit_program
 from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
-from ..inference.loopy_bp import loopy_bp_flat
+from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import anderson_init, anderson_reset, anderson_step
@@ -53,9 +53,9 @@ def _bp(domain, cliques, max_cells, inference):
         return lambda tables: marginals_and_log_z(jt, cliques, tables)
     graph = factor_graph(domain, cliques)
 
-    def loopy(tables):
-        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0])
-        return [res.marginals], res.log_z
+    def loopy(tables, init=None):  # also the messages: a warm start for the next call
+        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init)
+        return [res.marginals], res.log_z, res.messages
 
     return loopy
 
@@ -124,6 +124,34 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory):
     return loop
 
 
+def _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory):
+    """:func:`_nlbp_loop` with loopy BP whose messages are carried from one NLBP iteration
+    to the next (each BP starts from the last one's messages: ``theta'`` moves little between
+    iterations, so BP needs a few sweeps instead of a cold start's ~100; same fixed points
+    where BP's is unique)."""
+
+    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
+        def body(state):
+            inner, msgs = state
+            shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
+            res = loopy_bp_flat(graph, *_LOOPY_BP, shifted[0], init=msgs)
+            c = functools.partial(curvature, y, scales)
+            step = _safeguarded_step(inner, total * res.marginals - inner[0], c, damping)
+            return step, res.messages
+
+        def cond(state):  # state[0][2]: max |f| at the checked point
+            return (state[0][2] / total > tol) & (state[0][4] < max_iters)
+
+        x0 = concat_tables(n0)
+        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
+        init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
+        inner, msgs = jax.lax.while_loop(cond, body, (init, uniform_messages(graph)))
+        _, acc, resid, alpha, iters, checked = inner
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc, msgs
+
+    return loop
+
+
 def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
     """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there)."""
 
@@ -133,10 +161,10 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
         copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
-        n, delta, iters, alpha, acc = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
+        n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
         shifted = shift(theta, y, n, scales)
-        mu_star, log_z_star = bp(shifted)
-        mu, log_z = bp(theta)
+        mu_star, log_z_star, *warm = bp(shifted, *warm)  # loopy BP: from the E-step's messages
+        mu, log_z, *_ = bp(theta, *warm)
         fit = sum(
             noise_log_density(k, scales[i], smoothing, yc, total * m)
             for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
@@ -190,6 +218,9 @@ def nlbp_programs(
 
     if estep == "newton":
         loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
+    elif _flat(inference):  # loopy BP, warm-started within the E-step
+        graph = factor_graph(domain, cliques)
+        loop = _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory)
     else:
         loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
     objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
@@ -281,7 +312,7 @@ def nlbp(
         n0 = [concat_tables(n0)] if _flat(inference) else n0
     theta = list(mrf.log_potentials)
     theta = [concat_tables(theta)] if _flat(inference) else theta
-    n, delta, iters, alpha, _ = loop(
+    n, delta, iters, alpha, *_ = loop(
         theta, y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
     )
     n = clique_statistics(mrf, n)

@@ -8,7 +8,8 @@ from conftest import brute_log_z, brute_marginal, random_model
 
 import pgm_dp.inference.junction_tree as jt_module
 from pgm_dp import Domain, MarkovRandomField
-from pgm_dp.inference.stacked_pass import stacked_marginals
+from pgm_dp.inference.stacked_pass import stacked_flat_marginals, stacked_marginals
+from pgm_dp.learners.base import flatten_tables
 from pgm_dp.models import third_order_chain
 
 
@@ -57,3 +58,26 @@ def test_long_chain_takes_the_stacked_pass_and_agrees_with_the_unrolled_one():
     assert abs(float(got_z) - float(log_z)) < 1e-10
     for a, b in zip(got, fast, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+
+
+def test_flat_marginals_and_second_derivatives(rng, force_stacked):
+    dom = Domain(["A", "B", "C", "D"], [2, 3, 2, 2])
+    cliques = [("B", "A"), ("B", "C", "D"), ("D", "A"), ("C",)]
+    mrf = MarkovRandomField(dom, cliques, [rng.normal(size=dom.sizes(c)) for c in cliques])
+    flat = flatten_tables(mrf.log_potentials)
+    mu, log_z = stacked_flat_marginals(mrf.junction_tree(), flat)
+    expect = flatten_tables([brute_marginal(mrf, c) for c in cliques])
+    np.testing.assert_allclose(np.asarray(mu), expect, atol=1e-10)
+    assert abs(float(log_z) - brute_log_z(mrf)) < 1e-10
+    shapes = [dom.sizes(c) for c in cliques]
+
+    def log_partition(x):
+        tables, start = [], 0
+        for s in shapes:
+            tables.append(x[start : start + int(np.prod(s))].reshape(s))
+            start += int(np.prod(s))
+        return mrf.replace(tables).log_partition()
+
+    hess = np.asarray(jax.jacfwd(jax.grad(log_partition))(flat))  # the covariance of the
+    np.testing.assert_allclose(hess, hess.T, atol=1e-10)  # indicators: symmetric, and
+    np.testing.assert_allclose(hess[:6, :6].sum(), 0.0, atol=1e-10)  # a table's rows sum to 0
