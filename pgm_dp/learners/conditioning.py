@@ -44,7 +44,7 @@ __all__ = [
     "bethe_start",
     "diagonal_scale",
     "gauge_projector",
-    "loopy_reparam",
+    "em_reparam",
 ]
 
 _LAPLACE = ("laplace", "discrete_laplace")
@@ -205,9 +205,12 @@ def bethe_naive(release, mrf) -> list[np.ndarray]:
     return bethe_start(mrf.domain, mrf.cliques, targets, pseudo)
 
 
-def loopy_reparam(release, mrf, mu: np.ndarray, scales, lam: float) -> Reparam:
-    """The :class:`Reparam` of a loopy-BP CGM-EM fit at the start marginals ``mu`` (flat)
-    with per-cell noise ``scales``."""
+def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float) -> Reparam:
+    """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with
+    noise ``scales`` per cell (loopy BP) or per clique (junction tree)."""
     kind = release.noise[mrf.cliques[0]].kind
-    scale = diagonal_scale(mu, np.ravel(scales), kind, float(release.total), lam)
+    scales = np.ravel(scales)
+    if scales.size != np.size(mu):
+        scales = np.repeat(scales, [math.prod(mrf.domain.sizes(c)) for c in mrf.cliques])
+    scale = diagonal_scale(mu, scales, kind, float(release.total), lam)
     return Reparam(gauge_projector(mrf.domain, mrf.cliques), scale)

@@ -148,8 +148,9 @@ def test_accelerated_e_steps_reach_the_plain_e_steps_optimum(rng, epsilon):
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])  # N / b^2 = 10 and 1,000
 def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
-    """Summed over three populations, Anderson acceleration needs at most half the BP passes
-    of Alg. 1's damped iteration (measured: 0.20x and 0.29x). On one release the count
+    """Summed over three populations, Anderson acceleration needs clearly fewer BP passes
+    than Alg. 1's damped iteration (measured with the conditioned outer L-BFGS: 0.04x and
+    0.60x; 0.20x and 0.29x before it cut the outer iterations). On one release the count
     depends on rounding, and at N / b^2 = 100,000 acceleration is not reliably faster (see
     :func:`pgm_dp.learners.cgm.nlbp`), so neither is asserted."""
     passes = {0: 0, 5: 0}
@@ -159,7 +160,7 @@ def test_accelerated_e_steps_need_fewer_bp_passes(epsilon):
             fit = CGMEM(nlbp_anderson=memory).fit(release, theta)
             assert fit.info["converged"]
             passes[memory] += fit.info["nlbp_iterations"]
-    assert passes[5] < 0.5 * passes[0]
+    assert passes[5] < 0.7 * passes[0]
 
 
 def test_releases_at_other_budgets_share_the_compiled_programs(rng):
