@@ -206,7 +206,8 @@ def run_sbc(
     """SBC (Talts et al. 2018, Algorithm 1) on the calibration model: ``releases`` times,
     truth from the prior, ``N`` records, a release, the noise-aware posterior (``draws``
     independent Laplace-method draws, or NUTS draws); the ranks ``(releases, cells)`` and,
-    with ``out_dir``, their histograms in ``bayes_sbc.png`` (and ``bayes_sbc.csv``)."""
+    with ``out_dir``, their histograms in ``bayes_sbc.png`` (ranks in ``bayes_sbc.csv``, the
+    per-release coverage in ``bayes_sbc_coverage.csv``)."""
     res = run_calibration(
         (mechanism,), (epsilon,), releases, N, method=method, num_samples=draws, seed=seed,
         progress=progress, out_dir=None,
@@ -216,6 +217,7 @@ def run_sbc(
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(res.ranks).to_csv(out / "bayes_sbc.csv", index=False)
+        res.runs.to_csv(out / "bayes_sbc_coverage.csv", index=False)
         title = f"{mechanism}, epsilon={epsilon:g}, N={N}, {releases} releases, {method}"
         plot = plot_sbc(res.ranks, draws, out / "bayes_sbc.png", title)
     return res.ranks, plot
