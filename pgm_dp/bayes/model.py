@@ -233,17 +233,19 @@ def release_model(
     covariance: str = "exact",
     plugin_chol=None,
     plugin_whiten=None,
+    fast_mean: bool | None = None,
 ) -> None:
     """NumPyro model of ``y`` (observed site ``"y"``; ``None`` simulates). Sites: ``theta``,
     ``noise_var`` (Laplace cells, exact covariance only), ``marginal:...`` (deterministic).
 
     ``plugin_chol`` / ``plugin_whiten``: with ``covariance="plugin"``, the lower Cholesky
     factor ``L`` of the frozen ``N Sigma + diag(v)`` (from :func:`plugin_covariance`) and
-    ``L^-1``.
+    ``L^-1``. ``fast_mean``: :func:`mean_map`'s ``fast`` (default: with the plug-in
+    covariance, whose potential runs vectorised over chains and draws).
     """
     d = problem.size
     theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand([d]).to_event(1))
-    mu_fn = mean_map(problem, fast=covariance == "plugin")
+    mu_fn = mean_map(problem, fast=covariance == "plugin" if fast_mean is None else fast_mean)
     mu = mu_fn(theta)
     start = 0
     for c, s in zip(problem.cliques, problem.shapes, strict=True):

@@ -104,14 +104,18 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
         y, total, variance, chol, whiten = data
         problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
         extra = {"plugin_chol": chol, "plugin_whiten": whiten} if covariance == "plugin" else {}
-        return (problem, y), {**kw, **extra}
+        return (problem, y), {**kw, **extra, "fast_mean": False}
 
     def params(flat):
         return {"theta": flat[:d], "noise_var": flat[d:]} if m else {"theta": flat}
 
-    def potential(flat, data):
+    def potential(flat, data, fast_mean=None):
         args, kwargs = model_args(data)
+        kwargs["fast_mean"] = fast_mean  # NUTS's: the fast pass (NaN rejected) by default
         return potential_energy(release_model, args, kwargs, params(flat))
+
+    def safe(flat, data):  # the optimiser's: the junction tree's log-space fallback kept
+        return potential(flat, data, fast_mean=False)
 
     def constrain(flat, data):
         args, kwargs = model_args(data)
@@ -125,7 +129,7 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     grad = jax.grad(potential)
     return {
         "potential": jax.jit(potential),
-        "value_and_grad": jax.jit(jax.value_and_grad(potential)),
+        "value_and_grad": jax.jit(jax.value_and_grad(safe)),
         "hessian": jax.jit(jax.hessian(potential)),
         "hvp": jax.jit(
             jax.vmap(
