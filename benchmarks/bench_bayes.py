@@ -1,10 +1,10 @@
 """Benchmark: the noise-aware posterior's default example (NUTS whitened by the Laplace fit).
 
 Third-order chain (T, k), one release of N records at epsilon; 4 chains, vectorised, on the
-CPU. Reports wall and CPU time (compilation included), mean leapfrog steps, max R-hat, min bulk/tail ESS of the marginal
-tables, divergences and min bulk ESS per second.
+CPU. Reports wall and CPU time (compilation included), mean leapfrog steps, max R-hat, min
+bulk/tail ESS of the marginal tables, divergences and min bulk ESS per second.
 
-Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--N 10000] [--mechanism gaussian]``.
+Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 150] [--samples 300]``.
 """
 
 from __future__ import annotations
