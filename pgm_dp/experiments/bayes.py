@@ -324,7 +324,7 @@ def _calibrate_cli(a) -> None:
 
 
 def _sbc_cli(a) -> None:
-    releases = 10 if a.quick else a.releases
+    releases = min(a.releases, 10) if a.quick else a.releases
     ranks, plot = run_sbc(a.mechanisms[0], a.eps[0], releases, a.N, seed=a.seed, out_dir=a.out)
     print(f"SBC ranks: {ranks.shape[0]} releases x {ranks.shape[1]} cells; plot: {plot}")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from pgm_dp.experiments.bayes import plot_sbc, sbc_ranks
+from pgm_dp.experiments.bayes import plot_sbc, run_sbc, sbc_ranks
 
 
 def test_ranks_count_draws_below_the_truth():
@@ -39,3 +39,10 @@ def test_plot_sbc_writes_a_png(tmp_path):
     ranks = np.random.default_rng(1).integers(0, 100, size=(30, 12))
     path = plot_sbc(ranks, 99, tmp_path / "sbc.png", "test")
     assert path.exists() and path.stat().st_size > 0
+
+
+def test_run_sbc_end_to_end(tmp_path):
+    ranks, plot = run_sbc("gaussian", 1.0, releases=2, N=300, draws=99, progress=False,
+                          out_dir=tmp_path)  # fmt: skip
+    assert ranks.shape == (2, 12) and ranks.min() >= 0 and ranks.max() <= 99
+    assert plot.exists() and (tmp_path / "bayes_sbc_coverage.csv").exists()
