@@ -9,7 +9,9 @@ Contract: :func:`posterior` returns an ``arviz.InferenceData`` with groups ``pos
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
 ``N(MAP, H^-1)``; ``"nuts"`` starts every chain at the MAP with ``H^-1`` as the initial dense
-inverse mass matrix (adapted further only when the dimension is at most 200).
+inverse mass matrix (adapted further only when the dimension is at most 200). ``H`` is the
+exact Hessian for the exact covariance and the Gauss-Newton Hessian (Fisher information of
+the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`).
 """
 
 from __future__ import annotations
