@@ -204,8 +204,10 @@ def _preconditioned_map(fns: dict, data, x0: np.ndarray, hess: np.ndarray) -> np
 
     def fun(z):
         val, grad = fns["value_and_grad"](jnp.asarray(theta(z)), data)
-        g = scipy.linalg.solve_triangular(r, np.asarray(grad, dtype=np.float64), lower=True)
-        return float(val), g
+        grad = np.asarray(grad, dtype=np.float64)
+        if not (np.isfinite(val) and np.all(np.isfinite(grad))):  # a wild trial step:
+            return 1e30, np.zeros_like(z)  # the line search backtracks
+        return float(val), scipy.linalg.solve_triangular(r, grad, lower=True)
 
     res = scipy.optimize.minimize(fun, np.zeros(x0.size), jac=True, method="L-BFGS-B")
     return theta(res.x)
