@@ -9,7 +9,9 @@ Contract: :func:`posterior` returns an ``arviz.InferenceData`` with groups ``pos
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
 ``N(MAP, H^-1)``; ``"nuts"`` starts every chain at the MAP with ``H^-1`` as the initial dense
-inverse mass matrix (adapted further only when the dimension is at most 200).
+inverse mass matrix (adapted further only when the dimension is at most 200). ``H`` is the
+exact Hessian for the exact covariance and the Gauss-Newton Hessian (Fisher information of
+the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 from numpyro.infer import MCMC, NUTS, Predictive
 from numpyro.infer.util import constrain_fn, potential_energy
@@ -56,15 +59,17 @@ def as_key(rng) -> jax.Array:
     return jnp.asarray(rng)
 
 
-def _kwargs(problem: Problem, noise_aware: bool, prior_scale: float, covariance: str, theta):
-    """Model keyword arguments; for the plugin covariance, the Cholesky factor at ``theta``."""
+def _kwargs(problem: Problem, noise_aware: bool, prior_scale: float, covariance: str, sigma=None):
+    """Model keyword arguments; for the plugin covariance, the Cholesky factor of the frozen
+    ``N sigma + diag(v)`` and its inverse."""
     kw = {"noise_aware": noise_aware, "prior_scale": prior_scale, "covariance": covariance}
     if covariance == "plugin":
-        sigma = plugin_covariance(problem, theta)
         v = problem.variance if noise_aware else np.zeros(problem.size)
         n = problem.total
         cov = n * sigma + np.diag(v) + 1e-6 * n * np.eye(problem.size)
-        kw["plugin_chol"] = jnp.asarray(np.linalg.cholesky(cov))
+        chol = np.linalg.cholesky(cov)
+        whiten = scipy.linalg.solve_triangular(chol, np.eye(problem.size), lower=True)
+        kw["plugin_chol"], kw["plugin_whiten"] = jnp.asarray(chol), jnp.asarray(whiten)
     return kw
 
 
@@ -78,7 +83,9 @@ def _sizes(problem: Problem, kw: dict) -> tuple[int, int]:
 def _data(problem: Problem, kw: dict) -> tuple:
     """The per-release arrays the cached functions take (the rest is static)."""
     chol = kw.get("plugin_chol", jnp.zeros((0, 0)))
-    return (jnp.asarray(problem.y), jnp.float64(problem.total), jnp.asarray(problem.variance), chol)
+    whiten = kw.get("plugin_whiten", jnp.zeros((0, 0)))
+    y, var = jnp.asarray(problem.y), jnp.asarray(problem.variance)
+    return (y, jnp.float64(problem.total), var, chol, whiten)
 
 
 def _static(kw: dict) -> tuple:
@@ -96,17 +103,21 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     m = int(sum(laplace)) if noise_aware and covariance == "exact" else 0
 
     def model_args(data):
-        y, total, variance, chol = data
+        y, total, variance, chol, whiten = data
         problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
-        extra = {"plugin_chol": chol} if covariance == "plugin" else {}
-        return (problem, y), {**kw, **extra}
+        extra = {"plugin_chol": chol, "plugin_whiten": whiten} if covariance == "plugin" else {}
+        return (problem, y), {**kw, **extra, "fast_mean": False}
 
     def params(flat):
         return {"theta": flat[:d], "noise_var": flat[d:]} if m else {"theta": flat}
 
-    def potential(flat, data):
+    def potential(flat, data, fast_mean=None):
         args, kwargs = model_args(data)
+        kwargs["fast_mean"] = fast_mean  # NUTS's: the fast pass (NaN rejected) by default
         return potential_energy(release_model, args, kwargs, params(flat))
+
+    def safe(flat, data):  # the optimiser's: the junction tree's log-space fallback kept
+        return potential(flat, data, fast_mean=False)
 
     def constrain(flat, data):
         args, kwargs = model_args(data)
@@ -120,7 +131,7 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     grad = jax.grad(potential)
     return {
         "potential": jax.jit(potential),
-        "value_and_grad": jax.jit(jax.value_and_grad(potential)),
+        "value_and_grad": jax.jit(jax.value_and_grad(safe)),
         "hessian": jax.jit(jax.hessian(potential)),
         "hvp": jax.jit(
             jax.vmap(
@@ -170,20 +181,66 @@ def _laplace_fit(problem: Problem, kw: dict, start=None):
     return x, cov, fns, data
 
 
+def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
+    """A starting ``theta``: moment matched to the release clipped at zero plus one count per
+    cell, with the prior as the ridge (the noise ignored; only a start)."""
+    means, at = {}, 0
+    for c, shape in zip(problem.cliques, problem.shapes, strict=True):
+        size = math.prod(shape)
+        table = np.clip(problem.y[at : at + size], 0.0, None) + 1.0
+        means[c], at = (table / table.sum()).reshape(shape), at + size
+    l2 = 1.0 / (2.0 * prior_scale**2 * problem.total)
+    fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
+    return np.concatenate([np.ravel(t) for t in fit.model.log_potentials])
+
+
+def _preconditioned_map(fns: dict, data, x0: np.ndarray, hess: np.ndarray) -> np.ndarray:
+    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``hess = R R^T`` (``theta =
+    x0 + R^-T z``), where the problem is well conditioned."""
+    r = np.linalg.cholesky(hess)
+
+    def theta(z):
+        return x0 + scipy.linalg.solve_triangular(r, z, lower=True, trans="T")
+
+    def fun(z):
+        val, grad = fns["value_and_grad"](jnp.asarray(theta(z)), data)
+        grad = np.asarray(grad, dtype=np.float64)
+        if not (np.isfinite(val) and np.all(np.isfinite(grad))):  # a wild trial step:
+            return 1e30, np.zeros_like(z)  # the line search backtracks
+        return float(val), scipy.linalg.solve_triangular(r, grad, lower=True)
+
+    res = scipy.optimize.minimize(fun, np.zeros(x0.size), jac=True, method="L-BFGS-B")
+    return theta(res.x)
+
+
+def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
+    """Plug-in covariance: ``Sigma`` frozen at a start (:func:`_start`), the MAP, ``Sigma``
+    re-frozen there and the MAP again; the covariance is the inverse Gauss-Newton Hessian
+    ``(N^2 Sigma C^-1 Sigma + I / s^2)^-1`` (``C = N Sigma + diag(v)``, the Fisher
+    information of the frozen model plus the prior's precision)."""
+    x = _start(problem, mrf, prior_scale)
+    for _ in range(2):
+        sigma = plugin_covariance(problem, x)
+        kw = _kwargs(problem, noise_aware, prior_scale, "plugin", sigma)
+        wj = np.asarray(kw["plugin_whiten"]) @ (problem.total * sigma)
+        hess = wj.T @ wj + np.eye(problem.size) / prior_scale**2
+        fns, data = _functions(problem, kw), _data(problem, kw)
+        x = _preconditioned_map(fns, data, x, hess)
+    inv_r = scipy.linalg.solve_triangular(np.linalg.cholesky(hess), np.eye(x.size), lower=True)
+    return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data
+
+
 def _setup(release, mrf, noise_aware, prior_scale, covariance):
-    """The problem, model kwargs and Laplace fit (two plugin passes for large models)."""
+    """The problem, model kwargs and Laplace fit (:func:`_plugin_fit` for large models)."""
     problem = prepare(release, mrf)
     if covariance == "auto":
         covariance = "exact" if problem.size <= EXACT_LIMIT else "plugin"
     if covariance not in ("exact", "plugin"):
         raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
-    kw = _kwargs(problem, noise_aware, prior_scale, covariance, np.zeros(problem.size))
-    fit = _laplace_fit(problem, kw)
-    if covariance == "plugin":  # re-freeze Sigma at the MAP and refit
-        theta = np.asarray(fit[0][: problem.size])
-        kw = _kwargs(problem, noise_aware, prior_scale, covariance, theta)
-        fit = _laplace_fit(problem, kw, start=theta)
-    return problem, kw, *fit
+    if covariance == "plugin":
+        return problem, *_plugin_fit(problem, mrf, noise_aware, prior_scale)
+    kw = _kwargs(problem, noise_aware, prior_scale, covariance)
+    return problem, kw, *_laplace_fit(problem, kw)
 
 
 def _nuts(potential, x, cov, num_warmup, num_samples, num_chains, key, progress):

@@ -14,8 +14,8 @@ bayes = LazyModule("pgm_dp.experiments.bayes")
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("bayes", help="Bayesian posteriors: calibration and the example")
-    p.add_argument("job", choices=["calibration", "example"])
+    p = subparsers.add_parser("bayes", help="Bayesian posteriors: calibration, SBC and the example")
+    p.add_argument("job", choices=["calibration", "sbc", "example"])
     p.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
     p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 2.0])
     p.add_argument("--releases", type=int, default=100)
@@ -26,9 +26,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", default="pgm_dp_results")
 
     def run(a):
-        if a.job == "calibration":
+        if a.job in ("calibration", "sbc"):
             a.N = a.N or 1000
-            return bayes._calibrate_cli(a)
+            return (bayes._calibrate_cli if a.job == "calibration" else bayes._sbc_cli)(a)
         a.N = a.N or 10_000
         a.eps = a.eps if a.eps != [0.1, 0.5, 2.0] else [1.0]
         a.mechanisms = a.mechanisms if a.mechanisms != ["laplace", "gaussian"] else ["gaussian"]

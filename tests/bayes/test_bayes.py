@@ -86,3 +86,18 @@ def test_bad_input_is_a_value_error(chain):
     other = MarkovRandomField(truth.domain, [("A", "B")])
     with pytest.raises(ValueError):
         posterior(rel, other)
+
+
+def test_plugin_covariance_agrees_with_exact(chain):
+    """The plug-in path (Gauss-Newton-whitened MAP, frozen Sigma) against the exact one on a
+    model small enough for both: posterior means within 0.01, sds within 25 %."""
+    truth, rel = chain
+    kw = {"method": "laplace", "num_samples": 2000, "num_chains": 1, "rng": 2}
+    exact = posterior(rel, truth, covariance="exact", **kw).posterior
+    plug = posterior(rel, truth, covariance="plugin", **kw).posterior
+    assert plug.attrs["covariance"] == "plugin"
+    for c in truth.cliques:
+        a, b = exact[f"marginal:{c[0]},{c[1]}"], plug[f"marginal:{c[0]},{c[1]}"]
+        assert float(np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))).max()) < 0.01
+        ratio = b.std(("chain", "draw")) / a.std(("chain", "draw"))
+        assert float(np.abs(ratio - 1).max()) < 0.25
