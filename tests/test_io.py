@@ -44,6 +44,7 @@ def test_model_round_trip_is_exact_with_labels_and_structural_zeros(tmp_path):
     assert _same_model(load_model(save(mrf, tmp_path / "m.npz")), mrf)
 
 
+@pytest.mark.filterwarnings("ignore::pgm_dp.ConvergenceWarning")  # max_iters=5 on purpose
 @pytest.mark.parametrize("learner", ["naive", "cgm", "psgd"])
 def test_fit_round_trip_keeps_privacy_metadata(tmp_path, learner):
     truth = third_order_chain(4, 2, rng=0)

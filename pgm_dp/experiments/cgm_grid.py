@@ -112,7 +112,8 @@ def plot_grid(summary: pd.DataFrame, path: str | Path) -> Path:
         if ratio in summary:
             ax.scatter(x, summary[ratio], marker=marker, label=f"CGM / {ratio[4:]}", alpha=0.7)
     ax.axhline(1.0, color="k", lw=1)
-    ax.set_xscale("log")
+    if np.all(np.asarray(x, dtype=float) > 0):  # a non-private KL can be exactly 0
+        ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("non-private KL of the cell" if "nonprivate" in summary else "cell")
     ax.set_ylabel("median KL ratio (below 1: CGM better)")
