@@ -47,6 +47,7 @@ from ..inference.scaled_pass import scaled_marginals
 from ..models.mrf import MarkovRandomField
 
 __all__ = [
+    "FrozenGaussian",
     "PRIOR_SCALE",
     "Problem",
     "prepare",
@@ -57,7 +58,6 @@ __all__ = [
     "plugin_covariance",
     "release_model",
     "site_name",
-    "FrozenGaussian",
 ]
 
 #: Prior standard deviation of each log-potential: ``pi / sqrt(6)`` (see module docstring).

@@ -161,12 +161,10 @@ def _hessian(fns: dict, x, data) -> np.ndarray:
     return 0.5 * (hess + hess.T)
 
 
-def _laplace_fit(problem: Problem, kw: dict, start=None):
+def _laplace_fit(problem: Problem, kw: dict):
     """MAP (unconstrained, flat), ``H^-1`` there, the cached functions and the data."""
     fns, data = _functions(problem, kw), _data(problem, kw)
     x0 = np.zeros(fns["size"])
-    if start is not None:
-        x0[: start.size] = start
     if fns["size"] > problem.size:  # latent noise variances start at their prior mean
         x0[problem.size :] = np.log(problem.variance[np.asarray(problem.laplace)])
 
@@ -194,10 +192,9 @@ def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.n
     return np.concatenate([np.ravel(t) for t in fit.model.log_potentials])
 
 
-def _preconditioned_map(fns: dict, data, x0: np.ndarray, hess: np.ndarray) -> np.ndarray:
-    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``hess = R R^T`` (``theta =
-    x0 + R^-T z``), where the problem is well conditioned."""
-    r = np.linalg.cholesky(hess)
+def _preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``H = R R^T`` (``r`` the lower
+    Cholesky factor; ``theta = x0 + R^-T z``), where the problem is well conditioned."""
 
     def theta(z):
         return x0 + scipy.linalg.solve_triangular(r, z, lower=True, trans="T")
@@ -223,10 +220,10 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
         sigma = plugin_covariance(problem, x)
         kw = _kwargs(problem, noise_aware, prior_scale, "plugin", sigma)
         wj = np.asarray(kw["plugin_whiten"]) @ (problem.total * sigma)
-        hess = wj.T @ wj + np.eye(problem.size) / prior_scale**2
+        r = np.linalg.cholesky(wj.T @ wj + np.eye(problem.size) / prior_scale**2)
         fns, data = _functions(problem, kw), _data(problem, kw)
-        x = _preconditioned_map(fns, data, x, hess)
-    inv_r = scipy.linalg.solve_triangular(np.linalg.cholesky(hess), np.eye(x.size), lower=True)
+        x = _preconditioned_map(fns, data, x, r)
+    inv_r = scipy.linalg.solve_triangular(r, np.eye(x.size), lower=True)
     return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data
 
 

@@ -223,9 +223,12 @@ def run_sbc(
     return res.ranks, plot
 
 
-def plot_sbc(ranks, draws: int, path: str | Path, title: str = "", bins: int = 20) -> Path:
-    """Rank histograms: one panel per edge (its 4 cells pooled) and all cells pooled, with
-    the 99% band of a bin's count under uniform ranks (Binomial)."""
+def plot_sbc(
+    ranks, draws: int, path: str | Path, title: str = "", bins: int = 20, cells_per_edge: int = 4
+) -> Path:
+    """Rank histograms: one panel per edge (its ``cells_per_edge`` cells pooled, ``k^2``;
+    the calibration model's ``k = 2`` by default) and all cells pooled, with the 99% band of
+    a bin's count under uniform ranks (Binomial)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -233,8 +236,8 @@ def plot_sbc(ranks, draws: int, path: str | Path, title: str = "", bins: int = 2
     from scipy.stats import binom
 
     ranks = np.asarray(ranks)
-    per_edge = ranks.shape[1] // 3 if ranks.shape[1] % 3 == 0 else ranks.shape[1]
-    groups = [ranks[:, i : i + per_edge] for i in range(0, ranks.shape[1], per_edge)]
+    step = cells_per_edge
+    groups = [ranks[:, i : i + step] for i in range(0, ranks.shape[1], step)]
     fig, axes = plt.subplots(1, len(groups) + 1, figsize=(3.2 * (len(groups) + 1), 3))
     for i, (ax, g) in enumerate(zip(axes, [*groups, ranks], strict=True)):
         lo, hi = binom.ppf([0.005, 0.995], g.size, 1 / bins)

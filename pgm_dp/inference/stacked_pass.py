@@ -237,8 +237,7 @@ def _log_z(jt: JunctionTree, tables: bool):
     @log_z.defjvp
     def _jvp(primals, tangents):
         (x,), (dx,) = primals, tangents
-        beliefs, value = calibrate_stacked(plan, flat_of(x))
-        mu = _flat_marginals(plan, beliefs, value, int(offsets[-1]))
+        mu, value = stacked_flat_marginals(jt, flat_of(x))
         if not tables:
             return value, jnp.vdot(mu, dx)
         pieces = zip(_pieces(mu, offsets), dx, strict=True)

@@ -258,25 +258,25 @@ class CGMEM:
         return em_step(problem, state, flat, tol)
 
     def _lbfgs(self, problem, state, x, history, mrf):
-        """L-BFGS on ``F``: inexact E-steps first; if it stops early on their gradients
-        (seen on very stiff E-steps), on from there with exact E-steps."""
+        """L-BFGS on ``F`` in ``problem.reparam``'s coordinates: inexact E-steps first; if it
+        stops early on their gradients (seen on very stiff E-steps), on from there with exact
+        E-steps."""
         box, rp = [state], problem.reparam
 
-        def value_and_grad(v, forcing):
-            box[0] = self._evaluate(problem, box[0], v if rp is None else rp.to_theta(v), forcing)
-            return box[0].value, box[0].grad if rp is None else rp.grad_z(box[0].grad)
+        def value_and_grad(z, forcing):
+            box[0] = self._evaluate(problem, box[0], rp.to_theta(z), forcing)
+            return box[0].value, rp.grad_z(box[0].grad)
 
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
             tick("cgm")
-            theta = xk if rp is None else rp.to_theta(xk)
-            if np.array_equal(theta, box[0].x) and self.done(problem, box[0]):
+            if np.array_equal(rp.to_theta(xk), box[0].x) and self.done(problem, box[0]):
                 raise StopIteration
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             res = scipy.optimize.minimize(
                 value_and_grad,
-                x if rp is None else rp.to_z(x),
+                rp.to_z(x),
                 args=(forcing,),
                 jac=True,
                 method="L-BFGS-B",
@@ -288,7 +288,7 @@ class CGMEM:
                     "maxcor": 20,
                 },
             )
-            x = res.x if rp is None else rp.to_theta(res.x)
+            x = rp.to_theta(res.x)
             if len(history) >= self.max_iters:
                 break
             box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
@@ -337,7 +337,7 @@ class CGMEM:
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
         )
-        if self.solver == "lbfgs":  # gauge projection and diagonal scaling
+        if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
             mu = np.asarray(concat_tables(state.n)) / total
             problem = problem._replace(reparam=em_reparam(release, mrf, mu, scales, lam))
         x, history = flatten_tables(start.log_potentials), []

@@ -22,6 +22,7 @@ fraction-to-boundary 0.99.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -106,14 +107,10 @@ def newton_loop(bp, kinds, smoothing, shapes, max_iters):
         value, grad, mu, curv = dual(lam0)
         zero = jnp.zeros_like(lam0)  # lambda = 0: theta's own marginals, n_0 = y
         v0, g0, mu0, c0 = dual(zero)
-        better = v0 < value
-        pick = lambda a, b: jnp.where(better, a, b)  # noqa: E731
-        lam0, value, grad, mu, curv = (
-            pick(zero, lam0),
-            pick(v0, value),
-            pick(g0, grad),
-            pick(mu0, mu),
-            pick(c0, curv),
+        lam0, value, grad, mu, curv = jax.tree_util.tree_map(
+            functools.partial(jnp.where, v0 < value),
+            (zero, v0, g0, mu0, c0),
+            (lam0, value, grad, mu, curv),
         )
 
         def cond(s):

@@ -97,57 +97,33 @@ def _safeguarded_step(state, f, curvature, damping):
     return x, acc, resid, alpha, it + 1, checked
 
 
-def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory):
+def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=()):
     """Alg. 1 as a ``lax.while_loop``: ``(theta, y, n0, N, tol, scales, alpha0, acc0) ->
-    (n, delta, iterations, alpha, Anderson state)``."""
+    (n, delta, iterations, alpha, Anderson state, *warm)``. ``warm0``: what ``bp`` carries
+    from one call to the next (loopy BP: its messages, so each BP starts where the last one
+    ended, a few sweeps instead of a cold start's ~100 as ``theta'`` moves little; nothing
+    for the junction tree)."""
 
     def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
-        def residual(x):  # F(n) - n on the flat statistics n
-            new = bp(shift(theta, y, unflatten_tables(x, shapes), scales))[0]
-            return total * concat_tables(new) - x
-
         def body(state):
+            inner, warm = state
+            shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
+            new, _, *warm = bp(shifted, *warm)
             c = functools.partial(curvature, y, scales)
-            return _safeguarded_step(state, residual(state[0]), c, damping)
+            f = total * concat_tables(new) - inner[0]  # F(n) - n on the flat statistics
+            return _safeguarded_step(inner, f, c, damping), tuple(warm)
 
-        def cond(state):  # state[2]: max |f| at the checked point
-            return (state[2] / total > tol) & (state[4] < max_iters)
+        def cond(state):  # state[0][2]: max |f| at the checked point
+            return (state[0][2] / total > tol) & (state[0][4] < max_iters)
 
         x0 = concat_tables(n0)
         # A history carried over from the last E-step keeps its differences (the map has
         # changed little) but forms none across the two maps.
         acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
         init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
-        _, acc, resid, alpha, iters, checked = jax.lax.while_loop(cond, body, init)
-        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc
-
-    return loop
-
-
-def _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory):
-    """:func:`_nlbp_loop` with loopy BP whose messages are carried from one NLBP iteration
-    to the next (each BP starts from the last one's messages: ``theta'`` moves little between
-    iterations, so BP needs a few sweeps instead of a cold start's ~100; same fixed points
-    where BP's is unique)."""
-
-    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
-        def body(state):
-            inner, msgs = state
-            shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
-            res = loopy_bp_flat(graph, *_LOOPY_BP, shifted[0], init=msgs)
-            c = functools.partial(curvature, y, scales)
-            step = _safeguarded_step(inner, total * res.marginals - inner[0], c, damping)
-            return step, res.messages
-
-        def cond(state):  # state[0][2]: max |f| at the checked point
-            return (state[0][2] / total > tol) & (state[0][4] < max_iters)
-
-        x0 = concat_tables(n0)
-        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
-        init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
-        inner, msgs = jax.lax.while_loop(cond, body, (init, uniform_messages(graph)))
+        inner, warm = jax.lax.while_loop(cond, body, (init, tuple(warm0)))
         _, acc, resid, alpha, iters, checked = inner
-        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc, msgs
+        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc, *warm
 
     return loop
 
@@ -218,11 +194,9 @@ def nlbp_programs(
 
     if estep == "newton":
         loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
-    elif _flat(inference):  # loopy BP, warm-started within the E-step
-        graph = factor_graph(domain, cliques)
-        loop = _loopy_nlbp_loop(graph, shift, curvature, shapes, damping, max_iters, memory)
-    else:
-        loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory)
+    else:  # loopy BP: warm-started from the last BP's messages within the E-step
+        warm0 = (uniform_messages(factor_graph(domain, cliques)),) if _flat(inference) else ()
+        loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0)
     objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
     return jit_program(loop), jit_program(objective)
 
