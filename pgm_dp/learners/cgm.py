@@ -6,17 +6,25 @@ the known noise mechanism ``p(y | n)``. The E-step is NLBP (Alg. 1,
 MLE ``argmax_theta theta^T n - N A(theta)`` on the inferred statistics. Alternating them is
 coordinate ascent on
 
-    F(theta) = max_mu [ log p(y | N mu) - N KL(mu || mu(theta)) ]  -  tau ||theta||^2,
+    F(theta) = max_mu [ log p(y | N mu) - N KL(mu || mu(theta)) ]  -  tau ||theta||^2
+               + beta (u^T theta - A(theta)),
 
-the approximate marginal likelihood of Eq. (5) (``tau = 0`` in the paper), whose gradient is
-``N (mu* - mu(theta)) - 2 tau theta`` (envelope theorem; ``mu*`` the E-step solution).
+the approximate marginal likelihood of Eq. (5) (``tau = beta = 0`` in the paper) plus a
+log-prior, whose gradient is ``N (mu* - mu(theta)) - 2 tau theta + beta (u - mu(theta))``
+(envelope theorem; ``mu*`` the E-step solution, ``u`` the uniform distribution's marginals).
 
 Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
 
-1. **A Gaussian prior** ``tau ||theta||^2`` (MAP-EM; without it the fixed point over-fits the
-   noise). The default ``tau = 3 / pi^2`` gives each log-potential the variance ``pi^2 / 6``
-   of the log of an Exp(1) draw, i.e. of a Dirichlet(1) entry up to the table's constant:
-   the generative prior of Sec. 4.1. ``prior_precision=0`` is the paper's objective.
+1. **A prior** (MAP-EM; without one the fixed point over-fits the noise): the Gaussian
+   ``tau ||theta||^2`` (``prior_precision``; ``tau = 3 / pi^2`` gives each log-potential the
+   variance ``pi^2 / 6`` of the log of an Exp(1) draw, i.e. of a Dirichlet(1) entry up to
+   the table's constant: the generative prior of Sec. 4.1) and/or the conjugate prior
+   ``beta (u^T theta - A(theta))`` of the exponential family (Diaconis & Ylvisaker 1979;
+   ``pseudo_count``): ``beta`` pseudo-records of the uniform distribution, the hyper-Dirichlet
+   of decomposable models. Its pull is bounded in counts: at the fixed point
+   ``N mu(theta) - n* = beta (u - mu(theta))``, at most ``beta u_i`` in any cell, where the
+   Gaussian prior's ``-2 tau theta_i`` grows without bound as a cell's potential falls.
+   ``prior_precision=0, pseudo_count=0`` is the paper's objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
    objective and fixed points); ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
@@ -75,7 +83,8 @@ _VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-st
 
 class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
-    and noise scales, ``N``, the per-record prior ``lam = tau / N``, whether the E-step
+    and noise scales, ``N``, the per-record priors ``lam = tau / N`` (Gaussian) and
+    ``rho = beta / N`` (conjugate, :meth:`CGMEM.pseudo_records`), whether the E-step
     is Newton's on the dual (:mod:`.dual_estep`), the per-record tolerances of the EM
     gradient and of an exact E-step (:meth:`CGMEM.tolerances`) and ``reparam``: L-BFGS's
     variable (:mod:`.conditioning`)."""
@@ -85,6 +94,7 @@ class EMProblem(NamedTuple):
     scales: jax.Array
     total: float
     lam: float
+    rho: float = 0.0
     newton: bool = False
     tol: float = 1e-5
     estep_tol: float = 1e-7
@@ -127,6 +137,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         state.alpha,
         np.float64(problem.total),
         np.float64(problem.lam),
+        np.float64(problem.rho),
         np.float64(tol),
         state.acc,
         problem.scales,
@@ -151,7 +162,9 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
 class CGMEM:
     """EM for CGMs (Alg. 2) with NLBP E-steps (Alg. 1): a release learner.
 
-    ``prior_precision``: ``tau`` of the MAP prior ``tau ||theta||^2``; ``solver``:
+    ``prior_precision``: ``tau`` of the Gaussian prior ``tau ||theta||^2``; ``pseudo_count``:
+    ``a`` of the conjugate prior ``beta (u^T theta - A(theta))``, ``beta = a`` times the
+    cells of the largest clique (:meth:`pseudo_records`; module docstring); ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
     ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
     counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
@@ -176,6 +189,7 @@ class CGMEM:
 
     inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
+    pseudo_count: float = 0.0
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
     count_tol: float = 0.01
@@ -194,6 +208,8 @@ class CGMEM:
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
             )
+        if self.pseudo_count < 0 or not np.isfinite(self.pseudo_count):
+            raise ValueError(f"pseudo_count must be a finite number >= 0, got {self.pseudo_count}")
         if not self.count_tol > 0:
             raise ValueError(f"count_tol must be > 0, got {self.count_tol}")
         if self.solver not in ("lbfgs", "em"):
@@ -204,6 +220,12 @@ class CGMEM:
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
+
+    def pseudo_records(self, mrf: MarkovRandomField) -> float:
+        """``beta`` of the conjugate prior: ``pseudo_count`` times the cells of ``mrf``'s
+        largest clique, so that each cell of that table gets ``pseudo_count`` records of the
+        uniform distribution (smaller tables' cells more)."""
+        return self.pseudo_count * max(mrf.domain.size(c) for c in mrf.cliques)
 
     def tolerances(self, total: float) -> tuple[float, float]:
         """Per-record tolerances ``(EM gradient, exact E-step)`` for ``N = total`` records:
@@ -298,19 +320,23 @@ class CGMEM:
 
     def _em(self, problem, state, x, history, mrf):
         """Alg. 2 as written; each M-step is the shared MLE solver started from NLBP's
-        ``theta'`` (which already solves it when ``tau = 0``)."""
+        ``theta'`` (which already solves it when ``tau = 0`` and ``beta = 0``); the
+        conjugate prior enters it as ``beta`` uniform pseudo-records added to the targets."""
         for it in range(self.max_iters):
             state = self._evaluate(problem, state, x, self.nlbp_forcing)
             history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
             tick("cgm")
             if self.done(problem, state):
                 break
+            beta = problem.rho * problem.total  # pseudo-records, spread uniformly
+            stats = clique_statistics(mrf, state.n)
             targets = {
-                c: np.asarray(t) / problem.total
-                for c, t in zip(mrf.cliques, clique_statistics(mrf, state.n), strict=True)
+                c: (np.asarray(t) + beta / t.size) / (problem.total + beta)
+                for c, t in zip(mrf.cliques, stats, strict=True)
             }
             start = mrf.replace(clique_statistics(mrf, state.shifted))
-            fit = fit_marginals(mrf, targets, l2=problem.lam, init=start)
+            l2 = problem.lam * problem.total / (problem.total + beta)
+            fit = fit_marginals(mrf, targets, l2=l2, init=start)
             x = flatten_tables(fit.model.log_potentials)
         return x, state
 
@@ -329,9 +355,9 @@ class CGMEM:
             estep,
         )
         total = float(release.total)
-        lam = self.prior_precision / total
+        lam, rho = self.prior_precision / total, self.pseudo_records(mrf) / total
         problem = EMProblem(
-            objective, y, scales, total, lam, estep == "newton", *self.tolerances(total)
+            objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total)
         )
         start = self._start(release, mrf, scales)
         state = em_init(
@@ -339,7 +365,7 @@ class CGMEM:
         )
         if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
             mu = np.asarray(concat_tables(state.n)) / total
-            problem = problem._replace(reparam=em_reparam(release, mrf, mu, scales, lam))
+            problem = problem._replace(reparam=em_reparam(release, mrf, mu, scales, lam, rho))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
         with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)

@@ -3,8 +3,9 @@
 The log-potentials of an MRF are over-parametrised: adding a function of the variables
 ``S`` to one clique holding ``S`` and subtracting it from another (or a constant to any
 table) leaves the distribution, its marginals, ``log Z`` up to the constant and the Bethe
-free energy unchanged. These *gauge* directions carry only the prior ``tau ||theta||^2``,
-curvature ``2 tau / N`` per record against the data's ``O(1)``, so L-BFGS crawls along them.
+free energy unchanged. These *gauge* directions carry only the prior ``tau ||theta||^2``
+(the conjugate prior ``beta (u^T theta - A(theta))`` is constant along them), curvature
+``2 tau / N`` per record against the data's ``O(1)``, so L-BFGS crawls along them.
 Their exact handling: the gauge space is ``{d : sum_{C >= S} d_{C,S} = 0 for every S != {}}``
 plus the table constants, where ``d_{C,S}`` is the ANOVA component of ``d_C`` on ``S``
 (mean over ``C \\ S``, centred along each axis of ``S``); the ANOVA components of
@@ -17,9 +18,10 @@ weighted projection onto ``sum_C g_C = 0``). The objective's optimum lies in tha
 search to it changes no fixed point.
 
 :func:`diagonal_scale` estimates the curvature of the per-record EM objective per cell,
-``h = K mu (1 - mu) + 2 tau / N`` with ``K = v_m / (v_m + v_n)`` the E-step's shrinkage
-(``v_m = mu (1 - mu) / N`` the model's, ``v_n`` the noise's variance per record: ``2 b^2 / N^2``
-Laplace, ``sigma^2 / N^2`` Gaussian); L-BFGS then runs on ``z = sqrt(h) theta``.
+``h = (K + beta / N) mu (1 - mu) + 2 tau / N`` with ``K = v_m / (v_m + v_n)`` the E-step's
+shrinkage (``v_m = mu (1 - mu) / N`` the model's, ``v_n`` the noise's variance per record:
+``2 b^2 / N^2`` Laplace, ``sigma^2 / N^2`` Gaussian) and ``beta`` the conjugate prior's
+pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``.
 
 :func:`bethe_start`: the Bethe approximation's MLE in closed form (the BP reparametrisation
 ``p ~ prod_C mu_C / prod_v mu_v^(d_v - 1)``, Wainwright, Jaakkola & Willsky 2003): on
@@ -137,14 +139,17 @@ def _unflat(g, comp_shape, axes, ndim):
     return np.transpose(full, np.argsort(perm))
 
 
-def diagonal_scale(mu: np.ndarray, scales: np.ndarray, kinds, total: float, lam: float):
+def diagonal_scale(
+    mu: np.ndarray, scales: np.ndarray, kinds, total: float, lam: float, rho: float = 0.0
+):
     """Per-cell ``sqrt(h / mean h)`` of the module docstring; ``mu`` the model's flat
-    marginals, ``scales`` the noise scale of each cell, ``kinds`` one per cell or one."""
+    marginals, ``scales`` the noise scale of each cell, ``kinds`` one per cell or one;
+    ``rho = beta / N`` adds the conjugate prior's curvature ``rho mu (1 - mu)``."""
     mu = np.clip(np.asarray(mu, dtype=np.float64), 0.0, 1.0)
     laplace = np.isin(np.asarray(kinds), _LAPLACE)
     noise_var = np.where(laplace, 2.0, 1.0) * np.asarray(scales, dtype=np.float64) ** 2 / total
     var = mu * (1.0 - mu)
-    h = var * var / np.maximum(var + noise_var, 1e-300) + 2.0 * lam
+    h = var * var / np.maximum(var + noise_var, 1e-300) + rho * var + 2.0 * lam
     return np.sqrt(h / np.mean(h))
 
 
@@ -205,12 +210,13 @@ def bethe_naive(release, mrf) -> list[np.ndarray]:
     return bethe_start(mrf.domain, mrf.cliques, targets, pseudo)
 
 
-def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float) -> Reparam:
+def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float, rho: float = 0.0) -> Reparam:
     """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with
-    noise ``scales`` per cell (loopy BP) or per clique (junction tree)."""
+    noise ``scales`` per cell (loopy BP) or per clique (junction tree) and the per-record
+    priors ``lam`` (Gaussian) and ``rho`` (conjugate)."""
     kind = release.noise[mrf.cliques[0]].kind
     scales = np.ravel(scales)
     if scales.size != np.size(mu):
         scales = np.repeat(scales, [math.prod(mrf.domain.sizes(c)) for c in mrf.cliques])
-    scale = diagonal_scale(mu, scales, kind, float(release.total), lam)
+    scale = diagonal_scale(mu, scales, kind, float(release.total), lam, rho)
     return Reparam(gauge_projector(mrf.domain, mrf.cliques), scale)

@@ -128,13 +128,15 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
     return loop
 
 
-def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
-    """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there)."""
+def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
+    """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there);
+    ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
 
-    def objective(flat_theta, y, n0, last_alpha, total, lam, tol, acc0, scales):  # lam = tau/N
+    def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
         """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
         ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
-        copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2."""
+        copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2. Priors
+        per record: ``lam = tau / N`` (Gaussian) and ``rho = beta / N`` (conjugate)."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
@@ -149,7 +151,9 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping):
         for a, b, m in zip(shifted, theta, mu_star, strict=True):
             kl = kl + jnp.sum((a - b) * m)
         value = fit / total - kl - lam * jnp.dot(flat_theta, flat_theta)
-        grad = concat_tables(mu_star) - concat_tables(mu) - 2.0 * lam * flat_theta
+        value = value + rho * (jnp.dot(uniform, flat_theta) - log_z)
+        mu = concat_tables(mu)
+        grad = concat_tables(mu_star) - mu - 2.0 * lam * flat_theta + rho * (uniform - mu)
         report = jnp.concatenate([-grad, jnp.stack([-value, delta, iters.astype(grad.dtype)])])
         return report, n, shifted, alpha, acc
 
@@ -175,6 +179,7 @@ def nlbp_programs(
     ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.dual_estep`, exact BP only)."""
     bp = _bp(domain, cliques, max_cells, inference)
     shapes = tuple(domain.sizes(c) for c in cliques)
+    uniform = jnp.concatenate([jnp.full(domain.size(c), 1.0 / domain.size(c)) for c in cliques])
     if _flat(inference):  # one table of all cells; scales come one per cell
         shapes, kinds = ((sum(domain.size(c) for c in cliques),),), kinds[:1]
 
@@ -197,7 +202,7 @@ def nlbp_programs(
     else:  # loopy BP: warm-started from the last BP's messages within the E-step
         warm0 = (uniform_messages(factor_graph(domain, cliques)),) if _flat(inference) else ()
         loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0)
-    objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping)
+    objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform)
     return jit_program(loop), jit_program(objective)
 
 

@@ -289,3 +289,44 @@ def test_large_n_fits_converge_in_counts_not_only_per_record():
     assert fit.info["converged"]
     loose = CGMEM(count_tol=1e9).fit(release, truth)  # the per-record criterion alone
     assert loose.info["iterations"] < fit.info["iterations"]
+
+
+def _hidden_cell_release(epsilon):
+    """The tree with one cell of a few records per 4,000 (log-potential -6), released by
+    the Laplace mechanism at ``epsilon``."""
+    theta = _tree(np.random.default_rng(5))
+    tables = [np.asarray(t).copy() for t in theta.log_potentials]
+    tables[0][1, 2] = -6.0
+    theta = theta.replace(tables)
+    data = theta.sample(4000, rng=3)
+    return theta, release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.05])
+def test_conjugate_prior_pulls_the_model_a_bounded_number_of_counts(epsilon):
+    # At CGM-EM's fixed point the conjugate prior's M-step gives N mu(theta) - n* =
+    # beta (u - mu(theta)): each cell of the model at most pseudo_count records above the
+    # E-step's statistics (both tables here have 6 cells), whatever the noise. The Gaussian
+    # prior's pull, -2 tau theta_i, is not bounded: the hidden cell's is the larger one.
+    theta, release = _hidden_cell_release(epsilon)
+    a, total = 0.3, float(release.total)
+    fit = CGMEM(prior_precision=0.0, pseudo_count=a).fit(release, theta)
+    assert fit.info["converged"]
+    margs, stats = fit.model.marginals(), fit.info["inferred_statistics"]
+    beta = CGMEM(pseudo_count=a).pseudo_records(theta)
+    assert beta == pytest.approx(6 * a)
+    for c in theta.cliques:
+        pull = total * np.asarray(margs[c]) - stats[c]
+        np.testing.assert_allclose(pull, beta * (1 / 6 - np.asarray(margs[c])), atol=0.05)
+        assert np.max(pull) <= a + 0.05
+    gaussian = CGMEM(pseudo_count=0.0).fit(release, theta)
+    hidden = total * np.asarray(gaussian.model.marginals()[theta.cliques[0]])[1, 2]
+    assert hidden - gaussian.info["inferred_statistics"][theta.cliques[0]][1, 2] > a + 0.05
+
+
+def test_conjugate_prior_plain_em_reaches_the_same_fixed_point(rng):
+    theta, release = _tree_release(rng, 1.0)
+    prior = {"prior_precision": 0.0, "pseudo_count": 0.3}
+    _same_optimum(theta, release, CGMEM(**prior), CGMEM(solver="em", max_iters=200, **prior))
+    with pytest.raises(ValueError, match="pseudo_count"):
+        CGMEM(pseudo_count=-1.0).fit(release, theta)
