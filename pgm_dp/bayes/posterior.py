@@ -24,6 +24,8 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
+import numpyro.distributions as dist
 import scipy.linalg
 import scipy.optimize
 from numpyro.infer import MCMC, NUTS, Predictive
@@ -68,8 +70,8 @@ def _kwargs(problem: Problem, noise_aware: bool, prior_scale: float, covariance:
         n = problem.total
         cov = n * sigma + np.diag(v) + 1e-6 * n * np.eye(problem.size)
         chol = np.linalg.cholesky(cov)
-        whiten = scipy.linalg.solve_triangular(chol, np.eye(problem.size), lower=True)
-        kw["plugin_chol"], kw["plugin_whiten"] = jnp.asarray(chol), jnp.asarray(whiten)
+        precision = scipy.linalg.cho_solve((chol, True), np.eye(problem.size))
+        kw["plugin_chol"], kw["plugin_precision"] = jnp.asarray(chol), jnp.asarray(precision)
     return kw
 
 
@@ -83,9 +85,9 @@ def _sizes(problem: Problem, kw: dict) -> tuple[int, int]:
 def _data(problem: Problem, kw: dict) -> tuple:
     """The per-release arrays the cached functions take (the rest is static)."""
     chol = kw.get("plugin_chol", jnp.zeros((0, 0)))
-    whiten = kw.get("plugin_whiten", jnp.zeros((0, 0)))
+    precision = kw.get("plugin_precision", jnp.zeros((0, 0)))
     y, var = jnp.asarray(problem.y), jnp.asarray(problem.variance)
-    return (y, jnp.float64(problem.total), var, chol, whiten)
+    return (y, jnp.float64(problem.total), var, chol, precision)
 
 
 def _static(kw: dict) -> tuple:
@@ -103,9 +105,10 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     m = int(sum(laplace)) if noise_aware and covariance == "exact" else 0
 
     def model_args(data):
-        y, total, variance, chol, whiten = data
+        y, total, variance, chol, precision = data
         problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
-        extra = {"plugin_chol": chol, "plugin_whiten": whiten} if covariance == "plugin" else {}
+        plugin = covariance == "plugin"
+        extra = {"plugin_chol": chol, "plugin_precision": precision} if plugin else {}
         return (problem, y), {**kw, **extra, "fast_mean": False}
 
     def params(flat):
@@ -219,8 +222,9 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
     for _ in range(2):
         sigma = plugin_covariance(problem, x)
         kw = _kwargs(problem, noise_aware, prior_scale, "plugin", sigma)
-        wj = np.asarray(kw["plugin_whiten"]) @ (problem.total * sigma)
-        r = np.linalg.cholesky(wj.T @ wj + np.eye(problem.size) / prior_scale**2)
+        jac = problem.total * sigma
+        fisher = jac @ np.asarray(kw["plugin_precision"]) @ jac
+        r = np.linalg.cholesky(0.5 * (fisher + fisher.T) + np.eye(problem.size) / prior_scale**2)
         fns, data = _functions(problem, kw), _data(problem, kw)
         x = _preconditioned_map(fns, data, x, r)
     inv_r = scipy.linalg.solve_triangular(r, np.eye(x.size), lower=True)
@@ -240,14 +244,29 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance):
     return problem, kw, *_laplace_fit(problem, kw)
 
 
-def _nuts(potential, x, cov, num_warmup, num_samples, num_chains, key, progress):
-    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats."""
-    kernel = NUTS(
-        potential_fn=potential,
-        dense_mass=True,
-        inverse_mass_matrix=jnp.asarray(cov),
-        adapt_mass_matrix=x.size <= 200,
-    )
+def _whitened_model(args, potential, size):
+    """A NumPyro model of ``z``, the log-potentials whitened by the Laplace fit:
+    ``theta = x + z L^T`` (``L L^T = H^-1``), density ``exp(-potential(theta, data))``.
+
+    ``args = (data, x, L^T)`` is the model argument so that, with ``jit_model_args``, the
+    release's arrays (the plug-in path's ``d x d`` precision among them) enter NUTS's
+    compiled loop as arguments, not as constants folded into the program (that made XLA's
+    compile take tens of minutes at ``d = 2400``; ``docs/bayes.md``). In ``z`` the mass
+    matrix is the identity, so a leapfrog step reads no ``d x d`` matrix but ``L``."""
+    data, x, chol_t = args
+    z = numpyro.sample("z", dist.ImproperUniform(dist.constraints.real, (), (size,)))
+    with numpyro.handlers.block():  # the potential's own NumPyro sites stay inside it
+        energy = potential(x + z @ chol_t, data)
+    numpyro.factor("potential", -energy)
+
+
+def _nuts(potential, data, x, cov, num_warmup, num_samples, num_chains, key, progress):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats: NUTS on
+    the whitened coordinates (the mass matrix adapted, dense, only up to 200 dimensions)."""
+    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / x.size * np.eye(x.size))
+    model = functools.partial(_whitened_model, potential=potential, size=x.size)
+    small = x.size <= 200
+    kernel = NUTS(model, dense_mass=small, adapt_mass_matrix=small)
     mcmc = MCMC(
         kernel,
         num_warmup=int(num_warmup),
@@ -255,10 +274,14 @@ def _nuts(potential, x, cov, num_warmup, num_samples, num_chains, key, progress)
         num_chains=int(num_chains),
         chain_method="vectorized",
         progress_bar=progress,
+        jit_model_args=True,
     )
-    init = jnp.broadcast_to(x, (int(num_chains), x.size)) if num_chains > 1 else x
-    mcmc.run(key, init_params=init, extra_fields=("diverging", "num_steps", "energy"))
-    flat = np.asarray(mcmc.get_samples(group_by_chain=True)).reshape(num_chains, num_samples, -1)
+    zeros = jnp.zeros((int(num_chains), x.size) if num_chains > 1 else x.size)
+    mcmc.run(
+        key, (data, jnp.asarray(x), jnp.asarray(chol.T)), init_params={"z": zeros},
+        extra_fields=("diverging", "num_steps", "energy"),
+    )  # fmt: skip
+    z = np.asarray(mcmc.get_samples(group_by_chain=True)["z"])
     extra = mcmc.get_extra_fields(group_by_chain=True)
     stats = {
         "diverging": np.asarray(extra["diverging"]),
@@ -266,7 +289,8 @@ def _nuts(potential, x, cov, num_warmup, num_samples, num_chains, key, progress)
         "energy": np.asarray(extra["energy"]),
         "lp": -np.asarray(extra["energy"]),
     }
-    return flat.reshape(num_chains, num_samples, -1), stats
+    flat = np.asarray(x) + z.reshape(num_chains, num_samples, -1) @ chol.T
+    return flat, stats
 
 
 def posterior(
@@ -309,8 +333,7 @@ def posterior(
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
         args = (num_warmup, num_samples, num_chains, key_run, progress)
-        potential = functools.partial(fns["potential"], data=data)
-        flat, stats = _nuts(potential, x, cov, *args)
+        flat, stats = _nuts(fns["potential"], data, x, cov, *args)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}

@@ -19,6 +19,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
     p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 2.0])
     p.add_argument("--releases", type=int, default=100)
+    p.add_argument(
+        "--method", choices=["laplace", "nuts"], default="laplace",
+        help="posterior of calibration / sbc: Laplace approximation or NUTS",
+    )  # fmt: skip
     p.add_argument("--nuts-releases", type=int, default=3)
     p.add_argument("--N", type=int, default=None)
     p.add_argument("--quick", action="store_true", help="a small, fast run")

@@ -314,9 +314,11 @@ def run_example(
 
 def _calibrate_cli(a) -> None:
     releases, nuts = (10, 0) if a.quick else (a.releases, a.nuts_releases)
+    nuts = 0 if a.method == "nuts" else nuts
     res = run_calibration(
-        a.mechanisms, a.eps, releases, a.N, nuts_releases=nuts, seed=a.seed, out_dir=a.out
-    )
+        a.mechanisms, a.eps, releases, a.N, method=a.method, nuts_releases=nuts, seed=a.seed,
+        out_dir=a.out,
+    )  # fmt: skip
     table = res.summary.pivot_table(
         index=["mechanism", "epsilon"], columns=["method", "aware", "level"], values="mean"
     )
@@ -328,7 +330,9 @@ def _calibrate_cli(a) -> None:
 
 def _sbc_cli(a) -> None:
     releases = min(a.releases, 10) if a.quick else a.releases
-    ranks, plot = run_sbc(a.mechanisms[0], a.eps[0], releases, a.N, seed=a.seed, out_dir=a.out)
+    ranks, plot = run_sbc(
+        a.mechanisms[0], a.eps[0], releases, a.N, method=a.method, seed=a.seed, out_dir=a.out
+    )
     print(f"SBC ranks: {ranks.shape[0]} releases x {ranks.shape[1]} cells; plot: {plot}")
 
 
