@@ -16,8 +16,13 @@ Run from the repository root:
    convergence and the mean L1 error of its loopy-BP clique marginals against the
    records' empirical marginals; beside it, on the same release, mbi's mirror descent with
    its convex-GBP marginal oracle (``mbi.approximate_oracles.mirror_descent``, step
-   ``2 / (L N)`` as mbi's exact mirror descent, where mbi is installed). ``--kl`` adds
-   the exact KL of CGM-EM's and naive MLE's models (junction tree: small grids only).
+   ``2 / (L N)`` as mbi's exact mirror descent, where mbi is installed), in a child
+   process stopped after ``--mbi-timeout`` seconds. ``--kl`` adds the exact KL (junction
+   tree: small grids only) of CGM-EM's model and of the closed-form Bethe naive MLE (the
+   naive MLE under loopy BP, CGM-EM's start) and of the Bethe MLE of the truth's exact
+   marginals (what loopy-BP learning reaches without noise); ``--exact-naive`` also fits
+   naive MLE exactly (slow: the grid's junction tree). ``--cgm-max-iters`` caps CGM-EM's
+   L-BFGS iterations; every 10 of them are reported with the time so far.
 """
 
 from __future__ import annotations
@@ -86,11 +91,72 @@ def mbi_convex_gbp(release, truth, iters: int) -> tuple[dict, float]:
     return margs, seconds
 
 
-def grid(n: int, k: int, records: int, kl: bool, mbi_iters: int) -> None:
+def grid_mbi(path: str, iters: int) -> None:
+    """Child process of ``grid``: mbi's convex GBP on the pickled (release, truth,
+    empirical marginals) at ``path``."""
+    import pickle
+
+    from pgm_dp.metrics import marginal_l1_error
+
+    with open(path, "rb") as fh:
+        release, truth, empirical = pickle.load(fh)
+    margs, seconds = mbi_convex_gbp(release, truth, iters)
+    error = marginal_l1_error(margs, empirical)
+    print(f"mbi convex-GBP mirror descent ({iters} iterations): {seconds:.1f} s, L1 {error:.4f}")
+
+
+def run_mbi_capped(release, truth, empirical, iters: int, timeout: float) -> None:
+    """:func:`grid_mbi` in a fresh process, stopped after ``timeout`` seconds."""
+    import pickle
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/release.pkl"
+        with open(path, "wb") as fh:
+            pickle.dump((release, truth, empirical), fh)
+        cmd = [sys.executable, __file__, "grid-mbi", "--release", path, "--mbi-iters", str(iters)]
+        start = time.perf_counter()
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"mbi convex GBP: not finished after {timeout:.0f} s (stopped)", flush=True)
+            return
+        lines = out.stdout.strip().splitlines() or ["(no output)"]
+        seconds = time.perf_counter() - start
+        print(f"{lines[-1]} (child process {seconds:.1f} s in all)", flush=True)
+        if "mbi" not in lines[-1]:
+            print(out.stderr.strip().splitlines()[-1:], flush=True)
+
+
+def grid_kl(truth, release, fit, exact_naive: bool) -> None:
+    """Exact KL from ``truth`` to CGM-EM's (loopy) model, to the closed-form Bethe naive
+    MLE (:func:`~pgm_dp.learners.conditioning.bethe_naive`: the naive MLE under loopy BP,
+    CGM-EM's start) and, with ``exact_naive``, to the naive MLE fitted exactly."""
+    from pgm_dp.learners import NaiveMLE
+    from pgm_dp.learners.conditioning import bethe_naive, bethe_start
+    from pgm_dp.metrics import kl_divergence
+
+    start = time.perf_counter()
+    bethe = truth.replace(bethe_naive(release, truth))
+    exact = truth.marginals()  # the Bethe MLE of the truth's own marginals: no noise, N = oo
+    floor = truth.replace(bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact)))
+    line = (
+        f"KL(truth || CGMEM loopy) {kl_divergence(truth, fit.model):.4f}, "
+        f"KL(truth || Bethe naive MLE) {kl_divergence(truth, bethe):.4f}, "
+        f"KL(truth || Bethe MLE of the true marginals) {kl_divergence(truth, floor):.4f}"
+    )
+    print(f"{line} ({time.perf_counter() - start:.1f} s)", flush=True)
+    if exact_naive:
+        naive = NaiveMLE().fit(release, truth)
+        print(f"KL(truth || naive MLE, exact) {kl_divergence(truth, naive.model):.4f}")
+
+
+def grid(n: int, k: int, records: int, kl: bool, args) -> None:
     import numpy as np
 
-    from pgm_dp.learners import CGMEM, NaiveMLE
-    from pgm_dp.metrics import kl_divergence, marginal_l1_error
+    from pgm_dp._progress import progress_hook
+    from pgm_dp.learners import CGMEM
+    from pgm_dp.metrics import marginal_l1_error
     from pgm_dp.privacy import PureDP, release_marginals
     from pgm_dp.stats import sufficient_statistics
 
@@ -99,12 +165,22 @@ def grid(n: int, k: int, records: int, kl: bool, mbi_iters: int) -> None:
         start = time.perf_counter()
         truth.marginals("loopy_bp")
         print(f"grid {n}x{n} k={k}: {call} loopy marginals {time.perf_counter() - start:.2f} s")
+    start = time.perf_counter()
     data = truth.sample(records, rng=1, method="gibbs")
+    print(f"Gibbs sampling of {records} records: {time.perf_counter() - start:.1f} s", flush=True)
     release = release_marginals(data, truth, budget=PureDP(1.0), rng=2)
     counts = sufficient_statistics(data, truth.cliques, truth.domain)
     empirical = {c: np.asarray(t) / len(data) for c, t in counts.items()}
-    start = time.perf_counter()
-    fit = CGMEM(inference="loopy_bp").fit(release, truth)
+    start, seen = time.perf_counter(), [0]
+
+    def report(what: str, _: int) -> None:
+        seen[0] += what == "cgm"
+        if what == "cgm" and seen[0] % 10 == 0:
+            elapsed = time.perf_counter() - start
+            print(f"  CGM-EM: {seen[0]} iterations, {elapsed:.0f} s", flush=True)
+
+    with progress_hook(report):
+        fit = CGMEM(inference="loopy_bp", max_iters=args.cgm_max_iters).fit(release, truth)
     seconds = time.perf_counter() - start
     error = marginal_l1_error(fit.model.marginals("loopy_bp"), empirical)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
@@ -114,33 +190,29 @@ def grid(n: int, k: int, records: int, kl: bool, mbi_iters: int) -> None:
         f"L1 {error:.4f}, peak RSS {peak:.2f} GiB (whole process)",
         flush=True,
     )
+    if kl:
+        grid_kl(truth, release, fit, args.exact_naive)
     try:
-        margs, mbi_seconds = mbi_convex_gbp(release, truth, mbi_iters)
-        mbi_error = marginal_l1_error(margs, empirical)
-        print(
-            f"mbi convex-GBP mirror descent ({mbi_iters} iterations): {mbi_seconds:.1f} s, "
-            f"L1 {mbi_error:.4f}",
-            flush=True,
-        )
+        import mbi  # noqa: F401
     except ImportError:
         print("mbi not installed: no convex-GBP comparison")
-    if kl:
-        naive = NaiveMLE().fit(release, truth)
-        print(
-            f"KL(truth || CGMEM loopy) {kl_divergence(truth, fit.model):.4f}, "
-            f"KL(truth || naive MLE) {kl_divergence(truth, naive.model):.4f}"
-        )
+    else:
+        run_mbi_capped(release, truth, empirical, args.mbi_iters, args.mbi_timeout)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["chain", "grid", "chain-one"])
+    parser.add_argument("what", choices=["chain", "grid", "chain-one", "grid-mbi"])
     parser.add_argument("--T", type=int, nargs="*", default=[10, 20, 40, 80, 160])
     parser.add_argument("--n", type=int, default=30)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--kl", action="store_true")
     parser.add_argument("--mbi-iters", type=int, default=1000)
+    parser.add_argument("--mbi-timeout", type=float, default=1800.0)
+    parser.add_argument("--exact-naive", action="store_true")
+    parser.add_argument("--cgm-max-iters", type=int, default=3000)
+    parser.add_argument("--release")
     args = parser.parse_args()
     if args.what == "chain-one":
         print(chain_first_calls(args.T[0]))
@@ -155,8 +227,10 @@ def main() -> None:
                 f" / {float(objective):6.2f} s",
                 flush=True,
             )
+    elif args.what == "grid-mbi":
+        grid_mbi(args.release, args.mbi_iters)
     else:
-        grid(args.n, args.k, args.records, args.kl, args.mbi_iters)
+        grid(args.n, args.k, args.records, args.kl, args)
 
 
 if __name__ == "__main__":
