@@ -24,11 +24,10 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import scipy.linalg
 import scipy.optimize
-from numpyro.infer import MCMC, NUTS, Predictive
+from numpyro.infer import Predictive
+from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
@@ -244,53 +243,59 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance):
     return problem, kw, *_laplace_fit(problem, kw)
 
 
-def _whitened_model(args, potential, size):
-    """A NumPyro model of ``z``, the log-potentials whitened by the Laplace fit:
-    ``theta = x + z L^T`` (``L L^T = H^-1``), density ``exp(-potential(theta, data))``.
-
-    ``args = (data, x, L^T)`` is the model argument so that, with ``jit_model_args``, the
-    release's arrays (the plug-in path's ``d x d`` precision among them) enter NUTS's
-    compiled loop as arguments, not as constants folded into the program (that made XLA's
-    compile take tens of minutes at ``d = 2400``; ``docs/bayes.md``). In ``z`` the mass
-    matrix is the identity, so a leapfrog step reads no ``d x d`` matrix but ``L``."""
+def _whitened_potential(args, potential):
+    """The potential of ``z``, the log-potentials whitened by the Laplace fit:
+    ``theta = x + z L^T`` (``L L^T = H^-1``), for ``args = (data, x, L^T)``."""
     data, x, chol_t = args
-    z = numpyro.sample("z", dist.ImproperUniform(dist.constraints.real, (), (size,)))
-    with numpyro.handlers.block():  # the potential's own NumPyro sites stay inside it
-        energy = potential(x + z @ chol_t, data)
-    numpyro.factor("potential", -energy)
+    return lambda z: potential(x + z @ chol_t, data)
 
 
-def _nuts(potential, data, x, cov, num_warmup, num_samples, num_chains, key, progress):
-    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats: NUTS on
-    the whitened coordinates (the mass matrix adapted, dense, only up to 200 dimensions)."""
-    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / x.size * np.eye(x.size))
-    model = functools.partial(_whitened_model, potential=potential, size=x.size)
-    small = x.size <= 200
-    kernel = NUTS(model, dense_mass=small, adapt_mass_matrix=small)
-    mcmc = MCMC(
-        kernel,
-        num_warmup=int(num_warmup),
-        num_samples=int(num_samples),
-        num_chains=int(num_chains),
-        chain_method="vectorized",
-        progress_bar=progress,
-        jit_model_args=True,
+def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
+    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws, ...)``:
+    NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and, up to 200
+    dimensions, dense mass-matrix adaptation) on the whitened coordinates from ``z = 0``,
+    chains vectorised. Compiled once per model structure and run length and kept in ``fns``;
+    the release's arrays are arguments, not constants folded into the program (which made
+    XLA's compile take tens of minutes at ``d = 2400``)."""
+    key = ("nuts", num_warmup, num_samples)
+    if key in fns:
+        return fns[key]
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=functools.partial(_whitened_potential, potential=fns["potential"]),
+        algo="NUTS",
     )
-    zeros = jnp.zeros((int(num_chains), x.size) if num_chains > 1 else x.size)
-    mcmc.run(
-        key, (data, jnp.asarray(x), jnp.asarray(chol.T)), init_params={"z": zeros},
-        extra_fields=("diverging", "num_steps", "energy"),
-    )  # fmt: skip
-    z = np.asarray(mcmc.get_samples(group_by_chain=True)["z"])
-    extra = mcmc.get_extra_fields(group_by_chain=True)
+    small = size <= 200
+
+    def chain(rng_key, args):
+        state = init_kernel(
+            jnp.zeros(size), num_warmup, adapt_mass_matrix=small, dense_mass=small,
+            model_args=(args,), rng_key=rng_key,
+        )  # fmt: skip
+
+        def step(state, _):
+            state = sample_kernel(state, model_args=(args,))
+            return state, (state.z, state.diverging, state.num_steps, state.energy)
+
+        state, _ = jax.lax.scan(step, state, None, length=num_warmup)
+        return jax.lax.scan(step, state, None, length=num_samples)[1]
+
+    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, None)))
+    return fns[key]
+
+
+def _nuts(fns, data, x, cov, num_warmup, num_samples, num_chains, key):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats."""
+    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / x.size * np.eye(x.size))
+    run = _sampler(fns, x.size, int(num_warmup), int(num_samples))
+    args = (data, jnp.asarray(x), jnp.asarray(chol.T))
+    z, diverging, steps, energy = run(jax.random.split(key, int(num_chains)), args)
     stats = {
-        "diverging": np.asarray(extra["diverging"]),
-        "n_steps": np.asarray(extra["num_steps"]),
-        "energy": np.asarray(extra["energy"]),
-        "lp": -np.asarray(extra["energy"]),
+        "diverging": np.asarray(diverging),
+        "n_steps": np.asarray(steps),
+        "energy": np.asarray(energy),
+        "lp": -np.asarray(energy),
     }
-    flat = np.asarray(x) + z.reshape(num_chains, num_samples, -1) @ chol.T
-    return flat, stats
+    return np.asarray(x) + np.asarray(z) @ chol.T, stats
 
 
 def posterior(
@@ -305,14 +310,14 @@ def posterior(
     method: str = "nuts",
     covariance: str = "auto",
     prior_scale: float = PRIOR_SCALE,
-    progress: bool = False,
 ) -> az.InferenceData:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
     ``noise_aware=False`` ignores the privacy noise (the release is taken as the true counts),
     for contrast. ``covariance``: ``"exact"``, ``"plugin"`` or ``"auto"`` (exact up to
     :data:`EXACT_LIMIT` cells); see :mod:`pgm_dp.bayes.model`. ``rng``: seed, Generator or
-    JAX key. Chains run vectorised (one process).
+    JAX key. Chains run vectorised in one compiled program (no progress bar), compiled once per
+    model structure and run length.
 
     ::
 
@@ -324,6 +329,8 @@ def posterior(
     for name, v in (("num_samples", num_samples), ("num_chains", num_chains)):
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise DomainError(f"{name} must be an integer >= 1, got {v!r}")
+    if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
+        raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
     key_run, key_pred = jax.random.split(as_key(rng))
     problem, kw, x, cov, fns, data = _setup(release, mrf, noise_aware, prior_scale, covariance)
     stats = None
@@ -332,8 +339,7 @@ def posterior(
         z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
-        args = (num_warmup, num_samples, num_chains, key_run, progress)
-        flat, stats = _nuts(fns["potential"], data, x, cov, *args)
+        flat, stats = _nuts(fns, data, x, cov, num_warmup, num_samples, num_chains, key_run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}

@@ -278,7 +278,7 @@ def run_example(
     start, cpu = time.perf_counter(), time.process_time()
     idata = posterior(
         rel, truth, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        rng=seed, progress=False,
+        rng=seed,
     )  # fmt: skip
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     names = [site_name(c) for c in truth.cliques]

@@ -83,6 +83,8 @@ def test_bad_input_is_a_value_error(chain):
         posterior(rel, truth, method="gibbs")
     with pytest.raises(ValueError, match="num_chains"):
         posterior(rel, truth, num_chains=0)
+    with pytest.raises(ValueError, match="num_warmup"):
+        posterior(rel, truth, num_warmup=-1)
     other = MarkovRandomField(truth.domain, [("A", "B")])
     with pytest.raises(ValueError):
         posterior(rel, other)
