@@ -4,7 +4,7 @@ Third-order chain (T, k), one release of N records at epsilon; 4 chains, vectori
 CPU. Reports wall and CPU time (compilation included), mean leapfrog steps, max R-hat, min
 bulk/tail ESS of the marginal tables, divergences and min bulk ESS per second.
 
-Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 150] [--samples 300]``.
+Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 300] [--samples 300]``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def main() -> None:
     parser.add_argument("--N", type=int, default=10_000)
     parser.add_argument("--eps", type=float, default=1.0)
     parser.add_argument("--mechanism", default="gaussian")
-    parser.add_argument("--warmup", type=int, default=150)
+    parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--samples", type=int, default=300)
     a = parser.parse_args()
     res = run_example(

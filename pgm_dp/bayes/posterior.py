@@ -8,8 +8,9 @@ Contract: :func:`posterior` returns an ``arviz.InferenceData`` with groups ``pos
 
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
-``N(MAP, H^-1)``; ``"nuts"`` starts every chain at the MAP with ``H^-1`` as the initial dense
-inverse mass matrix (adapted further only when the dimension is at most 200). ``H`` is the
+``N(MAP, H^-1)``; ``"nuts"`` runs every chain from the MAP in the coordinates ``z`` whitened
+by ``H^-1 = L L^T`` (``theta = MAP + L z``; the mass matrix then starts at the identity and
+is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above). ``H`` is the
 exact Hessian for the exact covariance and the Gauss-Newton Hessian (Fisher information of
 the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`).
 """
@@ -43,10 +44,14 @@ __all__ = [
     "posterior_mean_model",
     "as_key",
     "EXACT_LIMIT",
+    "DENSE_LIMIT",
 ]
 
 #: Largest number of cells for which ``covariance="auto"`` evaluates ``Sigma(theta)`` exactly.
 EXACT_LIMIT = 64
+#: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
+#: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
+DENSE_LIMIT = 64
 _LATENT = ("theta", "noise_var")
 
 
@@ -251,12 +256,12 @@ def _whitened_potential(args, potential):
 
 
 def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
-    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws, ...)``:
-    NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and, up to 200
-    dimensions, dense mass-matrix adaptation) on the whitened coordinates from ``z = 0``,
-    chains vectorised. Compiled once per model structure and run length and kept in ``fns``;
-    the release's arrays are arguments, not constants folded into the program (which made
-    XLA's compile take tens of minutes at ``d = 2400``)."""
+    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws,
+    ...)``: NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and mass-matrix
+    adaptation: dense up to :data:`DENSE_LIMIT` dimensions, diagonal above) on the whitened
+    coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
+    length and kept in ``fns``; the release's arrays are arguments, not constants folded into
+    the program (which made XLA's compile take tens of minutes at ``d = 2400``)."""
     key = ("nuts", num_warmup, num_samples)
     if key in fns:
         return fns[key]
@@ -264,11 +269,11 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
         potential_fn_gen=functools.partial(_whitened_potential, potential=fns["potential"]),
         algo="NUTS",
     )
-    small = size <= 200
+    small = size <= DENSE_LIMIT
 
     def chain(rng_key, args):
         state = init_kernel(
-            jnp.zeros(size), num_warmup, adapt_mass_matrix=small, dense_mass=small,
+            jnp.zeros(size), num_warmup, adapt_mass_matrix=True, dense_mass=small,
             model_args=(args,), rng_key=rng_key,
         )  # fmt: skip
 

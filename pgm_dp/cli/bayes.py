@@ -20,7 +20,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 2.0])
     p.add_argument("--releases", type=int, default=100)
     p.add_argument(
-        "--method", choices=["laplace", "nuts"], default="laplace",
+        "--method", choices=["laplace", "nuts"], default="nuts",
         help="posterior of calibration / sbc: Laplace approximation or NUTS",
     )  # fmt: skip
     p.add_argument("--nuts-releases", type=int, default=3)
