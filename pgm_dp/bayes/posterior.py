@@ -51,7 +51,7 @@ __all__ = [
 EXACT_LIMIT = 64
 #: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
 #: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
-DENSE_LIMIT = 64
+DENSE_LIMIT = 32
 _LATENT = ("theta", "noise_var")
 
 
@@ -232,7 +232,7 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
         fns, data = _functions(problem, kw), _data(problem, kw)
         x = _preconditioned_map(fns, data, x, r)
     inv_r = scipy.linalg.solve_triangular(r, np.eye(x.size), lower=True)
-    return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data
+    return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data, sigma
 
 
 def _setup(release, mrf, noise_aware, prior_scale, covariance):
@@ -245,7 +245,26 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance):
     if covariance == "plugin":
         return problem, *_plugin_fit(problem, mrf, noise_aware, prior_scale)
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
-    return problem, kw, *_laplace_fit(problem, kw)
+    x, cov, fns, data = _laplace_fit(problem, kw)
+    return problem, kw, x, cov, fns, data, plugin_covariance(problem, x[: problem.size])
+
+
+def _gauge_split(sigma: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
+    log-potentials, then any latent noise variances): ``G`` spans the gauge, the
+    log-potential directions that change no marginal (the null space of ``Sigma = d mu / d
+    theta``, ``sigma``), ``B`` the rest. The likelihood does not depend on the gauge
+    coordinates, so under the isotropic prior their posterior is the prior, exactly and
+    independently of the rest."""
+    w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
+    null = w <= 1e-10 * w.max()
+    d, extra = sigma.shape[0], size - sigma.shape[0]
+    basis = np.zeros((size, size - int(null.sum())))
+    basis[:d, : int((~null).sum())] = u[:, ~null]
+    basis[d:, int((~null).sum()) :] = np.eye(extra)
+    gauge = np.zeros((size, int(null.sum())))
+    gauge[:d] = u[:, null]
+    return basis, gauge
 
 
 def _whitened_potential(args, potential):
@@ -262,7 +281,7 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
     coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
     length and kept in ``fns``; the release's arrays are arguments, not constants folded into
     the program (which made XLA's compile take tens of minutes at ``d = 2400``)."""
-    key = ("nuts", num_warmup, num_samples)
+    key = ("nuts", size, num_warmup, num_samples)
     if key in fns:
         return fns[key]
     init_kernel, sample_kernel = hmc(
@@ -288,19 +307,30 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
     return fns[key]
 
 
-def _nuts(fns, data, x, cov, num_warmup, num_samples, num_chains, key):
-    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats."""
-    chol = np.linalg.cholesky(cov + 1e-12 * np.trace(cov) / x.size * np.eye(x.size))
-    run = _sampler(fns, x.size, int(num_warmup), int(num_samples))
-    args = (data, jnp.asarray(x), jnp.asarray(chol.T))
-    z, diverging, steps, energy = run(jax.random.split(key, int(num_chains)), args)
+def _nuts(fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats. NUTS runs
+    on the identifiable coordinates only (``split = (B, G)``, :func:`_gauge_split`), whitened
+    by ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior
+    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions)."""
+    basis, gauge = split
+    key_nuts, key_gauge = jax.random.split(key)
+    cov_b = basis.T @ cov @ basis
+    chol = np.linalg.cholesky(cov_b + 1e-12 * np.trace(cov_b) / len(cov_b) * np.eye(len(cov_b)))
+    whiten = basis @ chol  # theta = x_b + z whiten^T
+    x_b = np.asarray(x) - gauge @ (gauge.T @ np.asarray(x))
+    run = _sampler(fns, len(cov_b), int(num_warmup), int(num_samples))
+    args = (data, jnp.asarray(x_b), jnp.asarray(whiten.T))
+    z, diverging, steps, energy = run(jax.random.split(key_nuts, int(num_chains)), args)
     stats = {
         "diverging": np.asarray(diverging),
         "n_steps": np.asarray(steps),
         "energy": np.asarray(energy),
         "lp": -np.asarray(energy),
     }
-    return np.asarray(x) + np.asarray(z) @ chol.T, stats
+    free = prior_scale * np.asarray(
+        jax.random.normal(key_gauge, (int(num_chains), int(num_samples), gauge.shape[1]))
+    )
+    return x_b + np.asarray(z) @ whiten.T + free @ gauge.T, stats
 
 
 def posterior(
@@ -337,14 +367,17 @@ def posterior(
     if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
         raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
     key_run, key_pred = jax.random.split(as_key(rng))
-    problem, kw, x, cov, fns, data = _setup(release, mrf, noise_aware, prior_scale, covariance)
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance)
+    problem, kw, x, cov, fns, data, sigma = setup
     stats = None
     if method == "laplace":
         chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
         z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
-        flat, stats = _nuts(fns, data, x, cov, num_warmup, num_samples, num_chains, key_run)
+        split = _gauge_split(sigma, x.size)
+        run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
+        flat, stats = _nuts(fns, data, x, cov, split, *run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -134,3 +136,39 @@ def test_frozen_gaussian_matches_multivariate_normal_and_its_gradients():
     np.testing.assert_allclose(jax.hessian(ours)(loc), jax.hessian(ref)(loc), rtol=1e-8)
     batch = jnp.stack([loc, 2 * loc])
     np.testing.assert_allclose(jax.vmap(ours)(batch), jax.vmap(ref)(batch), rtol=1e-10)
+
+
+def test_gauge_split_spans_exactly_the_directions_that_change_no_marginal():
+    """``_gauge_split``: ``[B, G]`` is orthonormal and complete, moving ``theta`` along ``G``
+    leaves every marginal unchanged, along ``B`` it does not; latent coordinates stay in ``B``.
+    (NUTS samples ``B``'s coordinates; the gauge gets the prior exactly.)"""
+    from pgm_dp.bayes.model import plugin_covariance, prepare
+    from pgm_dp.bayes.posterior import _gauge_split
+
+    dom = Domain(["A", "B", "C"], [2, 3, 2])
+    rng = np.random.default_rng(0)
+    mrf = MarkovRandomField(
+        dom, [("A", "B"), ("B", "C")], [rng.normal(size=(2, 3)), rng.normal(size=(3, 2))]
+    )
+    rel = release_marginals(mrf.sample(500, rng=1), mrf, budget=PureDP(1.0), rng=2)
+    problem = prepare(rel, mrf)
+    theta = np.concatenate([np.ravel(t) for t in mrf.log_potentials])
+    basis, gauge = _gauge_split(plugin_covariance(problem, theta), problem.size + 3)
+    full = np.hstack([basis, gauge])
+    np.testing.assert_allclose(full.T @ full, np.eye(problem.size + 3), atol=1e-10)
+    # 12 cells; the indicators span 6 + 6 - 3 (functions of B in both) = 9 dimensions, one
+    # of them the constant: 8 identifiable directions and 4 gauge directions
+    assert gauge.shape[1] == 4 and np.all(gauge[problem.size :] == 0)
+
+    def marginals(t):
+        at, tables = 0, []
+        for c in mrf.cliques:
+            size = math.prod(dom.sizes(c))
+            tables.append(t[at : at + size].reshape(dom.sizes(c)))
+            at += size
+        model = MarkovRandomField(dom, mrf.cliques, tables)
+        return np.concatenate([np.ravel(model.marginal(c)) for c in mrf.cliques])
+
+    moved = theta + 2.0 * gauge[: problem.size] @ np.ones(gauge.shape[1])
+    np.testing.assert_allclose(marginals(moved), marginals(theta), atol=1e-10)
+    assert np.abs(marginals(theta + basis[: problem.size, 0]) - marginals(theta)).max() > 1e-3
