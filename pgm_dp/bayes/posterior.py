@@ -8,9 +8,10 @@ Contract: :func:`posterior` returns an ``arviz.InferenceData`` with groups ``pos
 
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
-``N(MAP, H^-1)``; ``"nuts"`` runs every chain from the MAP in the coordinates ``z`` whitened
-by ``H^-1 = L L^T`` (``theta = MAP + L z``; the mass matrix then starts at the identity and
-is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above). ``H`` is the
+``N(MAP, H^-1)``; ``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
+``H^-1`` on the identifiable log-potentials (the mass matrix then starts at the identity and
+is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above) and draws the
+gauge, on which no marginal depends, from its exact posterior, the prior. ``H`` is the
 exact Hessian for the exact covariance and the Gauss-Newton Hessian (Fisher information of
 the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`).
 """
