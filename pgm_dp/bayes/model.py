@@ -146,8 +146,10 @@ def mean_map(problem: Problem, fast: bool = False):
 
 @functools.lru_cache(maxsize=16)
 def _jvp_columns(problem_key):
-    """Jitted ``(theta, basis) -> d mu / d theta @ basis.T`` (rows), one per structure."""
-    mu = mean_map(Problem(None, 1.0, None, (), *problem_key), fast=True)
+    """Jitted ``(theta, basis) -> d mu / d theta @ basis.T`` (rows), one per structure. The
+    log-space pass: the fast pass's derivative is silently zero where it reports itself
+    unsound (large log-potentials, e.g. a start far along the gauge)."""
+    mu = mean_map(Problem(None, 1.0, None, (), *problem_key), fast=False)
     return jax.jit(lambda theta, basis: jax.vmap(lambda e: jax.jvp(mu, (theta,), (e,))[1])(basis))
 
 

@@ -172,3 +172,22 @@ def test_gauge_split_spans_exactly_the_directions_that_change_no_marginal():
     moved = theta + 2.0 * gauge[: problem.size] @ np.ones(gauge.shape[1])
     np.testing.assert_allclose(marginals(moved), marginals(theta), atol=1e-10)
     assert np.abs(marginals(theta + basis[: problem.size, 0]) - marginals(theta)).max() > 1e-3
+
+
+def test_plugin_covariance_is_gauge_invariant_at_large_potentials():
+    """``Sigma(theta)`` does not depend on the gauge, also far along it, where the
+    probability-space pass overflows (its derivative there was silently zero)."""
+    from pgm_dp.bayes.model import plugin_covariance, prepare
+
+    dom = Domain(["A", "B", "C"], [3, 3, 3])
+    rng = np.random.default_rng(1)
+    tables = [rng.normal(size=(3, 3)), rng.normal(size=(3, 3))]
+    mrf = MarkovRandomField(dom, [("A", "B"), ("B", "C")], tables)
+    rel = release_marginals(mrf.sample(200, rng=1), mrf, budget=PureDP(1.0), rng=2)
+    problem = prepare(rel, mrf)
+    theta = np.concatenate([np.ravel(t) for t in tables])
+    f = np.array([0.0, 800.0, -800.0])  # + f(B) on A,B and - f(B) on B,C: a gauge direction
+    shift = np.concatenate([np.tile(f, 3), np.repeat(-f, 3)])
+    reference = plugin_covariance(problem, theta)
+    assert np.abs(reference).max() > 0.1
+    np.testing.assert_allclose(plugin_covariance(problem, theta + shift), reference, atol=1e-8)
