@@ -41,7 +41,7 @@ register(
         PosteriorMean,
         "release",
         "Posterior mean",
-        "noise-aware Bayesian posterior mean (CLT + release mechanism; Laplace method)",
+        "noise-aware Bayesian posterior mean (CLT + release mechanism; NUTS)",
     ),
     replace=True,
 )

@@ -409,8 +409,8 @@ def posterior_marginals(idata: az.InferenceData, mrf: MarkovRandomField) -> dict
 class PosteriorMean:
     """Release learner: the model whose marginals are the posterior means (moment matched by
     :func:`~pgm_dp.learners.fit_marginals`). Defaults: NUTS, one chain of 300 warm-up steps
-    and 300 draws (the Laplace method's mean was far worse on the Bernstein chain:
-    ``docs/bayes.md``); ``info["idata"]`` keeps the posterior."""
+    and 300 draws (its KL on the Bernstein chain: ``docs/bayes.md``); ``info["idata"]``
+    keeps the posterior."""
 
     method: str = "nuts"
     num_warmup: int = 300
