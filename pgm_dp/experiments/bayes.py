@@ -318,7 +318,6 @@ def run_example(
 
 def _calibrate_cli(a) -> None:
     releases, nuts = (10, 0) if a.quick else (a.releases, a.nuts_releases)
-    nuts = 0 if a.method == "nuts" else nuts
     res = run_calibration(
         a.mechanisms, a.eps, releases, a.N, method=a.method, nuts_releases=nuts, seed=a.seed,
         out_dir=a.out,
