@@ -34,7 +34,6 @@ from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
 from ..learners.base import Fit
-from ..learners.conditioning import gauge_projector
 from ..learners.mle import fit_marginals
 from ..models.mrf import MarkovRandomField
 from .model import PRIOR_SCALE, Problem, plugin_covariance, prepare, release_model, site_name
@@ -234,7 +233,7 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
         fns, data = _functions(problem, kw), _data(problem, kw)
         x = _preconditioned_map(fns, data, x, r)
     inv_r = scipy.linalg.solve_triangular(r, np.eye(x.size), lower=True)
-    return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data
+    return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data, sigma
 
 
 def _setup(release, mrf, noise_aware, prior_scale, covariance):
@@ -247,32 +246,25 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance):
     if covariance == "plugin":
         return problem, *_plugin_fit(problem, mrf, noise_aware, prior_scale)
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
-    return problem, kw, *_laplace_fit(problem, kw)
+    x, cov, fns, data = _laplace_fit(problem, kw)
+    return problem, kw, x, cov, fns, data, plugin_covariance(problem, x[: problem.size])
 
 
-@functools.lru_cache(maxsize=16)
-def _gauge_bases(domain, cliques) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal bases ``(B, G)`` of the flat log-potentials: ``G`` spans the gauge, the
-    directions that change no marginal, ``B`` the rest; the eigenvectors of the structural
-    projector :func:`~pgm_dp.learners.conditioning.gauge_projector`, once per structure."""
-    project = gauge_projector(domain, cliques)
-    size = sum(domain.size(c) for c in cliques)
-    w, u = np.linalg.eigh(np.stack([project(e) for e in np.eye(size)]))
-    return u[:, w > 0.5], u[:, w <= 0.5]
-
-
-def _gauge_split(mrf: MarkovRandomField, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_gauge_bases` of ``mrf`` extended to the ``size`` unconstrained coordinates
-    (the log-potentials, then any latent noise variances, which belong to ``B``). The
-    likelihood does not depend on the gauge coordinates, so under the isotropic prior their
-    posterior is the prior, exactly and independently of the rest."""
-    ident, gauge_t = _gauge_bases(mrf.domain, tuple(mrf.cliques))
-    d, free = ident.shape
-    basis = np.zeros((size, size - gauge_t.shape[1]))
-    basis[:d, :free] = ident
-    basis[d:, free:] = np.eye(size - d)
-    gauge = np.zeros((size, gauge_t.shape[1]))
-    gauge[:d] = gauge_t
+def _gauge_split(sigma: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
+    log-potentials, then any latent noise variances): ``G`` spans the gauge, the
+    log-potential directions that change no marginal (the null space of ``Sigma = d mu / d
+    theta``, ``sigma``), ``B`` the rest. The likelihood does not depend on the gauge
+    coordinates, so under the isotropic prior their posterior is the prior, exactly and
+    independently of the rest."""
+    w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
+    null = w <= 1e-10 * w.max()
+    d, extra = sigma.shape[0], size - sigma.shape[0]
+    basis = np.zeros((size, size - int(null.sum())))
+    basis[:d, : int((~null).sum())] = u[:, ~null]
+    basis[d:, int((~null).sum()) :] = np.eye(extra)
+    gauge = np.zeros((size, int(null.sum())))
+    gauge[:d] = u[:, null]
     return basis, gauge
 
 
@@ -376,14 +368,15 @@ def posterior(
     if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
         raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
     key_run, key_pred = jax.random.split(as_key(rng))
-    problem, kw, x, cov, fns, data = _setup(release, mrf, noise_aware, prior_scale, covariance)
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance)
+    problem, kw, x, cov, fns, data, sigma = setup
     stats = None
     if method == "laplace":
         chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
         z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
-        split = _gauge_split(mrf, x.size)
+        split = _gauge_split(sigma, x.size)
         run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
         flat, stats = _nuts(fns, data, x, cov, split, *run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
