@@ -34,6 +34,7 @@ from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
 from ..learners.base import Fit
+from ..learners.conditioning import gauge_projector
 from ..learners.mle import fit_marginals
 from ..models.mrf import MarkovRandomField
 from .model import PRIOR_SCALE, Problem, plugin_covariance, prepare, release_model, site_name
@@ -188,16 +189,22 @@ def _laplace_fit(problem: Problem, kw: dict):
 
 
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
-    """A starting ``theta``: moment matched to the release clipped at zero plus one count per
-    cell, with the prior as the ridge (the noise ignored; only a start)."""
+    """A starting ``theta``: moment matched to the release clipped at zero plus, per cell,
+    a pseudo-count of the noise's standard deviation (at least one), the prior as the ridge,
+    then projected off the gauge (:func:`~pgm_dp.learners.conditioning.gauge_projector`: no
+    marginal changes, and the prior's mode along the gauge is zero). Only a start; the
+    pseudo-count keeps the cells the noise hides away from extreme log-potentials, where
+    ``Sigma`` vanishes and the Gauss-Newton preconditioner fails (``docs/bayes.md``)."""
     means, at = {}, 0
     for c, shape in zip(problem.cliques, problem.shapes, strict=True):
         size = math.prod(shape)
-        table = np.clip(problem.y[at : at + size], 0.0, None) + 1.0
+        pseudo = np.maximum(np.sqrt(problem.variance[at : at + size]), 1.0)
+        table = np.clip(problem.y[at : at + size], 0.0, None) + pseudo
         means[c], at = (table / table.sum()).reshape(shape), at + size
     l2 = 1.0 / (2.0 * prior_scale**2 * problem.total)
     fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
-    return np.concatenate([np.ravel(t) for t in fit.model.log_potentials])
+    flat = np.concatenate([np.ravel(t) for t in fit.model.log_potentials])
+    return gauge_projector(mrf.domain, mrf.cliques)(flat)
 
 
 def _preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -214,7 +221,9 @@ def _preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.nd
             return 1e30, np.zeros_like(z)  # the line search backtracks
         return float(val), scipy.linalg.solve_triangular(r, grad, lower=True)
 
-    res = scipy.optimize.minimize(fun, np.zeros(x0.size), jac=True, method="L-BFGS-B")
+    res = scipy.optimize.minimize(
+        fun, np.zeros(x0.size), jac=True, method="L-BFGS-B", options={"maxiter": 2000}
+    )
     return theta(res.x)
 
 
