@@ -23,9 +23,13 @@ The model (our notation; Bernstein et al. 2017, Eq. 3-5; Räisä et al. 2023, Eq
 
 ``covariance="exact"`` evaluates ``Sigma(theta)`` at every step (by enumerating the joint,
 :func:`enumerated_covariance`, plus a ``d x d`` Cholesky, ``d`` the number of cells: small
-models); ``"plugin"`` freezes it at a
-reference ``theta`` (:func:`plugin_covariance`) and, to keep one Cholesky per run, replaces
-the Laplace mixture by its variance ``2 b^2`` (a Gaussian stand-in: see ``docs/bayes.md``).
+models); ``"plugin"`` freezes it at a reference ``theta`` (:func:`plugin_covariance`). With
+the frozen ``Sigma`` Gaussian noise is still integrated out exactly (one Cholesky factor per
+run). Laplace noise is kept exact by data augmentation instead (Ju et al. 2022's latent
+statistics, with the CLT as their law): ``n = N mu + A w``, ``w ~ N(0, I_r)``, ``A A^T = N
+Sigma`` (``r`` the rank of ``Sigma``), and ``y_j | n_j`` follows the release's own noise
+(:class:`ReleaseNoise`: Laplace or Gaussian per cell). The Laplace method's Gaussian fit on
+that path replaces the Laplace noise by a Gaussian of its variance (``docs/bayes.md``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from ..models.mrf import MarkovRandomField
 
 __all__ = [
     "FrozenGaussian",
+    "ReleaseNoise",
     "half_quadratic",
     "PRIOR_SCALE",
     "Problem",
@@ -243,6 +248,36 @@ class FrozenGaussian(dist.Distribution):
         return -half_quadratic(value - self.loc, self.precision) - half_log_det - 0.5 * d * _LOG_2PI
 
 
+class ReleaseNoise(dist.Distribution):
+    """Independent release noise around ``loc`` (the latent counts): per cell Laplace of
+    variance ``noise_variance`` (scale ``sqrt(noise_variance / 2)``) where ``laplace`` is
+    true, Normal of that variance elsewhere. The discrete kinds are taken with their exact
+    variance, as in the exact-covariance path."""
+
+    arg_constraints = {"loc": dist.constraints.real_vector}
+    support = dist.constraints.real_vector
+
+    def __init__(self, loc, noise_variance, laplace, validate_args=None):
+        self.loc, self.noise_variance = loc, noise_variance
+        self.laplace = jnp.asarray(laplace, dtype=bool)
+        super().__init__(jnp.shape(loc)[:-1], jnp.shape(loc)[-1:], validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.batch_shape + self.event_shape
+        k1, k2 = jax.random.split(key)
+        lap = jax.random.laplace(k1, shape) * jnp.sqrt(self.noise_variance / 2.0)
+        gauss = jax.random.normal(k2, shape) * jnp.sqrt(self.noise_variance)
+        return self.loc + jnp.where(self.laplace, lap, gauss)
+
+    def log_prob(self, value):
+        r = value - self.loc
+        var = self.noise_variance
+        b = jnp.sqrt(var / 2.0)
+        lap = -jnp.abs(r) / b - jnp.log(2.0 * b)
+        gauss = -0.5 * r**2 / var - 0.5 * (jnp.log(var) + _LOG_2PI)
+        return jnp.sum(jnp.where(self.laplace, lap, gauss), -1)
+
+
 def release_model(
     problem: Problem,
     y=None,
@@ -252,6 +287,7 @@ def release_model(
     covariance: str = "exact",
     plugin_chol=None,
     plugin_precision=None,
+    plugin_factor=None,
     fast_mean: bool | None = None,
 ) -> None:
     """NumPyro model of ``y`` (observed site ``"y"``; ``None`` simulates). Sites: ``theta``,
@@ -259,9 +295,11 @@ def release_model(
 
     ``plugin_chol`` / ``plugin_precision``: with ``covariance="plugin"``, the lower
     Cholesky factor ``L`` of the frozen ``C = N Sigma + diag(v)`` (``Sigma`` from
-    :func:`plugin_covariance`) and ``C^-1``. ``fast_mean``: :func:`mean_map`'s ``fast``
-    (default: with the plug-in covariance, whose potential runs vectorised over chains and
-    draws).
+    :func:`plugin_covariance`) and ``C^-1``. ``plugin_factor``: instead of them, ``A``
+    (``d x r``, ``A A^T = N Sigma``) for the latent counts ``n = N mu + A w`` (site
+    ``"count_deviation"``: ``w``) and ``y | n`` the release's own noise. ``fast_mean``:
+    :func:`mean_map`'s ``fast`` (default: with the plug-in covariance, whose potential runs
+    vectorised over chains and draws).
     """
     d = problem.size
     theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand([d]).to_event(1))
@@ -273,6 +311,14 @@ def release_model(
         numpyro.deterministic(site_name(c), mu[start : start + size].reshape(s))
         start += size
     n = problem.total
+    if covariance == "plugin" and plugin_factor is not None:
+        r = plugin_factor.shape[1]
+        w = numpyro.sample("count_deviation", dist.Normal(0.0, 1.0).expand([r]).to_event(1))
+        noise = ReleaseNoise(
+            n * mu + plugin_factor @ w, jnp.asarray(problem.variance), problem.laplace
+        )
+        numpyro.sample("y", noise, obs=y)
+        return
     if covariance == "plugin":
         numpyro.sample("y", FrozenGaussian(n * mu, plugin_chol, plugin_precision), obs=y)
         return

@@ -37,7 +37,15 @@ from ..learners.base import Fit
 from ..learners.conditioning import gauge_projector
 from ..learners.mle import fit_marginals
 from ..models.mrf import MarkovRandomField
-from .model import PRIOR_SCALE, Problem, plugin_covariance, prepare, release_model, site_name
+from .model import (
+    PRIOR_SCALE,
+    Problem,
+    mean_map,
+    plugin_covariance,
+    prepare,
+    release_model,
+    site_name,
+)
 
 __all__ = [
     "posterior",
@@ -54,7 +62,7 @@ EXACT_LIMIT = 64
 #: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
 #: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
 DENSE_LIMIT = 32
-_LATENT = ("theta", "noise_var")
+_LATENT = ("theta", "noise_var", "count_deviation")
 
 
 def as_key(rng) -> jax.Array:
@@ -81,23 +89,18 @@ def _kwargs(problem: Problem, noise_aware: bool, prior_scale: float, covariance:
     return kw
 
 
-def _sizes(problem: Problem, kw: dict) -> tuple[int, int]:
-    """``(d, m)``: cells and latent Laplace noise variances (``noise_var``) in the model."""
-    m = int(sum(problem.laplace))
-    latent = kw["noise_aware"] and kw["covariance"] == "exact" and m > 0
-    return problem.size, m if latent else 0
-
-
 def _data(problem: Problem, kw: dict) -> tuple:
     """The per-release arrays the cached functions take (the rest is static)."""
-    chol = kw.get("plugin_chol", jnp.zeros((0, 0)))
-    precision = kw.get("plugin_precision", jnp.zeros((0, 0)))
+    empty = jnp.zeros((0, 0))
+    chol = kw.get("plugin_chol", empty)
+    precision = kw.get("plugin_precision", empty)
+    factor = kw.get("plugin_factor", empty)
     y, var = jnp.asarray(problem.y), jnp.asarray(problem.variance)
-    return (y, jnp.float64(problem.total), var, chol, precision)
+    return (y, jnp.float64(problem.total), var, chol, precision, factor)
 
 
 def _static(kw: dict) -> tuple:
-    return (kw["noise_aware"], kw["prior_scale"], kw["covariance"])
+    return (kw["noise_aware"], kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
 
 
 @functools.lru_cache(maxsize=16)
@@ -105,20 +108,24 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     """Jitted ``potential(flat, data)`` (unconstrained: ``theta`` then ``log noise_var``),
     ``constrain(flats, data) -> {site: values}`` and ``replicate(key, samples, data)``,
     compiled once per model structure and reused across releases."""
-    noise_aware, prior_scale, covariance = static
+    noise_aware, prior_scale, covariance, latent_counts = static
     kw = {"noise_aware": noise_aware, "prior_scale": prior_scale, "covariance": covariance}
     d = int(sum(math.prod(s) for s in shapes))
     m = int(sum(laplace)) if noise_aware and covariance == "exact" else 0
+    latent = "noise_var" if m else "count_deviation" if latent_counts else None
 
     def model_args(data):
-        y, total, variance, chol, precision = data
+        y, total, variance, chol, precision, factor = data
         problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
-        plugin = covariance == "plugin"
-        extra = {"plugin_chol": chol, "plugin_precision": precision} if plugin else {}
+        extra = {}
+        if latent_counts:
+            extra = {"plugin_factor": factor}
+        elif covariance == "plugin":
+            extra = {"plugin_chol": chol, "plugin_precision": precision}
         return (problem, y), {**kw, **extra, "fast_mean": False}
 
     def params(flat):
-        return {"theta": flat[:d], "noise_var": flat[d:]} if m else {"theta": flat}
+        return {"theta": flat[:d], latent: flat[d:]} if latent else {"theta": flat}
 
     def potential(flat, data, fast_mean=None):
         args, kwargs = model_args(data)
@@ -245,15 +252,44 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
     return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data, sigma
 
 
-def _setup(release, mrf, noise_aware, prior_scale, covariance):
-    """The problem, model kwargs and Laplace fit (:func:`_plugin_fit` for large models)."""
+def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray):
+    """The plug-in model with Laplace noise kept exact (module :mod:`~pgm_dp.bayes.model`):
+    latent counts ``n = N mu + A w``, ``A = sqrt(N) U sqrt(Lambda)`` from ``Sigma``'s
+    eigenpairs above the gauge threshold (:func:`_gauge_split`'s). Returns the model
+    kwargs, the start ``(theta, w)`` (``w`` its conditional mean given ``theta`` under the
+    Gaussian stand-in), the stand-in's joint covariance of ``(theta, w)`` (the linearised
+    model ``y = N mu(x) + J (theta - x) + A w + e``, ``e ~ N(0, diag(v))``, ``J = N Sigma``;
+    NUTS's whitening), the cached functions and the data."""
+    w, u = np.linalg.eigh(sigma)
+    keep = w > 1e-10 * w.max()
+    n, d = problem.total, problem.size
+    factor = math.sqrt(n) * u[:, keep] * np.sqrt(w[keep])
+    scaled = np.concatenate([n * sigma, factor], axis=1) / np.sqrt(problem.variance)[:, None]
+    prior = np.concatenate([np.full(d, 1.0 / kw["prior_scale"] ** 2), np.ones(factor.shape[1])])
+    precision = scaled.T @ scaled + np.diag(prior)
+    cov = scipy.linalg.cho_solve(scipy.linalg.cho_factor(precision), np.eye(len(prior)))
+    resid = (problem.y - n * np.asarray(mean_map(problem)(jnp.asarray(x)))) / problem.variance
+    block = precision[d:, d:]
+    w0 = scipy.linalg.cho_solve(scipy.linalg.cho_factor(block), factor.T @ resid)
+    kw = {k: v for k, v in kw.items() if k not in ("plugin_chol", "plugin_precision")}
+    kw["plugin_factor"] = jnp.asarray(factor)
+    start = jnp.concatenate([jnp.asarray(x), jnp.asarray(w0)])
+    return kw, start, cov, _functions(problem, kw), _data(problem, kw)
+
+
+def _setup(release, mrf, noise_aware, prior_scale, covariance, exact_noise=True):
+    """The problem, model kwargs and Laplace fit (:func:`_plugin_fit` for large models;
+    with ``exact_noise`` and Laplace noise, then :func:`_latent_counts`)."""
     problem = prepare(release, mrf)
     if covariance == "auto":
         covariance = "exact" if problem.size <= EXACT_LIMIT else "plugin"
     if covariance not in ("exact", "plugin"):
         raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
     if covariance == "plugin":
-        return problem, *_plugin_fit(problem, mrf, noise_aware, prior_scale)
+        kw, x, cov, fns, data, sigma = _plugin_fit(problem, mrf, noise_aware, prior_scale)
+        if noise_aware and any(problem.laplace) and exact_noise:
+            kw, x, cov, fns, data = _latent_counts(problem, kw, x, sigma)
+        return problem, kw, x, cov, fns, data, sigma
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
     x, cov, fns, data = _laplace_fit(problem, kw)
     return problem, kw, x, cov, fns, data, plugin_covariance(problem, x[: problem.size])
@@ -377,7 +413,7 @@ def posterior(
     if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
         raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
     key_run, key_pred = jax.random.split(as_key(rng))
-    setup = _setup(release, mrf, noise_aware, prior_scale, covariance)
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, method == "nuts")
     problem, kw, x, cov, fns, data, sigma = setup
     stats = None
     if method == "laplace":

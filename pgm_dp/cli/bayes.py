@@ -24,6 +24,10 @@ def add_parser(subparsers) -> None:
         help="posterior of calibration / sbc: Laplace approximation or NUTS",
     )  # fmt: skip
     p.add_argument("--nuts-releases", type=int, default=3)
+    p.add_argument(
+        "--covariance", choices=["auto", "exact", "plugin"], default="auto",
+        help="calibration: the posterior's covariance path (plugin: the large-model path)",
+    )  # fmt: skip
     p.add_argument("--N", type=int, default=None)
     p.add_argument("--quick", action="store_true", help="a small, fast run")
     p.add_argument("--seed", type=int, default=0)

@@ -97,7 +97,7 @@ def _coverage(idata, truth: MarkovRandomField) -> tuple[dict, list]:
     return {lv: float(np.mean(v)) for lv, v in covered.items()}, ranks
 
 
-def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts):
+def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts, covariance="auto"):
     rows, ranks = [], []
     truth = small_chain(T, k, derived_generator(seed, "truth", mech, eps, rep))
     data = truth.sample(N, derived_generator(seed, "data", mech, eps, rep))
@@ -109,7 +109,7 @@ def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts):
     for how, aware in runs:
         idata = posterior(
             rel, truth, method=how, num_samples=num_samples, num_warmup=300, num_chains=1,
-            rng=rep, noise_aware=aware,
+            rng=rep, noise_aware=aware, covariance=covariance,
         )  # fmt: skip
         cov, r = _coverage(idata, truth)
         if aware and how == method:
@@ -133,11 +133,13 @@ def run_calibration(
     seed: int = 0,
     progress: bool = True,
     out_dir: str | Path | None = "pgm_dp_results",
+    covariance: str = "auto",
 ) -> CalibrationResult:
     """Coverage of credible intervals over synthetic releases (see the module docstring),
     by ``method`` (``"nuts"``: 1 chain, 300 warm-up steps, ``num_samples`` draws; or
     ``"laplace"``); with the Laplace method the first ``nuts_releases`` releases of each
-    setting are also fitted by NUTS."""
+    setting are also fitted by NUTS. ``covariance``: :func:`~pgm_dp.bayes.posterior`'s
+    (``"plugin"`` checks the large-model path on the small model)."""
     if releases < 1 or N < 1 or not epsilons or not mechanisms:
         raise ValueError("releases, N, epsilons and mechanisms must be non-empty / positive")
     rows, ranks = [], []
@@ -146,7 +148,7 @@ def run_calibration(
         for mech in mechanisms:
             for eps in epsilons:
                 for rep in range(releases):
-                    args = (N, T, k, seed, method, num_samples, rep < nuts_releases)
+                    args = (N, T, k, seed, method, num_samples, rep < nuts_releases, covariance)
                     r, rk = _one(mech, eps, rep, *args)
                     rows += r
                     if mech == mechanisms[0] and eps == epsilons[0]:
@@ -320,7 +322,7 @@ def _calibrate_cli(a) -> None:
     releases, nuts = (10, 0) if a.quick else (a.releases, a.nuts_releases)
     res = run_calibration(
         a.mechanisms, a.eps, releases, a.N, method=a.method, nuts_releases=nuts, seed=a.seed,
-        out_dir=a.out,
+        out_dir=a.out, covariance=a.covariance,
     )  # fmt: skip
     table = res.summary.pivot_table(
         index=["mechanism", "epsilon"], columns=["method", "aware", "level"], values="mean"
