@@ -155,6 +155,15 @@ def test_frozen_gaussian_matches_multivariate_normal_and_its_gradients():
     np.testing.assert_allclose(jax.hessian(ours)(loc), jax.hessian(ref)(loc), rtol=1e-8)
     batch = jnp.stack([loc, 2 * loc])
     np.testing.assert_allclose(jax.vmap(ours)(batch), jax.vmap(ref)(batch), rtol=1e-10)
+    # NUTS's float32 matrices (large models): same value and gradient to float32's precision
+    prec32 = jnp.asarray(np.linalg.inv(cov), dtype=jnp.float32)
+
+    def low(loc):
+        return FrozenGaussian(loc, jnp.asarray(chol), prec32).log_prob(value)
+
+    assert low(loc).dtype == jnp.float64
+    np.testing.assert_allclose(low(loc), ref(loc), rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(low)(loc), jax.grad(ref)(loc), rtol=1e-5)
 
 
 def test_gauge_split_spans_exactly_the_directions_that_change_no_marginal():
