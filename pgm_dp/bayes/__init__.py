@@ -3,6 +3,7 @@
 * :mod:`~pgm_dp.bayes.model`: the NumPyro model (release observed, counts integrated out).
 * :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``InferenceData``;
   :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
+* :mod:`~pgm_dp.bayes.nuts`: NUTS on the whitened identifiable log-potentials.
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 

@@ -13,7 +13,9 @@ Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened b
 is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above) and draws the
 gauge, on which no marginal depends, from its exact posterior, the prior. ``H`` is the
 exact Hessian for the exact covariance and the Gauss-Newton Hessian (Fisher information of
-the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`).
+the frozen model plus the prior precision) for the plug-in one (:func:`_plugin_fit`). On
+the plug-in path NUTS keeps Laplace noise exact through latent counts
+(:func:`_latent_counts`; Ju et al. 2022's data augmentation).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 from numpyro.infer import Predictive
-from numpyro.infer.hmc import hmc
 from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
@@ -40,13 +41,13 @@ from ..models.mrf import MarkovRandomField
 from .model import (
     PRIOR_SCALE,
     Problem,
-    matvec,
     mean_map,
     plugin_covariance,
     prepare,
     release_model,
     site_name,
 )
+from .nuts import DENSE_LIMIT, gauge_split, nuts_draws
 
 __all__ = [
     "posterior",
@@ -56,19 +57,15 @@ __all__ = [
     "as_key",
     "EXACT_LIMIT",
     "DENSE_LIMIT",
+    "LATENT_LIMIT",
 ]
 
 #: Largest number of cells for which ``covariance="auto"`` evaluates ``Sigma(theta)`` exactly.
 EXACT_LIMIT = 64
-#: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
-#: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
-DENSE_LIMIT = 32
+#: Largest number of cells for which ``laplace_noise="auto"`` keeps Laplace noise exact on
+#: the plug-in path (latent counts): above it NUTS's cost grows steeply (``docs/bayes.md``).
+LATENT_LIMIT = 64
 _LATENT = ("theta", "noise_var", "count_deviation")
-#: Above this many sampled dimensions the dense matrices in NUTS's potential (the whitening
-#: factor, the frozen precision, the latent counts' factor) are ``float32``: the products
-#: with them bound its cost, and ``float32`` halves their memory read (3.5x faster at
-#: ``d = 2400``); vectors, sums and the optimiser stay ``float64`` (``docs/bayes.md``).
-FLOAT32_ABOVE = 256
 
 
 def as_key(rng) -> jax.Array:
@@ -261,8 +258,8 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
 def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray):
     """The plug-in model with Laplace noise kept exact (module :mod:`~pgm_dp.bayes.model`):
     latent counts ``n = N mu + A w``, ``A = sqrt(N) U sqrt(Lambda)`` from ``Sigma``'s
-    eigenpairs above the gauge threshold (:func:`_gauge_split`'s). Returns the model
-    kwargs, the start ``(theta, w)`` (``w`` its conditional mean given ``theta`` under the
+    eigenpairs above the gauge threshold (:func:`~pgm_dp.bayes.nuts.gauge_split`'s). Returns
+    the model kwargs, the start ``(theta, w)`` (``w`` its conditional mean given ``theta`` under the
     Gaussian stand-in), the stand-in's joint covariance of ``(theta, w)`` (the linearised
     model ``y = N mu(x) + J (theta - x) + A w + e``, ``e ~ N(0, diag(v))``, ``J = N Sigma``;
     NUTS's whitening), the cached functions and the data."""
@@ -283,10 +280,13 @@ def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray):
     return kw, start, cov, _functions(problem, kw), _data(problem, kw)
 
 
-def _setup(release, mrf, noise_aware, prior_scale, covariance, exact_noise=True):
+def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise="gaussian"):
     """The problem, model kwargs and Laplace fit (:func:`_plugin_fit` for large models;
-    with ``exact_noise`` and Laplace noise, then :func:`_latent_counts`)."""
+    for Laplace noise kept exact on that path, then :func:`_latent_counts`)."""
     problem = prepare(release, mrf)
+    exact_noise = laplace_noise == "exact" or (
+        laplace_noise == "auto" and problem.size <= LATENT_LIMIT
+    )
     if covariance == "auto":
         covariance = "exact" if problem.size <= EXACT_LIMIT else "plugin"
     if covariance not in ("exact", "plugin"):
@@ -301,90 +301,19 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, exact_noise=True)
     return problem, kw, x, cov, fns, data, plugin_covariance(problem, x[: problem.size])
 
 
-def _gauge_split(sigma: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
-    log-potentials, then any latent noise variances): ``G`` spans the gauge, the
-    log-potential directions that change no marginal (the null space of ``Sigma = d mu / d
-    theta``, ``sigma``), ``B`` the rest. The likelihood does not depend on the gauge
-    coordinates, so under the isotropic prior their posterior is the prior, exactly and
-    independently of the rest."""
-    w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
-    null = w <= 1e-10 * w.max()
-    d, extra = sigma.shape[0], size - sigma.shape[0]
-    basis = np.zeros((size, size - int(null.sum())))
-    basis[:d, : int((~null).sum())] = u[:, ~null]
-    basis[d:, int((~null).sum()) :] = np.eye(extra)
-    gauge = np.zeros((size, int(null.sum())))
-    gauge[:d] = u[:, null]
-    return basis, gauge
-
-
-def _whitened_potential(args, potential):
-    """The potential of ``z``, the log-potentials whitened by the Laplace fit:
-    ``theta = x + z L^T`` (``L L^T = H^-1``), for ``args = (data, x, L^T)``."""
-    data, x, chol_t = args
-    return lambda z: potential(x + matvec(z, chol_t), data)
-
-
-def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
-    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws,
-    ...)``: NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and mass-matrix
-    adaptation: dense up to :data:`DENSE_LIMIT` dimensions, diagonal above) on the whitened
-    coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
-    length and kept in ``fns``; the release's arrays are arguments, not constants folded into
-    the program (which made XLA's compile take tens of minutes at ``d = 2400``)."""
-    key = ("nuts", size, num_warmup, num_samples)
-    if key in fns:
-        return fns[key]
-    init_kernel, sample_kernel = hmc(
-        potential_fn_gen=functools.partial(_whitened_potential, potential=fns["potential"]),
-        algo="NUTS",
-    )
-    small = size <= DENSE_LIMIT
-
-    def chain(rng_key, args):
-        state = init_kernel(
-            jnp.zeros(size), num_warmup, adapt_mass_matrix=True, dense_mass=small,
-            model_args=(args,), rng_key=rng_key,
-        )  # fmt: skip
-
-        def step(state, _):
-            state = sample_kernel(state, model_args=(args,))
-            return state, (state.z, state.diverging, state.num_steps, state.energy)
-
-        state, _ = jax.lax.scan(step, state, None, length=num_warmup)
-        return jax.lax.scan(step, state, None, length=num_samples)[1]
-
-    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, None)))
-    return fns[key]
-
-
-def _nuts(fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale):
-    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats. NUTS runs
-    on the identifiable coordinates only (``split = (B, G)``, :func:`_gauge_split`), whitened
-    by ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior
-    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions)."""
-    basis, gauge = split
-    key_nuts, key_gauge = jax.random.split(key)
-    cov_b = basis.T @ cov @ basis
-    chol = np.linalg.cholesky(cov_b + 1e-12 * np.trace(cov_b) / len(cov_b) * np.eye(len(cov_b)))
-    whiten = basis @ chol  # theta = x_b + z whiten^T
-    x_b = np.asarray(x) - gauge @ (gauge.T @ np.asarray(x))
-    run = _sampler(fns, len(cov_b), int(num_warmup), int(num_samples))
-    low = functools.partial(jnp.asarray, dtype="float32" if len(cov_b) > FLOAT32_ABOVE else None)
-    data = (*data[:4], low(data[4]), low(data[5]))  # the precision and the counts' factor
-    args = (data, jnp.asarray(x_b), low(whiten.T))
-    z, diverging, steps, energy = run(jax.random.split(key_nuts, int(num_chains)), args)
-    stats = {
-        "diverging": np.asarray(diverging),
-        "n_steps": np.asarray(steps),
-        "energy": np.asarray(energy),
-        "lp": -np.asarray(energy),
-    }
-    free = prior_scale * np.asarray(
-        jax.random.normal(key_gauge, (int(num_chains), int(num_samples), gauge.shape[1]))
-    )
-    return x_b + np.asarray(z) @ whiten.T + free @ gauge.T, stats
+def _check(method, laplace_noise, num_warmup, num_samples, num_chains) -> None:
+    """A :class:`~pgm_dp.errors.DomainError` for any bad argument of :func:`posterior`."""
+    if method not in ("nuts", "laplace"):
+        raise DomainError(f"method must be 'nuts' or 'laplace', got {method!r}")
+    if laplace_noise not in ("auto", "exact", "gaussian"):
+        raise DomainError(
+            f"laplace_noise must be 'auto', 'exact' or 'gaussian', got {laplace_noise!r}"
+        )
+    for name, v in (("num_samples", num_samples), ("num_chains", num_chains)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise DomainError(f"{name} must be an integer >= 1, got {v!r}")
+    if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
+        raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
 
 
 def posterior(
@@ -399,12 +328,17 @@ def posterior(
     method: str = "nuts",
     covariance: str = "auto",
     prior_scale: float = PRIOR_SCALE,
+    laplace_noise: str = "auto",
 ) -> az.InferenceData:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
     ``noise_aware=False`` ignores the privacy noise (the release is taken as the true counts),
     for contrast. ``covariance``: ``"exact"``, ``"plugin"`` or ``"auto"`` (exact up to
-    :data:`EXACT_LIMIT` cells); see :mod:`pgm_dp.bayes.model`. ``rng``: seed, Generator or
+    :data:`EXACT_LIMIT` cells); see :mod:`pgm_dp.bayes.model`. ``laplace_noise``, on the
+    plug-in path with NUTS (the exact path always keeps the scale mixture): ``"exact"``,
+    latent counts and the Laplace density (:func:`_latent_counts`; NUTS needs many more
+    leapfrog steps, ``docs/bayes.md``), ``"gaussian"``, a Gaussian of the noise's variance,
+    or ``"auto"``, exact up to :data:`LATENT_LIMIT` cells. ``rng``: seed, Generator or
     JAX key. Chains run vectorised in one compiled program (no progress bar), compiled once per
     model structure and run length.
 
@@ -413,15 +347,10 @@ def posterior(
         idata = posterior(release, mrf, method="nuts", rng=0)
         az.summary(idata, var_names=["~theta"])
     """
-    if method not in ("nuts", "laplace"):
-        raise DomainError(f"method must be 'nuts' or 'laplace', got {method!r}")
-    for name, v in (("num_samples", num_samples), ("num_chains", num_chains)):
-        if isinstance(v, bool) or int(v) != v or v < 1:
-            raise DomainError(f"{name} must be an integer >= 1, got {v!r}")
-    if isinstance(num_warmup, bool) or int(num_warmup) != num_warmup or num_warmup < 0:
-        raise DomainError(f"num_warmup must be an integer >= 0, got {num_warmup!r}")
+    _check(method, laplace_noise, num_warmup, num_samples, num_chains)
     key_run, key_pred = jax.random.split(as_key(rng))
-    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, method == "nuts")
+    noise = laplace_noise if method == "nuts" else "gaussian"
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, noise)
     problem, kw, x, cov, fns, data, sigma = setup
     stats = None
     if method == "laplace":
@@ -429,9 +358,9 @@ def posterior(
         z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
-        split = _gauge_split(sigma, x.size)
+        split = gauge_split(sigma, x.size)
         run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
-        flat, stats = _nuts(fns, data, x, cov, split, *run)
+        flat, stats = nuts_draws(fns, data, x, cov, split, *run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}

@@ -1,0 +1,109 @@
+"""NUTS on the whitened identifiable log-potentials, compiled once per model structure."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.infer.hmc import hmc
+
+from .model import matvec
+
+__all__ = ["DENSE_LIMIT", "FLOAT32_ABOVE", "gauge_split", "nuts_draws"]
+
+#: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
+#: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
+DENSE_LIMIT = 32
+#: Above this many sampled dimensions the dense matrices in NUTS's potential (the whitening
+#: factor, the frozen precision, the latent counts' factor) are ``float32``: the products
+#: with them bound its cost, and ``float32`` halves their memory read (3.5x faster at
+#: ``d = 2400``); vectors, sums and the optimiser stay ``float64`` (``docs/bayes.md``).
+FLOAT32_ABOVE = 256
+
+
+def gauge_split(sigma: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
+    log-potentials, then any latent noise variances): ``G`` spans the gauge, the
+    log-potential directions that change no marginal (the null space of ``Sigma = d mu / d
+    theta``, ``sigma``), ``B`` the rest. The likelihood does not depend on the gauge
+    coordinates, so under the isotropic prior their posterior is the prior, exactly and
+    independently of the rest."""
+    w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
+    null = w <= 1e-10 * w.max()
+    d, extra = sigma.shape[0], size - sigma.shape[0]
+    basis = np.zeros((size, size - int(null.sum())))
+    basis[:d, : int((~null).sum())] = u[:, ~null]
+    basis[d:, int((~null).sum()) :] = np.eye(extra)
+    gauge = np.zeros((size, int(null.sum())))
+    gauge[:d] = u[:, null]
+    return basis, gauge
+
+
+def _whitened_potential(args, potential):
+    """The potential of ``z``, the log-potentials whitened by the Laplace fit:
+    ``theta = x + z L^T`` (``L L^T = H^-1``), for ``args = (data, x, L^T)``."""
+    data, x, chol_t = args
+    return lambda z: potential(x + matvec(z, chol_t), data)
+
+
+def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
+    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws,
+    ...)``: NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and mass-matrix
+    adaptation: dense up to :data:`DENSE_LIMIT` dimensions, diagonal above) on the whitened
+    coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
+    length and kept in ``fns``; the release's arrays are arguments, not constants folded into
+    the program (which made XLA's compile take tens of minutes at ``d = 2400``)."""
+    key = ("nuts", size, num_warmup, num_samples)
+    if key in fns:
+        return fns[key]
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=functools.partial(_whitened_potential, potential=fns["potential"]),
+        algo="NUTS",
+    )
+    small = size <= DENSE_LIMIT
+
+    def chain(rng_key, args):
+        state = init_kernel(
+            jnp.zeros(size), num_warmup, adapt_mass_matrix=True, dense_mass=small,
+            model_args=(args,), rng_key=rng_key,
+        )  # fmt: skip
+
+        def step(state, _):
+            state = sample_kernel(state, model_args=(args,))
+            return state, (state.z, state.diverging, state.num_steps, state.energy)
+
+        state, _ = jax.lax.scan(step, state, None, length=num_warmup)
+        return jax.lax.scan(step, state, None, length=num_samples)[1]
+
+    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, None)))
+    return fns[key]
+
+
+def nuts_draws(fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats. NUTS runs
+    on the identifiable coordinates only (``split = (B, G)``, :func:`gauge_split`), whitened
+    by ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior
+    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions)."""
+    basis, gauge = split
+    key_nuts, key_gauge = jax.random.split(key)
+    cov_b = basis.T @ cov @ basis
+    chol = np.linalg.cholesky(cov_b + 1e-12 * np.trace(cov_b) / len(cov_b) * np.eye(len(cov_b)))
+    whiten = basis @ chol  # theta = x_b + z whiten^T
+    x_b = np.asarray(x) - gauge @ (gauge.T @ np.asarray(x))
+    run = _sampler(fns, len(cov_b), int(num_warmup), int(num_samples))
+    low = functools.partial(jnp.asarray, dtype="float32" if len(cov_b) > FLOAT32_ABOVE else None)
+    data = (*data[:4], low(data[4]), low(data[5]))  # the precision and the counts' factor
+    args = (data, jnp.asarray(x_b), low(whiten.T))
+    z, diverging, steps, energy = run(jax.random.split(key_nuts, int(num_chains)), args)
+    stats = {
+        "diverging": np.asarray(diverging),
+        "n_steps": np.asarray(steps),
+        "energy": np.asarray(energy),
+        "lp": -np.asarray(energy),
+    }
+    free = prior_scale * np.asarray(
+        jax.random.normal(key_gauge, (int(num_chains), int(num_samples), gauge.shape[1]))
+    )
+    return x_b + np.asarray(z) @ whiten.T + free @ gauge.T, stats
