@@ -25,11 +25,12 @@ The model (our notation; Bernstein et al. 2017, Eq. 3-5; Räisä et al. 2023, Eq
 :func:`enumerated_covariance`, plus a ``d x d`` Cholesky, ``d`` the number of cells: small
 models); ``"plugin"`` freezes it at a reference ``theta`` (:func:`plugin_covariance`). With
 the frozen ``Sigma`` Gaussian noise is still integrated out exactly (one Cholesky factor per
-run). Laplace noise is kept exact by data augmentation instead (Ju et al. 2022's latent
+run). Laplace noise is either kept exact by data augmentation (Ju et al. 2022's latent
 statistics, with the CLT as their law): ``n = N mu + A w``, ``w ~ N(0, I_r)``, ``A A^T = N
 Sigma`` (``r`` the rank of ``Sigma``), and ``y_j | n_j`` follows the release's own noise
-(:class:`ReleaseNoise`: Laplace or Gaussian per cell). The Laplace method's Gaussian fit on
-that path replaces the Laplace noise by a Gaussian of its variance (``docs/bayes.md``).
+(:class:`ReleaseNoise`: Laplace or Gaussian per cell); or replaced by a Gaussian of its
+variance, which is much cheaper for NUTS on large models (``posterior``'s
+``laplace_noise``; ``docs/bayes.md``).
 """
 
 from __future__ import annotations
