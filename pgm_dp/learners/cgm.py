@@ -51,6 +51,7 @@ import scipy.optimize
 
 from .._config import one_blas_thread
 from .._progress import tick
+from ..inference.counting import trw_counting_numbers
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
@@ -187,7 +188,7 @@ class CGMEM:
     True
     """
 
-    inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
+    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     pseudo_count: float = 0.0
     solver: Literal["lbfgs", "em"] = "lbfgs"
@@ -257,8 +258,11 @@ class CGMEM:
         return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField, scales) -> MarkovRandomField:
-        if self.inference == "loopy_bp" and self.init != "uniform":  # closed form, any size
-            return mrf.replace(bethe_naive(release, mrf))
+        if self.inference != "junction_tree" and self.init != "uniform":  # closed form
+            rho = None
+            if self.inference == "trw_bp":
+                rho = trw_counting_numbers(mrf.domain, mrf.cliques)
+            return mrf.replace(bethe_naive(release, mrf, rho))
         stiff = float(release.total) / float(np.min(scales)) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)

@@ -8,8 +8,9 @@ approximate MAP problem (Eq. 6)
 
 by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
 ``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is the exact junction tree
-(``inference="junction_tree"``) or damped loopy BP (``"loopy_bp"``). Design choices and
-their measurements: ``docs/cgm_em.md``.
+(``inference="junction_tree"``), damped loopy BP (``"loopy_bp"``) or its convex,
+tree-reweighted variant (``"trw_bp"``: a unique BP fixed point, a smooth EM objective).
+Design choices and their measurements: ``docs/cgm_em.md``.
 
 >>> from pgm_dp.models import third_order_chain
 >>> from pgm_dp.privacy import PureDP, release_marginals
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import jit_program
+from ..inference.counting import trw_counting_numbers
 from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
@@ -45,16 +47,18 @@ _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loop
 
 
 def _bp(domain, cliques, max_cells, inference):
-    """``tables -> (clique marginals, log Z)`` by the junction tree or loopy BP. With loopy
+    """``tables -> (clique marginals, log Z)`` by the junction tree, loopy BP or
+    tree-reweighted BP (``"trw_bp"``, :mod:`pgm_dp.inference.counting`). With loopy
     BP the "tables" are one flat vector of all cliques (:func:`_flat`): the stacked BP
     reads it as is, so the compiled E-step does not grow with the number of cliques."""
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
         return lambda tables: marginals_and_log_z(jt, cliques, tables)
     graph = factor_graph(domain, cliques)
+    rho = trw_counting_numbers(domain, cliques) if inference == "trw_bp" else None
 
     def loopy(tables, init=None):  # also the messages: a warm start for the next call
-        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init)
+        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init, rho=rho)
         return [res.marginals], res.log_z, res.messages
 
     return loopy
@@ -62,7 +66,7 @@ def _bp(domain, cliques, max_cells, inference):
 
 def _flat(inference) -> bool:
     """Whether the E-step works on one flat vector (loopy BP) rather than per clique."""
-    return inference == "loopy_bp"
+    return inference in ("loopy_bp", "trw_bp")
 
 
 def clique_statistics(mrf: MarkovRandomField, n) -> list:
@@ -214,7 +218,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
     if smoothing <= 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    if inference not in ("junction_tree", "loopy_bp"):
+    if inference not in ("junction_tree", "loopy_bp", "trw_bp"):
         raise ValueError(f"unknown inference {inference!r}")
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
@@ -247,7 +251,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
 
 def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> list:
     """``N`` times the model's clique marginals: NLBP's default starting statistics."""
-    margs = mrf.marginals() if inference == "junction_tree" else mrf.marginals("loopy_bp")
+    margs = mrf.marginals(inference)
     tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
     if _flat(inference):
         return [jnp.asarray(np.concatenate([t.ravel() for t in tables]))]
@@ -263,7 +267,7 @@ def nlbp(
     smoothing: float = 1.0,
     tol: float = 1e-7,
     max_iters: int = 2000,
-    inference: Literal["junction_tree", "loopy_bp"] = "junction_tree",
+    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree",
     anderson: int = 5,
 ):
     """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.
