@@ -107,7 +107,8 @@ class EMState(NamedTuple):
 
     ``n``, ``acc``, ``alpha``: NLBP's statistics, Anderson history and damping to resume
     from; ``passes``: BP passes so far; ``tol``: the NLBP tolerance of the last E-step and
-    ``capped`` whether it stopped before reaching it; ``value``, ``grad``, ``shifted``:
+    ``capped`` whether it stopped before reaching it or a loopy BP run of the objective did
+    not converge; ``value``, ``grad``, ``shifted``:
     ``-F / N``, ``-grad F / N`` and NLBP's final ``theta'`` at ``x``.
     """
 
@@ -144,7 +145,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         problem.scales,
     )
     report = np.asarray(report)
-    grad, (value, delta, iters) = report[:-3], report[-3:]
+    grad, (value, delta, iters, bp_ok) = report[:-4], report[-4:]
     return EMState(
         n=n,
         acc=acc,
@@ -152,7 +153,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         passes=state.passes + int(iters),
         x=np.array(flat, dtype=np.float64),
         tol=tol,
-        capped=bool(delta > tol),
+        capped=bool(delta > tol) or not bp_ok,
         value=float(value),
         grad=grad,
         shifted=shifted,

@@ -47,19 +47,19 @@ _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loop
 
 
 def _bp(domain, cliques, max_cells, inference):
-    """``tables -> (clique marginals, log Z)`` by the junction tree, loopy BP or
+    """``tables -> (clique marginals, log Z, converged)`` by the junction tree, loopy BP or
     tree-reweighted BP (``"trw_bp"``, :mod:`pgm_dp.inference.counting`). With loopy
     BP the "tables" are one flat vector of all cliques (:func:`_flat`): the stacked BP
     reads it as is, so the compiled E-step does not grow with the number of cliques."""
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
-        return lambda tables: marginals_and_log_z(jt, cliques, tables)
+        return lambda tables: (*marginals_and_log_z(jt, cliques, tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)
     rho = trw_counting_numbers(domain, cliques) if inference == "trw_bp" else None
 
     def loopy(tables, init=None):  # also the messages: a warm start for the next call
         res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init, rho=rho)
-        return [res.marginals], res.log_z, res.messages
+        return [res.marginals], res.log_z, res.converged, res.messages
 
     return loopy
 
@@ -112,7 +112,7 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
         def body(state):
             inner, warm = state
             shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
-            new, _, *warm = bp(shifted, *warm)
+            new, _, _, *warm = bp(shifted, *warm)
             c = functools.partial(curvature, y, scales)
             f = total * concat_tables(new) - inner[0]  # F(n) - n on the flat statistics
             return _safeguarded_step(inner, f, c, damping), tuple(warm)
@@ -138,15 +138,16 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
 
     def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
         """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
-        ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
-        copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2. Priors
-        per record: ``lam = tau / N`` (Gaussian) and ``rho = beta / N`` (conjugate)."""
+        ``-grad F / N`` followed by ``-F / N``, the NLBP delta, its iterations and whether
+        both BP runs of ``F`` converged (one host copy). NLBP starts from ``n0`` and the
+        last E-step's damping regrown by 2. Priors per record: ``lam = tau / N`` (Gaussian)
+        and ``rho = beta / N`` (conjugate)."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
         shifted = shift(theta, y, n, scales)
-        mu_star, log_z_star, *warm = bp(shifted, *warm)  # loopy BP: from the E-step's messages
-        mu, log_z, *_ = bp(theta, *warm)
+        mu_star, log_z_star, ok, *warm = bp(shifted, *warm)  # loopy: the E-step's messages
+        mu, log_z, ok_theta, *_ = bp(theta, *warm)
         fit = sum(
             noise_log_density(k, scales[i], smoothing, yc, total * m)
             for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
@@ -158,7 +159,9 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
         value = value + rho * (jnp.dot(uniform, flat_theta) - log_z)
         mu = concat_tables(mu)
         grad = concat_tables(mu_star) - mu - 2.0 * lam * flat_theta + rho * (uniform - mu)
-        report = jnp.concatenate([-grad, jnp.stack([-value, delta, iters.astype(grad.dtype)])])
+        ok = (ok & ok_theta).astype(grad.dtype)
+        tail = jnp.stack([-value, delta, iters.astype(grad.dtype), ok])
+        report = jnp.concatenate([-grad, tail])
         return report, n, shifted, alpha, acc
 
     return objective
