@@ -27,6 +27,8 @@ BP's fixed point unique:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
@@ -39,9 +41,16 @@ _DENSE_LIMIT = 4000  # variables up to which L^+ is formed densely
 _FORESTS = 64  # random spanning forests averaged beyond it
 
 
+@functools.lru_cache(maxsize=32)
 def trw_counting_numbers(domain: Domain, cliques: tuple[Clique, ...]) -> np.ndarray:
-    """Counting numbers ``rho`` (one per clique, in order) that make reweighted BP's free
-    energy convex; see the module docstring for the rule."""
+    """Counting numbers ``rho`` (one per clique, in order; read-only, cached per structure)
+    that make reweighted BP's free energy convex; see the module docstring for the rule."""
+    rho = _counting_numbers(domain, tuple(cliques))
+    rho.setflags(write=False)
+    return rho
+
+
+def _counting_numbers(domain: Domain, cliques: tuple[Clique, ...]) -> np.ndarray:
     sizes = np.array([len(c) for c in cliques])
     rho = np.ones(len(cliques))
     pair = sizes == 2

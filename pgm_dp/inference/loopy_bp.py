@@ -186,13 +186,23 @@ def uniform_messages(graph: FactorGraph) -> jax.Array:
 
 
 def loopy_bp_flat(
-    graph: FactorGraph, damping: float, tol, max_iters, flat_theta, init=None, rho=None
+    graph: FactorGraph,
+    damping: float,
+    tol,
+    max_iters,
+    flat_theta,
+    init=None,
+    rho=None,
+    adaptive: bool = False,
 ) -> FlatBP:
     """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
     :func:`pgm_dp.learners.base.concat_tables`'s order); ``tol`` and ``max_iters`` may be
     traced, ``damping`` is a Python float. ``init``: starting messages (``messages`` of an
     earlier result; default :func:`uniform_messages`); ``rho``: counting numbers, one per
-    clique (may be traced; ``None``: Bethe, all 1)."""
+    clique (may be traced; ``None``: Bethe, all 1). ``adaptive`` (our schedule): start at
+    ``damping`` and, after every sweep whose largest change exceeds the last one's, raise
+    it to ``min(0.9, (1 + d) / 2)`` (0 -> 0.5 -> 0.75 -> 0.875 -> 0.9): undamped where
+    that converges, damped where messages oscillate."""
     flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
     rhos, edge_rho = _weights(graph, rho)
     psis = [
@@ -203,20 +213,24 @@ def loopy_bp_flat(
     init = uniform_messages(graph) if init is None else init
 
     def body(state):
-        f2v, _, it = state
+        f2v, last, it, d = state
         new = _factor_to_variable(graph, psis, _variable_side(graph, f2v, edge_rho)[0])
-        if damping > 0:
+        if adaptive:
+            new = jnp.logaddexp(jnp.log1p(-d) + new, jnp.log(d) + f2v)
+        elif damping > 0:
             new = jnp.logaddexp(np.log1p(-damping) + new, np.log(damping) + f2v)
         change = jnp.where(new == f2v, 0.0, jnp.abs(new - f2v))
         delta = jnp.max(change, initial=0.0)
-        return new, jnp.where(jnp.isnan(delta), jnp.inf, delta), it + 1
+        delta = jnp.where(jnp.isnan(delta), jnp.inf, delta)
+        d = jnp.where(delta > last, jnp.minimum(0.9, 0.5 * (1.0 + d)), d)
+        return new, delta, it + 1, d
 
     def cond(state):
-        _, delta, it = state
+        _, delta, it, _ = state
         return (delta > tol) & (it < max_iters)
 
-    start = (init, jnp.asarray(jnp.inf), jnp.asarray(0))
-    f2v, delta, iters = jax.lax.while_loop(cond, body, start)
+    start = (init, jnp.asarray(jnp.inf), jnp.asarray(0), jnp.asarray(float(damping)))
+    f2v, delta, iters, _ = jax.lax.while_loop(cond, body, start)
     marginals, var_marginals, log_z = _finish(graph, psis, f2v, rhos, edge_rho)
     return FlatBP(marginals, var_marginals, log_z, iters, delta <= tol, f2v)
 

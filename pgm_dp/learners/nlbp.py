@@ -44,6 +44,7 @@ from .dual_estep import newton_loop
 __all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
 _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
+_TRW_BP = (0.0, 1e-9, 500)  # the same for TRW BP (starting damping of its schedule)
 
 
 def _bp(domain, cliques, max_cells, inference):
@@ -55,10 +56,11 @@ def _bp(domain, cliques, max_cells, inference):
         jt = build_junction_tree(domain, cliques, max_cells)
         return lambda tables: (*marginals_and_log_z(jt, cliques, tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)
-    rho = trw_counting_numbers(domain, cliques) if inference == "trw_bp" else None
+    trw = inference == "trw_bp"  # convex: undamped first, damped where messages oscillate
+    rho, setting = (trw_counting_numbers(domain, cliques), _TRW_BP) if trw else (None, _LOOPY_BP)
 
     def loopy(tables, init=None):  # also the messages: a warm start for the next call
-        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init, rho=rho)
+        res = loopy_bp_flat(graph, *setting, tables[0], init=init, rho=rho, adaptive=trw)
         return [res.marginals], res.log_z, res.converged, res.messages
 
     return loopy

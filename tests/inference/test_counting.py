@@ -64,6 +64,10 @@ def test_trw_fixed_point_is_unique_and_bounds_log_z(rng):
     flat = flatten_tables(mrf.log_potentials)
     starts = [None] + [rng.normal(scale=3.0, size=(graph.n_edges, graph.width)) for _ in range(3)]
     results = [loopy_bp_flat(graph, 0.5, 1e-12, 20000, flat, init=s, rho=rho) for s in starts]
+    results += [  # the adaptive damping schedule, from no damping
+        loopy_bp_flat(graph, 0.0, 1e-12, 20000, flat, init=s, rho=rho, adaptive=True)
+        for s in starts
+    ]
     for res in results:
         assert bool(res.converged)
         np.testing.assert_allclose(res.marginals, results[0].marginals, atol=1e-8)
