@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.csgraph
 
@@ -80,13 +81,17 @@ def _laplacian(n: int, ends: np.ndarray, weights=None) -> scipy.sparse.csr_matri
 
 def _edge_appearance(n: int, ends: np.ndarray) -> np.ndarray:
     """``P(e in T)`` for ``T`` a uniform spanning forest: effective resistances (exact,
-    ``L^+`` dense) up to ``_DENSE_LIMIT`` variables; beyond, the fraction of ``_FORESTS``
-    random minimum spanning forests (random weights, fixed seed) holding each edge (a
+    ``L^+`` by a dense Cholesky factorisation) up to ``_DENSE_LIMIT`` variables; beyond,
+    the fraction of ``_FORESTS`` random minimum spanning forests (random weights, fixed seed) holding each edge (a
     distribution over spanning forests too, so still a valid TRW choice)."""
-    if n <= _DENSE_LIMIT:
-        pinv = np.linalg.pinv(_laplacian(n, ends).toarray(), hermitian=True)
+    if n <= _DENSE_LIMIT:  # (L + P)^-1 = L^+ + P, P the projector onto L's kernel
+        lap = _laplacian(n, ends).toarray()
+        _, labels = scipy.sparse.csgraph.connected_components(lap != 0, directed=False)
+        same = labels[:, None] == labels[None, :]
+        lap += same / np.bincount(labels)[labels][:, None]
+        inv = scipy.linalg.cho_solve(scipy.linalg.cho_factor(lap), np.eye(n))
         s, t = ends[:, 0], ends[:, 1]
-        r = pinv[s, s] + pinv[t, t] - 2.0 * pinv[s, t]
+        r = inv[s, s] + inv[t, t] - 2.0 * inv[s, t]
         return np.clip(r, 1e-12, 1.0)
     rng = np.random.default_rng(0)
     hits = np.zeros(len(ends))
