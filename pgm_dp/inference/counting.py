@@ -82,8 +82,9 @@ def _laplacian(n: int, ends: np.ndarray, weights=None) -> scipy.sparse.csr_matri
 def _edge_appearance(n: int, ends: np.ndarray) -> np.ndarray:
     """``P(e in T)`` for ``T`` a uniform spanning forest: effective resistances (exact,
     ``L^+`` by a dense Cholesky factorisation) up to ``_DENSE_LIMIT`` variables; beyond,
-    the fraction of ``_FORESTS`` random minimum spanning forests (random weights, fixed seed) holding each edge (a
-    distribution over spanning forests too, so still a valid TRW choice)."""
+    the fraction of ``_FORESTS`` random minimum spanning forests (random weights, fixed
+    seed) holding each edge (a distribution over spanning forests too: a valid TRW
+    choice)."""
     if n <= _DENSE_LIMIT:  # (L + P)^-1 = L^+ + P, P the projector onto L's kernel
         lap = _laplacian(n, ends).toarray()
         _, labels = scipy.sparse.csgraph.connected_components(lap != 0, directed=False)
