@@ -95,3 +95,14 @@ def test_bad_counting_numbers(rng):
         loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials, counting="convex")
     with pytest.raises(ValueError):
         loopy_bp(mrf.domain, mrf.cliques, mrf.log_potentials, counting=np.zeros(7))
+
+
+def test_large_graphs_average_random_spanning_forests(monkeypatch):
+    import pgm_dp.inference.counting as counting
+
+    grid = _grid(4, 2, np.random.default_rng(0))
+    exact = trw_counting_numbers(grid.domain, grid.cliques)
+    monkeypatch.setattr(counting, "_DENSE_LIMIT", 0)
+    rho = counting._counting_numbers(grid.domain, grid.cliques)
+    assert abs(rho[:-1].sum() - 15.0) < 1e-9  # every forest holds |V| - 1 edges
+    assert np.all((rho > 0) & (rho <= 1)) and np.max(np.abs(rho - exact)) < 0.25
