@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pgm_dp import Domain, MarkovRandomField, PureDP, release_marginals
+from pgm_dp import ConvergenceWarning, Domain, MarkovRandomField, PureDP, release_marginals
 from pgm_dp.inference.counting import trw_counting_numbers
 from pgm_dp.inference.loopy_bp import loopy_bp
 from pgm_dp.learners.base import flatten_tables, unflatten_tables
@@ -109,3 +109,19 @@ def test_trw_cgm_on_a_tree_is_the_exact_fit():
     trw = CGMEM(inference="trw_bp").fit(release, tree)
     assert trw.info["converged"]
     assert abs(trw.info["objective"] - exact.info["objective"]) < 1e-6
+
+
+def test_a_fit_whose_bp_did_not_converge_is_not_reported_converged(monkeypatch):
+    import importlib
+
+    nlbp_module = importlib.import_module("pgm_dp.learners.nlbp")
+    grid = _small_grid(3, 2)
+    release = release_marginals(grid.sample(5000, rng=1), grid, budget=PureDP(1.0), rng=2)
+    monkeypatch.setattr(nlbp_module, "_TRW_BP", (0.0, 1e-9, 1))  # one BP sweep per call
+    nlbp_module.nlbp_programs.cache_clear()
+    try:
+        with pytest.warns(ConvergenceWarning):
+            fit = CGMEM(inference="trw_bp", max_iters=20).fit(release, grid)  # else 9 its
+    finally:
+        nlbp_module.nlbp_programs.cache_clear()
+    assert not fit.info["converged"]
