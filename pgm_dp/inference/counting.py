@@ -8,7 +8,7 @@ on the local polytope, hence the approximate ``log Z`` convex in the log-potenti
 BP's fixed point unique:
 
 * pairwise models (every clique of at most two variables): the tree-reweighted entropy of
-  Wainwright, Jaakkola & Willsky (2005, IEEE Trans. IT 51(7), Sec. IV, Eq. 18-21), with
+  Wainwright, Jaakkola & Willsky (2005, IEEE Trans. Inf. Theory 51(7)), with
   ``rho_e`` the edge appearance probabilities of the *uniform* distribution over spanning
   trees (forests: per connected component), which by Kirchhoff's theorem are the edges'
   effective resistances ``(e_s - e_t)^T L^+ (e_s - e_t)`` (``L`` the graph Laplacian). On a
@@ -17,7 +17,7 @@ BP's fixed point unique:
 * with larger cliques, an acyclic factor graph keeps ``rho = 1`` (exact); otherwise
   ``rho_a = 1 / max_{v in a} d_v`` (``d_v`` the variable's cliques of two or more
   variables), so that every ``c_v >= 0`` besides the cancelling unary terms: a non-negative
-  sum of entropies, concave (Heskes 2006, JAIR 26, Thm. 1 with a trivial allocation).
+  sum of entropies, concave (Heskes 2006, JAIR 26: his convexity condition, trivially).
 
 >>> from pgm_dp import Domain
 >>> dom = Domain(["A", "B", "C"], [2, 2, 2])

@@ -30,8 +30,8 @@ sum_v c_v H(b_v)`` and its stationary points are the fixed points of
     n_{u->a} = sum_{a' ni u} rho_{a'} m_{a'->u} - m_{a->u},
 
 beliefs ``b_a ~ exp(psi_a / rho_a + sum_u n_{u->a})``, ``b_v ~ exp(sum_a rho_a m_{a->v})``:
-the tree-reweighted BP of Wainwright, Jaakkola & Willsky (2005, Eq. 39) written on the
-factor graph (fractional BP, Wiegerinck & Heskes 2003); ``rho = 1`` is the standard BP
+the tree-reweighted message update of Wainwright, Jaakkola & Willsky (2005) written on
+the factor graph (fractional BP, Wiegerinck & Heskes 2003); ``rho = 1`` is the standard BP
 above. With ``counting="trw"`` (:mod:`.counting`) the entropy is concave, ``-F`` a convex
 upper bound on ``log Z`` in the log-potentials and the fixed point unique.
 """
