@@ -3,7 +3,7 @@
 Run from the repository root:
 
     python benchmarks/bench_scale.py chain             # first calls, T = 10..160
-    python benchmarks/bench_scale.py grid --n 30 --k 5 # loopy BP, CGM-EM(loopy) and mbi
+    python benchmarks/bench_scale.py grid --n 30 --k 5 # TRW BP, CGM-EM(trw_bp) and mbi
     python benchmarks/bench_scale.py grid --n 10 --k 3 --kl
 
 1. ``chain``: on the third-order chain (k = 10), each T in a fresh process, the first call
@@ -11,18 +11,21 @@ Run from the repository root:
    per clique), of the same on one flat parameter vector, and of the MLE objective
    (``fit_marginals``' compiled value and gradient);
 2. ``grid``: on an n x n pairwise grid (Dirichlet(1) potentials, k states), the first and a
-   later ``marginals(method="loopy_bp")`` call, then ``CGMEM(inference="loopy_bp")`` on a
-   Laplace release (N = 1e5 Gibbs records, epsilon = 1): time, peak resident memory,
-   convergence and the mean L1 error of its loopy-BP clique marginals against the
-   records' empirical marginals; beside it, on the same release, mbi's mirror descent with
-   its convex-GBP marginal oracle (``mbi.approximate_oracles.mirror_descent``, step
-   ``2 / (L N)`` as mbi's exact mirror descent, where mbi is installed), in a child
-   process stopped after ``--mbi-timeout`` seconds. ``--kl`` adds the exact KL (junction
-   tree: small grids only) of CGM-EM's model and of the closed-form Bethe naive MLE (the
-   naive MLE under loopy BP, CGM-EM's start) and of the Bethe MLE of the truth's exact
-   marginals (what loopy-BP learning reaches without noise); ``--exact-naive`` also fits
-   naive MLE exactly (slow: the grid's junction tree). ``--cgm-max-iters`` caps CGM-EM's
-   L-BFGS iterations; every 10 of them are reported with the time so far.
+   later ``marginals(method=...)`` call, then ``CGMEM(inference=--inference)`` (default
+   ``trw_bp``, tree-reweighted BP; ``loopy_bp`` the Bethe BP) on a Laplace release (N = 1e5
+   Gibbs records, epsilon = 1; ``--records-cache FILE`` keeps the records between runs),
+   fitted twice (first call with compiling, then compiled): time, convergence, L-BFGS
+   iterations, peak resident memory and the mean L1 error of its BP clique marginals
+   against the records' empirical marginals; beside it, on the same release, mbi's mirror
+   descent with its convex-GBP marginal oracle (``mbi.approximate_oracles.mirror_descent``,
+   step ``2 / (L N)`` as mbi's exact mirror descent, where mbi is installed), in a child
+   process stopped after ``--mbi-timeout`` seconds, its L1 printed at 10, 30, 100, 300, ...
+   iterations so that a stopped run reports what it reached. ``--kl`` adds the exact KL
+   (junction tree: small grids only) of CGM-EM's model, of the closed-form naive MLE under
+   the same inference (CGM-EM's start) and of that inference's MLE of the truth's exact
+   marginals (what it reaches without noise); ``--exact-naive`` also fits naive MLE
+   exactly (slow: the grid's junction tree). ``--cgm-max-iters`` caps CGM-EM's L-BFGS
+   iterations; every 10 of them are reported with the time so far.
 """
 
 from __future__ import annotations
@@ -68,8 +71,10 @@ def grid_model(n: int, k: int):
     return dirichlet_pairwise(edges, n * n, k, rng=0)
 
 
-def mbi_convex_gbp(release, truth, iters: int) -> tuple[dict, float]:
-    """mbi's mirror descent with convex GBP on ``release``: (marginals, seconds)."""
+def mbi_convex_gbp(release, truth, iters: int, checkpoint=None) -> tuple[dict, float]:
+    """mbi's mirror descent with convex GBP on ``release``: (marginals, seconds);
+    ``checkpoint(iteration, marginals, seconds)`` is called at iterations 10, 30, 100, ...
+    (compile included in ``seconds``)."""
     import numpy as np
     from mbi import marginal_loss
     from mbi.approximate_oracles import mirror_descent
@@ -77,32 +82,52 @@ def mbi_convex_gbp(release, truth, iters: int) -> tuple[dict, float]:
     from pgm_dp.learners.mbi import to_mbi_measurements
 
     total = float(release.total)
-    start = time.perf_counter()
+    start, seen = time.perf_counter(), [0]
+    marks = {m for m in (10, 30, 100, 300, 1000, 3000) if m < iters}
     dom, measurements = to_mbi_measurements(release)
     loss = marginal_loss.from_linear_measurements(measurements, dom)
+
+    def ours(mu) -> dict:
+        by_set = {frozenset(c): c for c in mu.cliques}
+        return {
+            c: np.asarray(mu[by_set[frozenset(c)]].transpose(c).values) / total
+            for c in truth.cliques
+        }
+
+    def callback(mu) -> None:
+        seen[0] += 1
+        if checkpoint is not None and seen[0] in marks:
+            checkpoint(seen[0], ours(mu), time.perf_counter() - start)
+
     mu = mirror_descent(
-        dom, loss, known_total=total, stepsize=2.0 / (loss.lipschitz * total), iters=iters
+        dom,
+        loss,
+        known_total=total,
+        stepsize=2.0 / (loss.lipschitz * total),
+        iters=iters,
+        callback_fn=callback,
     )
-    seconds = time.perf_counter() - start
-    by_set = {frozenset(c): c for c in mu.cliques}
-    margs = {
-        c: np.asarray(mu[by_set[frozenset(c)]].transpose(c).values) / total for c in truth.cliques
-    }
-    return margs, seconds
+    return ours(mu), time.perf_counter() - start
 
 
 def grid_mbi(path: str, iters: int) -> None:
     """Child process of ``grid``: mbi's convex GBP on the pickled (release, truth,
-    empirical marginals) at ``path``."""
+    empirical marginals) at ``path``; one line per checkpoint, so that a run stopped by
+    its timeout still reports the iterations it reached."""
     import pickle
 
     from pgm_dp.metrics import marginal_l1_error
 
     with open(path, "rb") as fh:
         release, truth, empirical = pickle.load(fh)
-    margs, seconds = mbi_convex_gbp(release, truth, iters)
-    error = marginal_l1_error(margs, empirical)
-    print(f"mbi convex-GBP mirror descent ({iters} iterations): {seconds:.1f} s, L1 {error:.4f}")
+
+    def checkpoint(it: int, margs: dict, seconds: float) -> None:
+        error = marginal_l1_error(margs, empirical)
+        print(f"mbi convex-GBP mirror descent ({it} iterations): {seconds:.1f} s, L1 {error:.4f}")
+        sys.stdout.flush()
+
+    margs, seconds = mbi_convex_gbp(release, truth, iters, checkpoint)
+    checkpoint(iters, margs, seconds)
 
 
 def run_mbi_capped(release, truth, empirical, iters: int, timeout: float) -> None:
@@ -118,32 +143,42 @@ def run_mbi_capped(release, truth, empirical, iters: int, timeout: float) -> Non
         start = time.perf_counter()
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            print(f"mbi convex GBP: not finished after {timeout:.0f} s (stopped)", flush=True)
-            return
-        lines = out.stdout.strip().splitlines() or ["(no output)"]
+            stdout, stopped = out.stdout, False
+        except subprocess.TimeoutExpired as exc:
+            stdout, stopped = exc.stdout or "", True
+            stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
+        lines = [line for line in stdout.splitlines() if line.startswith("mbi")]
         seconds = time.perf_counter() - start
-        print(f"{lines[-1]} (child process {seconds:.1f} s in all)", flush=True)
-        if "mbi" not in lines[-1]:
-            print(out.stderr.strip().splitlines()[-1:], flush=True)
+        for line in lines:
+            print(line, flush=True)
+        if stopped:
+            print(f"mbi convex GBP: not finished after {timeout:.0f} s (stopped)", flush=True)
+        else:
+            print(f"(mbi child process {seconds:.1f} s in all)", flush=True)
+            if not lines:
+                print(out.stderr.strip().splitlines()[-1:], flush=True)
 
 
-def grid_kl(truth, release, fit, exact_naive: bool) -> None:
-    """Exact KL from ``truth`` to CGM-EM's (loopy) model, to the closed-form Bethe naive
-    MLE (:func:`~pgm_dp.learners.conditioning.bethe_naive`: the naive MLE under loopy BP,
-    CGM-EM's start) and, with ``exact_naive``, to the naive MLE fitted exactly."""
+def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
+    """Exact KL from ``truth`` to CGM-EM's model, to the closed-form naive MLE under the same
+    inference (:func:`~pgm_dp.learners.conditioning.bethe_naive`, CGM-EM's start), to that
+    inference's MLE of the truth's exact marginals (what it reaches without noise) and,
+    with ``exact_naive``, to the naive MLE fitted exactly."""
+    from pgm_dp.inference.counting import trw_counting_numbers
     from pgm_dp.learners import NaiveMLE
     from pgm_dp.learners.conditioning import bethe_naive, bethe_start
     from pgm_dp.metrics import kl_divergence
 
     start = time.perf_counter()
-    bethe = truth.replace(bethe_naive(release, truth))
-    exact = truth.marginals()  # the Bethe MLE of the truth's own marginals: no noise, N = oo
-    floor = truth.replace(bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact)))
+    rho = trw_counting_numbers(truth.domain, truth.cliques) if inference == "trw_bp" else None
+    naive = truth.replace(bethe_naive(release, truth, rho))
+    exact = truth.marginals()  # the MLE of the truth's own marginals: no noise, N = oo
+    tables = bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact), rho)
+    floor = truth.replace(tables)
     line = (
-        f"KL(truth || CGMEM loopy) {kl_divergence(truth, fit.model):.4f}, "
-        f"KL(truth || Bethe naive MLE) {kl_divergence(truth, bethe):.4f}, "
-        f"KL(truth || Bethe MLE of the true marginals) {kl_divergence(truth, floor):.4f}"
+        f"KL(truth || CGMEM {inference}) {kl_divergence(truth, fit.model):.4f}, "
+        f"KL(truth || closed-form naive MLE, {inference}) {kl_divergence(truth, naive):.4f}, "
+        f"KL(truth || {inference} MLE of the true marginals) {kl_divergence(truth, floor):.4f}"
     )
     print(f"{line} ({time.perf_counter() - start:.1f} s)", flush=True)
     if exact_naive:
@@ -151,26 +186,33 @@ def grid_kl(truth, release, fit, exact_naive: bool) -> None:
         print(f"KL(truth || naive MLE, exact) {kl_divergence(truth, naive.model):.4f}")
 
 
-def grid(n: int, k: int, records: int, kl: bool, args) -> None:
-    import numpy as np
+def grid_records(truth, records: int, cache: str | None):
+    """``records`` Gibbs samples of ``truth`` (seed 1), read from / written to the pickle
+    ``cache`` when given (data generation, not part of any fit)."""
+    import os
+    import pickle
 
-    from pgm_dp._progress import progress_hook
-    from pgm_dp.learners import CGMEM
-    from pgm_dp.metrics import marginal_l1_error
-    from pgm_dp.privacy import PureDP, release_marginals
-    from pgm_dp.stats import sufficient_statistics
-
-    truth = grid_model(n, k)
-    for call in ("first", "later"):
-        start = time.perf_counter()
-        truth.marginals("loopy_bp")
-        print(f"grid {n}x{n} k={k}: {call} loopy marginals {time.perf_counter() - start:.2f} s")
+    if cache and os.path.exists(cache):
+        with open(cache, "rb") as fh:
+            data = pickle.load(fh)
+        if len(data) == records:
+            print(f"records read from {cache}", flush=True)
+            return data
     start = time.perf_counter()
     data = truth.sample(records, rng=1, method="gibbs")
     print(f"Gibbs sampling of {records} records: {time.perf_counter() - start:.1f} s", flush=True)
-    release = release_marginals(data, truth, budget=PureDP(1.0), rng=2)
-    counts = sufficient_statistics(data, truth.cliques, truth.domain)
-    empirical = {c: np.asarray(t) / len(data) for c, t in counts.items()}
+    if cache:
+        with open(cache, "wb") as fh:
+            pickle.dump(data, fh)
+    return data
+
+
+def grid_fit(truth, release, empirical, args, label: str):
+    """One ``CGMEM(inference=args.inference)`` fit, timed, with its L1 and peak RSS."""
+    from pgm_dp._progress import progress_hook
+    from pgm_dp.learners import CGMEM
+    from pgm_dp.metrics import marginal_l1_error
+
     start, seen = time.perf_counter(), [0]
 
     def report(what: str, _: int) -> None:
@@ -179,19 +221,48 @@ def grid(n: int, k: int, records: int, kl: bool, args) -> None:
             elapsed = time.perf_counter() - start
             print(f"  CGM-EM: {seen[0]} iterations, {elapsed:.0f} s", flush=True)
 
+    learner = CGMEM(inference=args.inference, max_iters=args.cgm_max_iters)
     with progress_hook(report):
-        fit = CGMEM(inference="loopy_bp", max_iters=args.cgm_max_iters).fit(release, truth)
+        fit = learner.fit(release, truth)
     seconds = time.perf_counter() - start
-    error = marginal_l1_error(fit.model.marginals("loopy_bp"), empirical)
+    error = marginal_l1_error(fit.model.marginals(args.inference), empirical)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
-        f"CGMEM(loopy_bp): {seconds:.1f} s, converged {fit.info['converged']} "
-        f"({fit.info['iterations']} iterations, max gradient {fit.info['max_gradient']:.1e}), "
-        f"L1 {error:.4f}, peak RSS {peak:.2f} GiB (whole process)",
+        f"CGMEM({args.inference}), {label}: {seconds:.1f} s, converged {fit.info['converged']} "
+        f"({fit.info['iterations']} iterations, {fit.info['nlbp_iterations']} NLBP iterations, "
+        f"max gradient {fit.info['max_gradient']:.1e}), L1 {error:.4f}, "
+        f"peak RSS {peak:.2f} GiB (whole process)",
         flush=True,
     )
+    return fit
+
+
+def grid(n: int, k: int, records: int, kl: bool, args) -> None:
+    import numpy as np
+
+    from pgm_dp.learners.naive_mle import noisy_pseudo_marginals
+    from pgm_dp.metrics import marginal_l1_error
+    from pgm_dp.privacy import PureDP, release_marginals
+    from pgm_dp.stats import sufficient_statistics
+
+    truth = grid_model(n, k)
+    for call in ("first", "later"):
+        start = time.perf_counter()
+        truth.marginals(args.inference)
+        print(
+            f"grid {n}x{n} k={k}: {call} {args.inference} marginals "
+            f"{time.perf_counter() - start:.2f} s"
+        )
+    data = grid_records(truth, records, args.records_cache)
+    release = release_marginals(data, truth, budget=PureDP(1.0), rng=2)
+    counts = sufficient_statistics(data, truth.cliques, truth.domain)
+    empirical = {c: np.asarray(t) / len(data) for c, t in counts.items()}
+    noisy = marginal_l1_error(noisy_pseudo_marginals(release, project=True), empirical)
+    print(f"L1 of the noisy tables projected onto the simplex: {noisy:.4f}", flush=True)
+    fit = grid_fit(truth, release, empirical, args, "first fit (compile included)")
+    grid_fit(truth, release, empirical, args, "second fit (compiled)")
     if kl:
-        grid_kl(truth, release, fit, args.exact_naive)
+        grid_kl(truth, release, fit, args.inference, args.exact_naive)
     try:
         import mbi  # noqa: F401
     except ImportError:
@@ -213,6 +284,8 @@ def main() -> None:
     parser.add_argument("--exact-naive", action="store_true")
     parser.add_argument("--cgm-max-iters", type=int, default=3000)
     parser.add_argument("--release")
+    parser.add_argument("--inference", choices=["loopy_bp", "trw_bp"], default="trw_bp")
+    parser.add_argument("--records-cache", help="pickle of the Gibbs records (read / written)")
     args = parser.parse_args()
     if args.what == "chain-one":
         print(chain_first_calls(args.T[0]))

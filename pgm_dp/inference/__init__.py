@@ -1,7 +1,8 @@
 """Inference: pure functions of (domain, cliques, log-potentials).
 
 * :mod:`.junction_tree` — exact marginals and ``log Z`` (jit-compiled, differentiable);
-* :mod:`.loopy_bp` — damped sum-product BP with the Bethe free energy;
+* :mod:`.loopy_bp` — damped sum-product BP with the Bethe free energy (or tree-reweighted,
+  with :mod:`.counting`'s convex counting numbers);
 * :mod:`.sampling` — exact forward sampling through the junction tree;
 * :mod:`.gibbs` — vectorised Gibbs samplers for Ising / pairwise models.
 """

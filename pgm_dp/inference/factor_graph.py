@@ -39,12 +39,14 @@ __all__ = ["FactorGraph", "FactorGroup", "factor_graph"]
 class FactorGroup:
     """Factors of one canonical shape: ``gather`` reads their stacked tables
     ``(size, *shape)`` from the flat parameter vector; the messages of slot ``j`` are the
-    rows ``first_edge + j * size`` to ``first_edge + (j + 1) * size``."""
+    rows ``first_edge + j * size`` to ``first_edge + (j + 1) * size``; ``members``: the
+    factors' positions in ``cliques``."""
 
     shape: tuple[int, ...]
     size: int
     gather: np.ndarray
     first_edge: int
+    members: np.ndarray
 
     def rows(self, slot: int) -> slice:
         start = self.first_edge + slot * self.size
@@ -98,7 +100,7 @@ def factor_graph(domain: Domain, cliques: tuple[Clique, ...]) -> FactorGraph:
             cells.append(offsets[f] + np.transpose(local, [c.index(v) for v in canon]).ravel())
         gather = np.concatenate(cells).astype(np.int64)
         gathers.append(gather)
-        groups.append(FactorGroup(shape, len(members), gather, first))
+        groups.append(FactorGroup(shape, len(members), gather, first, np.asarray(members)))
         for slot in range(len(shape)):
             edge_var += [domain.index(domain.canonical(cliques[f])[slot]) for f in members]
         first += len(shape) * len(members)

@@ -21,6 +21,19 @@ shape and messages by edge (:mod:`.factor_graph`), one iteration is a few batche
 
 This is the "standard BP" that NLBP (Bernstein et al. 2017, Alg. 1) runs on modified
 potentials for loopy models.
+
+*Reweighted BP* (``counting=``): with a counting number ``rho_a`` per factor (``c_v = 1 -
+sum_{a ni v} rho_a`` per variable) the free energy's entropy becomes ``sum_a rho_a H(b_a) +
+sum_v c_v H(b_v)`` and its stationary points are the fixed points of
+
+    m_{a->v}(x_v) = logsumexp_{x_a \\ x_v} [psi_a / rho_a + sum_{u in a, u != v} n_{u->a}],
+    n_{u->a} = sum_{a' ni u} rho_{a'} m_{a'->u} - m_{a->u},
+
+beliefs ``b_a ~ exp(psi_a / rho_a + sum_u n_{u->a})``, ``b_v ~ exp(sum_a rho_a m_{a->v})``:
+the tree-reweighted message update of Wainwright, Jaakkola & Willsky (2005) written on
+the factor graph (fractional BP, Wiegerinck & Heskes 2003); ``rho = 1`` is the standard BP
+above. With ``counting="trw"`` (:mod:`.counting`) the entropy is concave, ``-F`` a convex
+upper bound on ``log Z`` in the log-potentials and the fixed point unique.
 """
 
 from __future__ import annotations
@@ -35,11 +48,13 @@ import numpy as np
 
 from .._config import any_traced
 from ..domain import Clique, Domain, normalize_cliques
+from .counting import trw_counting_numbers
 from .factor_graph import FactorGraph, factor_graph
 
 __all__ = [
     "BPResult",
     "FlatBP",
+    "counting_numbers",
     "loopy_bp",
     "loopy_bp_core",
     "loopy_bp_flat",
@@ -96,7 +111,7 @@ def _incoming(graph: FactorGraph, v2f: jax.Array) -> list[list[jax.Array]]:
 
 def _factor_to_variable(graph: FactorGraph, psis, v2f: jax.Array) -> jax.Array:
     """New factor-to-variable messages ``(n_edges, width)``, one batched ``logsumexp`` per
-    group and slot."""
+    group and slot (``psis``: the groups' log-potentials already divided by ``rho``)."""
     out = []
     for g, psi, ins in zip(graph.groups, psis, _incoming(graph, v2f), strict=True):
         for j, size in enumerate(g.shape):
@@ -112,39 +127,53 @@ def _factor_to_variable(graph: FactorGraph, psis, v2f: jax.Array) -> jax.Array:
     return _normalize_rows(jnp.concatenate(out))
 
 
-def _variable_side(graph: FactorGraph, f2v: jax.Array):
+def _variable_side(graph: FactorGraph, f2v: jax.Array, edge_rho: jax.Array):
     """``(variable-to-factor messages, unnormalised log variable beliefs)``: each variable
-    sums its incoming messages once (``segment_sum``); an edge's message is that total less
-    its own (``-inf`` where its own is: the state is impossible there)."""
+    sums its incoming messages, weighted by their factors' ``rho``, once (``segment_sum``);
+    an edge's message is that total less its own, unweighted (``-inf`` where its own is:
+    the state is impossible there)."""
     valid = jnp.asarray(graph.edge_valid)
     f = jnp.where(valid, f2v, 0.0)
-    totals = jax.ops.segment_sum(f, jnp.asarray(graph.edge_var), num_segments=graph.n_vars)
+    totals = jax.ops.segment_sum(
+        edge_rho[:, None] * f, jnp.asarray(graph.edge_var), num_segments=graph.n_vars
+    )
     totals = jnp.where(jnp.asarray(graph.var_valid), totals, -jnp.inf)
     v2f = jnp.where(valid & ~jnp.isneginf(f2v), totals[graph.edge_var] - f, -jnp.inf)
     return _normalize_rows(v2f), totals
 
 
 def _b_log_ratio(log_b, log_psi) -> jax.Array:
-    """``sum b (log b - log psi)`` with ``0 log 0 = 0`` and ``0 * -inf = 0``: cells of
-    belief zero (``-inf`` potentials) add nothing to the Bethe free energy."""
-    return jnp.sum(jnp.where(jnp.isneginf(log_b), 0.0, jnp.exp(log_b) * (log_b - log_psi)))
+    """Per row (factor), ``sum b (log b - log psi)`` with ``0 log 0 = 0`` and ``0 * -inf =
+    0``: cells of belief zero (``-inf`` potentials) add nothing to the free energy."""
+    terms = jnp.where(jnp.isneginf(log_b), 0.0, jnp.exp(log_b) * (log_b - log_psi))
+    return jnp.sum(jnp.reshape(terms, (terms.shape[0], -1)), axis=1)
 
 
-def _finish(graph: FactorGraph, psis, f2v: jax.Array):
-    """Beliefs and the Bethe free energy from converged messages."""
-    v2f, totals = _variable_side(graph, f2v)
+def _finish(graph: FactorGraph, psis, f2v: jax.Array, rhos, edge_rho):
+    """Beliefs and the free energy from converged messages (``psis`` divided by ``rho``):
+    ``F = sum_a rho_a sum b_a (log b_a - psi_a / rho_a) + sum_v c_v sum b_v log b_v``."""
+    v2f, totals = _variable_side(graph, f2v, edge_rho)
     energy, flat = jnp.zeros(()), []
-    for psi, ins in zip(psis, _incoming(graph, v2f), strict=True):
+    for psi, ins, rho in zip(psis, _incoming(graph, v2f), rhos, strict=True):
         b = psi + sum(ins, jnp.zeros(()))
         axes = tuple(range(1, b.ndim))
         log_b = b - jax.nn.logsumexp(b, axis=axes, keepdims=True)
-        energy = energy + _b_log_ratio(log_b, psi)
+        energy = energy + jnp.dot(rho, _b_log_ratio(log_b, psi))
         flat.append(jnp.ravel(jnp.exp(log_b)))
     log_bv = _normalize_rows(totals)
     neg_h = jnp.sum(jnp.where(jnp.isneginf(log_bv), 0.0, jnp.exp(log_bv) * log_bv), axis=1)
-    energy = energy - jnp.dot(jnp.asarray(graph.degree - 1, dtype=neg_h.dtype), neg_h)
+    c_v = 1.0 - jax.ops.segment_sum(edge_rho, graph.edge_var, num_segments=graph.n_vars)
+    energy = energy + jnp.dot(c_v, neg_h)
     marginals = jnp.concatenate(flat)[graph.scatter] if flat else jnp.zeros(0)
     return marginals, jnp.exp(log_bv), -energy
+
+
+def _weights(graph: FactorGraph, rho):
+    """Per group ``rho`` of its factors and, per edge, its factor's ``rho`` (``None``: 1)."""
+    rho = jnp.ones(len(graph.cliques)) if rho is None else jnp.asarray(rho, dtype=jnp.float64)
+    rhos = [rho[g.members] for g in graph.groups]
+    edges = [r for g, r in zip(graph.groups, rhos, strict=True) for _ in g.shape]
+    return rhos, jnp.concatenate(edges) if edges else jnp.zeros(0)
 
 
 def uniform_messages(graph: FactorGraph) -> jax.Array:
@@ -157,32 +186,52 @@ def uniform_messages(graph: FactorGraph) -> jax.Array:
 
 
 def loopy_bp_flat(
-    graph: FactorGraph, damping: float, tol, max_iters, flat_theta, init=None
+    graph: FactorGraph,
+    damping: float,
+    tol,
+    max_iters,
+    flat_theta,
+    init=None,
+    rho=None,
+    adaptive: bool = False,
 ) -> FlatBP:
     """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
     :func:`pgm_dp.learners.base.concat_tables`'s order); ``tol`` and ``max_iters`` may be
     traced, ``damping`` is a Python float. ``init``: starting messages (``messages`` of an
-    earlier result; default :func:`uniform_messages`)."""
+    earlier result; default :func:`uniform_messages`); ``rho``: counting numbers, one per
+    clique (may be traced; ``None``: Bethe, all 1). ``adaptive`` (our schedule): start at
+    ``damping`` and, after every sweep whose largest change exceeds the last one's, raise
+    it to ``min(0.9, (1 + d) / 2)`` (0 -> 0.5 -> 0.75 -> 0.875 -> 0.9): undamped where
+    that converges, damped where messages oscillate."""
     flat_theta = jnp.asarray(flat_theta, dtype=jnp.float64)
-    psis = [jnp.reshape(flat_theta[g.gather], (g.size, *g.shape)) for g in graph.groups]
+    rhos, edge_rho = _weights(graph, rho)
+    psis = [
+        jnp.reshape(flat_theta[g.gather], (g.size, *g.shape))
+        / jnp.reshape(r, (g.size,) + (1,) * len(g.shape))
+        for g, r in zip(graph.groups, rhos, strict=True)
+    ]
     init = uniform_messages(graph) if init is None else init
 
     def body(state):
-        f2v, _, it = state
-        new = _factor_to_variable(graph, psis, _variable_side(graph, f2v)[0])
-        if damping > 0:
+        f2v, last, it, d = state
+        new = _factor_to_variable(graph, psis, _variable_side(graph, f2v, edge_rho)[0])
+        if adaptive:
+            new = jnp.logaddexp(jnp.log1p(-d) + new, jnp.log(d) + f2v)
+        elif damping > 0:
             new = jnp.logaddexp(np.log1p(-damping) + new, np.log(damping) + f2v)
         change = jnp.where(new == f2v, 0.0, jnp.abs(new - f2v))
         delta = jnp.max(change, initial=0.0)
-        return new, jnp.where(jnp.isnan(delta), jnp.inf, delta), it + 1
+        delta = jnp.where(jnp.isnan(delta), jnp.inf, delta)
+        d = jnp.where(delta > last, jnp.minimum(0.9, 0.5 * (1.0 + d)), d)
+        return new, delta, it + 1, d
 
     def cond(state):
-        _, delta, it = state
+        _, delta, it, _ = state
         return (delta > tol) & (it < max_iters)
 
-    start = (init, jnp.asarray(jnp.inf), jnp.asarray(0))
-    f2v, delta, iters = jax.lax.while_loop(cond, body, start)
-    marginals, var_marginals, log_z = _finish(graph, psis, f2v)
+    start = (init, jnp.asarray(jnp.inf), jnp.asarray(0), jnp.asarray(float(damping)))
+    f2v, delta, iters, _ = jax.lax.while_loop(cond, body, start)
+    marginals, var_marginals, log_z = _finish(graph, psis, f2v, rhos, edge_rho)
     return FlatBP(marginals, var_marginals, log_z, iters, delta <= tol, f2v)
 
 
@@ -212,6 +261,19 @@ def _compiled(graph: FactorGraph, damping: float):
     return jax.jit(functools.partial(loopy_bp_flat, graph, damping))
 
 
+def counting_numbers(graph: FactorGraph, counting) -> np.ndarray | None:
+    """``rho`` per clique for ``counting``: ``"bethe"`` (``None``: all 1), ``"trw"``
+    (:func:`.counting.trw_counting_numbers`, convex) or an array of positive numbers."""
+    if isinstance(counting, str):
+        if counting not in ("bethe", "trw"):
+            raise ValueError(f"counting must be 'bethe', 'trw' or an array, got {counting!r}")
+        return None if counting == "bethe" else trw_counting_numbers(graph.domain, graph.cliques)
+    rho = np.asarray(counting, dtype=np.float64)
+    if rho.shape != (len(graph.cliques),) or not np.all((rho > 0) & np.isfinite(rho)):
+        raise ValueError("counting numbers must be one finite positive number per clique")
+    return rho
+
+
 def loopy_bp(
     domain: Domain,
     cliques: Sequence[Sequence[Hashable]],
@@ -220,13 +282,16 @@ def loopy_bp(
     damping: float = 0.5,
     tol: float = 1e-10,
     max_iters: int = 1000,
+    counting="bethe",
 ) -> BPResult:
     """Run damped sum-product loopy BP; see the module docstring.
 
-    ``damping`` in [0, 1) is the weight of the old message (0 = undamped). Jit-compiled
-    once per (domain, cliques, damping); ``tol`` and ``max_iters`` are arguments. Called
-    eagerly the tables are NumPy arrays. (Not reverse-differentiable: the loop runs to
-    convergence; use the junction tree where gradients are needed.)
+    ``damping`` in [0, 1) is the weight of the old message (0 = undamped). ``counting``:
+    the factors' counting numbers, ``"bethe"`` (standard BP), ``"trw"`` (tree-reweighted,
+    convex: a unique fixed point; :mod:`.counting`) or one positive number per clique.
+    Jit-compiled once per (domain, cliques, damping); ``tol`` and ``max_iters`` are
+    arguments. Called eagerly the tables are NumPy arrays. (Not reverse-differentiable: the
+    loop runs to convergence; use the junction tree where gradients are needed.)
     """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping}")
@@ -234,12 +299,13 @@ def loopy_bp(
         raise ValueError("tol must be > 0 and max_iters >= 1")
     cliques = normalize_cliques(domain, cliques)
     graph = factor_graph(domain, cliques)
+    rho = counting_numbers(graph, counting)
     fn = _compiled(graph, float(damping))
     pots = tuple(log_potentials)
     if any_traced(pots):
         flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in pots])
-        return _unflatten(graph, fn(float(tol), int(max_iters), flat), jnp)
+        return _unflatten(graph, fn(float(tol), int(max_iters), flat, None, rho), jnp)
     flat = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in pots])
-    res = fn(np.float64(tol), np.int64(max_iters), flat)
+    res = fn(np.float64(tol), np.int64(max_iters), flat, None, rho)
     res = FlatBP(*(np.asarray(a) for a in res))
     return _unflatten(graph, res, np)

@@ -51,6 +51,7 @@ import scipy.optimize
 
 from .._config import one_blas_thread
 from .._progress import tick
+from ..inference.counting import trw_counting_numbers
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
@@ -106,7 +107,8 @@ class EMState(NamedTuple):
 
     ``n``, ``acc``, ``alpha``: NLBP's statistics, Anderson history and damping to resume
     from; ``passes``: BP passes so far; ``tol``: the NLBP tolerance of the last E-step and
-    ``capped`` whether it stopped before reaching it; ``value``, ``grad``, ``shifted``:
+    ``capped`` whether it stopped before reaching it or a loopy BP run of the objective did
+    not converge; ``value``, ``grad``, ``shifted``:
     ``-F / N``, ``-grad F / N`` and NLBP's final ``theta'`` at ``x``.
     """
 
@@ -143,7 +145,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         problem.scales,
     )
     report = np.asarray(report)
-    grad, (value, delta, iters) = report[:-3], report[-3:]
+    grad, (value, delta, iters, bp_ok) = report[:-4], report[-4:]
     return EMState(
         n=n,
         acc=acc,
@@ -151,7 +153,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         passes=state.passes + int(iters),
         x=np.array(flat, dtype=np.float64),
         tol=tol,
-        capped=bool(delta > tol),
+        capped=bool(delta > tol) or not bp_ok,
         value=float(value),
         grad=grad,
         shifted=shifted,
@@ -187,7 +189,7 @@ class CGMEM:
     True
     """
 
-    inference: Literal["junction_tree", "loopy_bp"] = "junction_tree"
+    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     pseudo_count: float = 0.0
     solver: Literal["lbfgs", "em"] = "lbfgs"
@@ -257,8 +259,11 @@ class CGMEM:
         return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField, scales) -> MarkovRandomField:
-        if self.inference == "loopy_bp" and self.init != "uniform":  # closed form, any size
-            return mrf.replace(bethe_naive(release, mrf))
+        if self.inference != "junction_tree" and self.init != "uniform":  # closed form
+            rho = None
+            if self.inference == "trw_bp":
+                rho = trw_counting_numbers(mrf.domain, mrf.cliques)
+            return mrf.replace(bethe_naive(release, mrf, rho))
         stiff = float(release.total) / float(np.min(scales)) ** 2 > _STIFF
         if self.init == "naive" or (self.init == "auto" and stiff):
             targets = noisy_pseudo_marginals(release, project=True)

@@ -153,29 +153,34 @@ def diagonal_scale(
     return np.sqrt(h / np.mean(h))
 
 
-def bethe_start(domain: Domain, cliques, marginals, pseudo_counts) -> list[np.ndarray]:
+def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> list[np.ndarray]:
     """Log-potentials whose Bethe approximation has beliefs ``marginals`` (made positive by
     adding ``pseudo_counts[C]`` per cell and renormalising; variable marginals: the mean
     over the cliques holding the variable): ``theta_C = log mu_C - sum_{v in C}
-    (d_v - 1) / d_v log mu_v`` (module docstring)."""
+    (d_v - 1) / d_v log mu_v`` (module docstring). With counting numbers ``rho`` (one per
+    clique; reweighted BP, :mod:`pgm_dp.inference.loopy_bp`) the same for its free energy:
+    ``theta_C = rho_C (log mu_C - sum_{v in C} (1 - 1 / D_v) log mu_v)``, ``D_v = sum_{C ni
+    v} rho_C``; at messages ``m_{C->v} = mu_v^(1 / D_v)`` its beliefs are ``mu``."""
+    rho = np.ones(len(cliques)) if rho is None else np.asarray(rho, dtype=np.float64)
     mu = []
     for c, a in zip(cliques, pseudo_counts, strict=True):
         t = np.asarray(marginals[c], dtype=np.float64)
         mu.append((t + a) / (t.sum() + a * t.size))
     deg: dict = {}
     var: dict = {}
-    for c, t in zip(cliques, mu, strict=True):
+    for c, t, r in zip(cliques, mu, rho, strict=True):
         for i, v in enumerate(c):
-            deg[v] = deg.get(v, 0) + 1
+            deg[v] = deg.get(v, (0, 0.0))
+            deg[v] = (deg[v][0] + 1, deg[v][1] + r)
             var[v] = var.get(v, 0.0) + t.sum(axis=tuple(j for j in range(t.ndim) if j != i))
     tables = []
-    for c, t in zip(cliques, mu, strict=True):
+    for c, t, r in zip(cliques, mu, rho, strict=True):
         out = np.log(t)
         for i, v in enumerate(c):
             shape = [1] * t.ndim
             shape[i] = -1
-            out = out - (deg[v] - 1) / deg[v] * np.log(var[v] / deg[v]).reshape(shape)
-        tables.append(out)
+            out = out - (1.0 - 1.0 / deg[v][1]) * np.log(var[v] / deg[v][0]).reshape(shape)
+        tables.append(r * out)
     return tables
 
 
@@ -200,14 +205,14 @@ class Reparam:
         return tol / float(np.max(self.scale))
 
 
-def bethe_naive(release, mrf) -> list[np.ndarray]:
+def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
     """:func:`bethe_start` on the release's noisy tables projected onto the simplex, with a
     pseudo-count of one noise scale per cell (``b_C / N``, our choice): the loopy-BP
-    counterpart of the naive MLE, in closed form."""
+    counterpart of the naive MLE, in closed form (``rho``: reweighted BP's)."""
     targets = noisy_pseudo_marginals(release, project=True)
     total = float(release.total)
     pseudo = [float(release.noise[c].scale) / total for c in mrf.cliques]
-    return bethe_start(mrf.domain, mrf.cliques, targets, pseudo)
+    return bethe_start(mrf.domain, mrf.cliques, targets, pseudo, rho)
 
 
 def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float, rho: float = 0.0) -> Reparam:

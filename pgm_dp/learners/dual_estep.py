@@ -95,7 +95,7 @@ def newton_loop(bp, kinds, smoothing, shapes, max_iters):
         cells = _cells(kinds, smoothing, shapes, scales, y)
 
         def margs(lam):
-            m, log_z = bp(unflatten_tables(flat_theta + lam, shapes))
+            m, log_z, _ = bp(unflatten_tables(flat_theta + lam, shapes))
             return concat_tables(m), log_z
 
         def dual(lam):

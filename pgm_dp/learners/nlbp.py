@@ -8,8 +8,9 @@ approximate MAP problem (Eq. 6)
 
 by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
 ``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is the exact junction tree
-(``inference="junction_tree"``) or damped loopy BP (``"loopy_bp"``). Design choices and
-their measurements: ``docs/cgm_em.md``.
+(``inference="junction_tree"``), damped loopy BP (``"loopy_bp"``) or its convex,
+tree-reweighted variant (``"trw_bp"``: a unique BP fixed point, a smooth EM objective).
+Design choices and their measurements: ``docs/cgm_em.md``.
 
 >>> from pgm_dp.models import third_order_chain
 >>> from pgm_dp.privacy import PureDP, release_marginals
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import jit_program
+from ..inference.counting import trw_counting_numbers
 from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
@@ -42,27 +44,31 @@ from .dual_estep import newton_loop
 __all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
 _LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
+_TRW_BP = (0.0, 1e-9, 500)  # the same for TRW BP (starting damping of its schedule)
 
 
 def _bp(domain, cliques, max_cells, inference):
-    """``tables -> (clique marginals, log Z)`` by the junction tree or loopy BP. With loopy
+    """``tables -> (clique marginals, log Z, converged)`` by the junction tree, loopy BP or
+    tree-reweighted BP (``"trw_bp"``, :mod:`pgm_dp.inference.counting`). With loopy
     BP the "tables" are one flat vector of all cliques (:func:`_flat`): the stacked BP
     reads it as is, so the compiled E-step does not grow with the number of cliques."""
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
-        return lambda tables: marginals_and_log_z(jt, cliques, tables)
+        return lambda tables: (*marginals_and_log_z(jt, cliques, tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)
+    trw = inference == "trw_bp"  # convex: undamped first, damped where messages oscillate
+    rho, setting = (trw_counting_numbers(domain, cliques), _TRW_BP) if trw else (None, _LOOPY_BP)
 
     def loopy(tables, init=None):  # also the messages: a warm start for the next call
-        res = loopy_bp_flat(graph, *_LOOPY_BP, tables[0], init=init)
-        return [res.marginals], res.log_z, res.messages
+        res = loopy_bp_flat(graph, *setting, tables[0], init=init, rho=rho, adaptive=trw)
+        return [res.marginals], res.log_z, res.converged, res.messages
 
     return loopy
 
 
 def _flat(inference) -> bool:
     """Whether the E-step works on one flat vector (loopy BP) rather than per clique."""
-    return inference == "loopy_bp"
+    return inference in ("loopy_bp", "trw_bp")
 
 
 def clique_statistics(mrf: MarkovRandomField, n) -> list:
@@ -108,7 +114,7 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
         def body(state):
             inner, warm = state
             shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
-            new, _, *warm = bp(shifted, *warm)
+            new, _, _, *warm = bp(shifted, *warm)
             c = functools.partial(curvature, y, scales)
             f = total * concat_tables(new) - inner[0]  # F(n) - n on the flat statistics
             return _safeguarded_step(inner, f, c, damping), tuple(warm)
@@ -134,15 +140,16 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
 
     def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
         """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
-        ``-grad F / N`` followed by ``-F / N``, the NLBP delta and its iterations (one host
-        copy). NLBP starts from ``n0`` and the last E-step's damping regrown by 2. Priors
-        per record: ``lam = tau / N`` (Gaussian) and ``rho = beta / N`` (conjugate)."""
+        ``-grad F / N`` followed by ``-F / N``, the NLBP delta, its iterations and whether
+        both BP runs of ``F`` converged (one host copy). NLBP starts from ``n0`` and the
+        last E-step's damping regrown by 2. Priors per record: ``lam = tau / N`` (Gaussian)
+        and ``rho = beta / N`` (conjugate)."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
         shifted = shift(theta, y, n, scales)
-        mu_star, log_z_star, *warm = bp(shifted, *warm)  # loopy BP: from the E-step's messages
-        mu, log_z, *_ = bp(theta, *warm)
+        mu_star, log_z_star, ok, *warm = bp(shifted, *warm)  # loopy: the E-step's messages
+        mu, log_z, ok_theta, *_ = bp(theta, *warm)
         fit = sum(
             noise_log_density(k, scales[i], smoothing, yc, total * m)
             for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
@@ -154,7 +161,9 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
         value = value + rho * (jnp.dot(uniform, flat_theta) - log_z)
         mu = concat_tables(mu)
         grad = concat_tables(mu_star) - mu - 2.0 * lam * flat_theta + rho * (uniform - mu)
-        report = jnp.concatenate([-grad, jnp.stack([-value, delta, iters.astype(grad.dtype)])])
+        ok = (ok & ok_theta).astype(grad.dtype)
+        tail = jnp.stack([-value, delta, iters.astype(grad.dtype), ok])
+        report = jnp.concatenate([-grad, tail])
         return report, n, shifted, alpha, acc
 
     return objective
@@ -214,7 +223,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
     if smoothing <= 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    if inference not in ("junction_tree", "loopy_bp"):
+    if inference not in ("junction_tree", "loopy_bp", "trw_bp"):
         raise ValueError(f"unknown inference {inference!r}")
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
@@ -247,7 +256,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
 
 def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> list:
     """``N`` times the model's clique marginals: NLBP's default starting statistics."""
-    margs = mrf.marginals() if inference == "junction_tree" else mrf.marginals("loopy_bp")
+    margs = mrf.marginals(inference)
     tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
     if _flat(inference):
         return [jnp.asarray(np.concatenate([t.ravel() for t in tables]))]
@@ -263,7 +272,7 @@ def nlbp(
     smoothing: float = 1.0,
     tol: float = 1e-7,
     max_iters: int = 2000,
-    inference: Literal["junction_tree", "loopy_bp"] = "junction_tree",
+    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree",
     anderson: int = 5,
 ):
     """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.

@@ -40,6 +40,9 @@ from .pgmpy_io import read_pgmpy, write_pgmpy
 __all__ = ["MarkovRandomField"]
 
 
+_UNKNOWN = "unknown method {!r}; use 'junction_tree', 'loopy_bp' or 'trw_bp'"
+
+
 @jax.tree_util.register_pytree_node_class
 class MarkovRandomField:
     """A discrete MRF ``p(x) ∝ exp(sum_C theta_C(x_C))``.
@@ -147,20 +150,22 @@ class MarkovRandomField:
         """``{clique: probability table}`` for every clique of the model.
 
         ``method="junction_tree"`` is exact; ``method="loopy_bp"`` returns BP
-        pseudo-marginals (``options`` go to :func:`pgm_dp.inference.loopy_bp.loopy_bp`).
+        pseudo-marginals (``options`` go to :func:`pgm_dp.inference.loopy_bp.loopy_bp`),
+        ``"trw_bp"`` tree-reweighted BP's (``counting="trw"``).
         Called eagerly the tables are NumPy arrays; under ``jax.jit``/``jax.grad`` (traced
         log-potentials) they are JAX arrays.
         """
         if method == "junction_tree":
             margs, _ = clique_marginals(self.junction_tree(), self.log_potentials)
-        elif method == "loopy_bp":
+        elif method in ("loopy_bp", "trw_bp"):
+            options = {"counting": "trw", **options} if method == "trw_bp" else options
             margs = loopy_bp(
                 self.domain, self.cliques, self.log_potentials, **options
             ).factor_marginals
             if not any_traced(self.log_potentials):
                 margs = tuple(np.asarray(m) for m in margs)
         else:
-            raise ValueError(f"unknown method {method!r}; use 'junction_tree' or 'loopy_bp'")
+            raise ValueError(_UNKNOWN.format(method))
         return dict(zip(self.cliques, margs, strict=True))
 
     def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
@@ -180,13 +185,15 @@ class MarkovRandomField:
         return m
 
     def log_partition(self, method: str = "junction_tree", **options) -> float | jax.Array:
-        """``log Z``: exact (junction tree) or the Bethe approximation (loopy BP)."""
+        """``log Z``: exact (junction tree), the Bethe approximation (loopy BP) or the
+        tree-reweighted upper bound (``"trw_bp"``)."""
         if method == "junction_tree":
             _, log_z = clique_marginals(self.junction_tree(), self.log_potentials, ())
             return log_z
-        if method == "loopy_bp":
+        if method in ("loopy_bp", "trw_bp"):
+            options = {"counting": "trw", **options} if method == "trw_bp" else options
             return loopy_bp(self.domain, self.cliques, self.log_potentials, **options).log_z
-        raise ValueError(f"unknown method {method!r}; use 'junction_tree' or 'loopy_bp'")
+        raise ValueError(_UNKNOWN.format(method))
 
     def unnormalized_log_prob(self, codes: np.ndarray) -> np.ndarray:
         """``sum_C theta_C(x_C)`` for each row of an encoded ``(n, d)`` code array."""

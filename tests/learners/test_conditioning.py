@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from pgm_dp import Domain, MarkovRandomField, PureDP, release_marginals
+from pgm_dp import ConvergenceWarning, Domain, MarkovRandomField, PureDP, release_marginals
+from pgm_dp.inference.counting import trw_counting_numbers
 from pgm_dp.inference.loopy_bp import loopy_bp
 from pgm_dp.learners.base import flatten_tables, unflatten_tables
 from pgm_dp.learners.cgm import CGMEM
@@ -68,3 +69,59 @@ def test_loopy_cgm_converges_to_the_exact_fit_on_a_tree():
     loopy = CGMEM(inference="loopy_bp").fit(release, tree)
     assert loopy.info["converged"]
     assert abs(loopy.info["objective"] - exact.info["objective"]) < 1e-6  # both at tol 1e-5
+
+
+def _small_grid(n, k):
+    names = [f"X{i}" for i in range(n * n)]
+    edges = [(r * n + c, r * n + c + 1) for r in range(n) for c in range(n - 1)]
+    edges += [(r * n + c, (r + 1) * n + c) for r in range(n - 1) for c in range(n)]
+    dom = Domain(names, [k] * (n * n))
+    cliques = [(names[a], names[b]) for a, b in edges]
+    rng = np.random.default_rng(3)
+    return MarkovRandomField(dom, cliques, [rng.normal(size=(k, k)) for _ in cliques])
+
+
+def test_trw_start_reproduces_grid_marginals():
+    grid = _small_grid(3, 3)
+    mu = grid.marginals()
+    rho = trw_counting_numbers(grid.domain, grid.cliques)
+    tables = bethe_start(grid.domain, grid.cliques, mu, [0.0] * len(grid.cliques), rho)
+    res = loopy_bp(grid.domain, grid.cliques, tables, counting="trw")
+    for c, m in zip(grid.cliques, res.factor_marginals, strict=True):
+        np.testing.assert_allclose(m, mu[c], atol=1e-8)
+
+
+def test_trw_cgm_converges_on_a_small_grid():
+    grid = _small_grid(4, 3)
+    data = grid.sample(20000, rng=1)
+    release = release_marginals(data, grid, budget=PureDP(1.0), rng=2)
+    fit = CGMEM(inference="trw_bp").fit(release, grid)
+    assert fit.info["converged"]
+    for t in fit.info["inferred_statistics"].values():
+        assert abs(float(t.sum()) - 20000) < 1e-3
+
+
+def test_trw_cgm_on_a_tree_is_the_exact_fit():
+    truth = third_order_chain(4, 2, rng=0)
+    tree = MarkovRandomField(truth.domain, truth.cliques[:3], truth.log_potentials[:3])
+    release = release_marginals(tree.sample(3000, rng=1), tree, budget=PureDP(1.0), rng=2)
+    exact = CGMEM().fit(release, tree)
+    trw = CGMEM(inference="trw_bp").fit(release, tree)
+    assert trw.info["converged"]
+    assert abs(trw.info["objective"] - exact.info["objective"]) < 1e-6
+
+
+def test_a_fit_whose_bp_did_not_converge_is_not_reported_converged(monkeypatch):
+    import importlib
+
+    nlbp_module = importlib.import_module("pgm_dp.learners.nlbp")
+    grid = _small_grid(3, 2)
+    release = release_marginals(grid.sample(5000, rng=1), grid, budget=PureDP(1.0), rng=2)
+    monkeypatch.setattr(nlbp_module, "_TRW_BP", (0.0, 1e-9, 1))  # one BP sweep per call
+    nlbp_module.nlbp_programs.cache_clear()
+    try:
+        with pytest.warns(ConvergenceWarning):
+            fit = CGMEM(inference="trw_bp", max_iters=20).fit(release, grid)  # else 9 its
+    finally:
+        nlbp_module.nlbp_programs.cache_clear()
+    assert not fit.info["converged"]
