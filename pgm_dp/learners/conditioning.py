@@ -47,6 +47,7 @@ __all__ = [
     "diagonal_scale",
     "gauge_projector",
     "em_reparam",
+    "shrunk_marginals",
 ]
 
 _LAPLACE = ("laplace", "discrete_laplace")
@@ -200,14 +201,24 @@ class Reparam:
         return tol / float(np.max(self.scale))
 
 
-def bethe_naive(release, mrf) -> list[np.ndarray]:
-    """:func:`bethe_start` on the release's noisy tables projected onto the simplex, with a
-    pseudo-count of one noise scale per cell (``b_C / N``, our choice): the loopy-BP
-    counterpart of the naive MLE, in closed form."""
-    targets = noisy_pseudo_marginals(release, project=True)
+def shrunk_marginals(release) -> dict:
+    """The release's tables projected onto the simplex, plus a pseudo-count of one noise
+    scale per cell (``b_C / N``, our choice), renormalised: positive everywhere, so their
+    MLE exists (the projection zeroes the cells the noise hides, and an MLE chases zeros
+    without end, Bernstein et al. 2017 Sec. 3.1)."""
     total = float(release.total)
-    pseudo = [float(release.noise[c].scale) / total for c in mrf.cliques]
-    return bethe_start(mrf.domain, mrf.cliques, targets, pseudo)
+    out = {}
+    for c, t in noisy_pseudo_marginals(release, project=True).items():
+        a = float(release.noise[c].scale) / total
+        out[c] = (t + a) / (t.sum() + a * t.size)
+    return out
+
+
+def bethe_naive(release, mrf) -> list[np.ndarray]:
+    """:func:`bethe_start` on :func:`shrunk_marginals`: the loopy-BP counterpart of the
+    naive MLE, in closed form."""
+    targets = shrunk_marginals(release)
+    return bethe_start(mrf.domain, mrf.cliques, targets, [0.0] * len(mrf.cliques))
 
 
 def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float, rho: float = 0.0) -> Reparam:
