@@ -76,7 +76,7 @@ __all__ = [
 
 #: ``tau = 3 / pi^2``: log-potential variance ``pi^2 / 6``, that of the log of an Exp(1) draw.
 DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
-_START_TOL = 1e-6  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
+_START_TOL = 1e-4  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
 _VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-step
