@@ -79,7 +79,7 @@ DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
 _START_TOL = 1e-4  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
-_VERY_STIFF = 1e4  # N / b^2 above which estep="auto" takes the dual Newton E-step
+_VERY_STIFF = 1e3  # largest released count / b^2 above which estep="auto" takes Newton
 
 
 class EMProblem(NamedTuple):
@@ -249,13 +249,17 @@ class CGMEM:
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff (public ``N / b^2 > 1e4``, where NLBP slows down and then fails) and BP is
-        exact, NLBP otherwise (faster on milder releases)."""
+        stiff and BP is exact, NLBP otherwise (faster on milder releases). Stiff: the public
+        ``max_C max(y_C) / b_C^2 > 1e3``, the largest cell's count over the noise variance
+        scale, where NLBP's damping must be smallest (it slows down and then fails); the
+        threshold's measurements: ``docs/cgm_em.md``."""
         if self.estep != "auto":
             return self.estep
-        scales = [float(release.noise[c].scale) for c in release.cliques]
-        stiff = float(release.total) / min(scales) ** 2 > _VERY_STIFF
-        return "newton" if stiff and self.inference == "junction_tree" else "nlbp"
+        stiff = max(
+            float(np.max(release.noisy[c])) / float(release.noise[c].scale) ** 2
+            for c in release.cliques
+        )
+        return "newton" if stiff > _VERY_STIFF and self.inference == "junction_tree" else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField) -> MarkovRandomField:
         """The first ``theta`` (``init``, module docstring). ``"auto"``'s shrunk tables have no
