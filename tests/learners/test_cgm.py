@@ -218,6 +218,19 @@ def test_the_shrunk_start_saves_iterations_where_the_noise_hides_cells():
     )
 
 
+def test_auto_e_step_is_newton_where_the_largest_released_count_is_stiff(rng):
+    theta = _tree(rng)
+    data = theta.sample(5000, rng=3)
+    for epsilon, method in ((10.0, "newton"), (3.0, "newton"), (1.0, "nlbp"), (0.1, "nlbp")):
+        release = release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
+        stiffness = max(
+            float(np.max(release.noisy[c])) / release.noise[c].scale ** 2 for c in theta.cliques
+        )
+        assert (stiffness > 1e3) == (method == "newton")
+        assert CGMEM()._estep(release) == method
+        assert CGMEM(inference="loopy_bp")._estep(release) == "nlbp"
+
+
 def test_default_prior_variance_is_that_of_a_log_dirichlet_1_entry(rng):
     # tau = 3 / pi^2 <=> theta ~ N(0, pi^2 / 6): the within-table variance of the log of a
     # Dirichlet(1) draw (the edge potentials of Bernstein et al. Sec. 4.1), up to its constant.
