@@ -250,7 +250,7 @@ class CGMEM:
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
         stiff and BP is exact, NLBP otherwise (faster on milder releases). Stiff: the public
-        ``max_C max(y_C) / b_C^2 > 1e3``, the largest cell's count over the noise variance
+        ``max_C max(y_C) / b_C^2 > 1e3``, the largest released count over the squared noise
         scale, where NLBP's damping must be smallest (it slows down and then fails); the
         threshold's measurements: ``docs/cgm_em.md``."""
         if self.estep != "auto":
@@ -264,7 +264,7 @@ class CGMEM:
     def _start(self, release, mrf: MarkovRandomField) -> MarkovRandomField:
         """The first ``theta`` (``init``, module docstring). ``"auto"``'s shrunk tables have no
         zeros, so their MLE is smooth and cheap (a naive MLE chases the release's zeros), and
-        lies near CGM's optimum where the noise hides many cells: 4-14x fewer L-BFGS
+        lies near CGM's optimum where the noise hides many cells: 3-24x fewer L-BFGS
         iterations than a uniform start there (``docs/cgm_em.md``)."""
         if self.init == "uniform":
             return mrf.replace(None)
