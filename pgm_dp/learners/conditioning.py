@@ -26,6 +26,8 @@ pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``.
 :func:`bethe_start`: the Bethe approximation's MLE in closed form (the BP reparametrisation
 ``p ~ prod_C mu_C / prod_v mu_v^(d_v - 1)``, Wainwright, Jaakkola & Willsky 2003): on
 locally consistent ``mu`` loopy BP has a fixed point with beliefs ``mu``.
+:func:`shrunk_marginals`: the release's tables plus one noise scale per cell, the targets
+of CGM-EM's starts (their MLE, or :func:`bethe_naive` under loopy BP).
 Measurements: ``docs/performance.md``, section "Scale".
 """
 
