@@ -3,11 +3,15 @@
 For each cell (graph, k, N, epsilon, Laplace or Gaussian release; T variables) one release
 is drawn and every learner is fitted twice, interleaved: the first fit compiles, the second
 is timed. mbi's mirror descent is one run of 3,000 iterations whose 1,000-iteration
-checkpoint is read off (its ``seconds`` exclude compilation). Prints one row per cell and
-the medians over the cells. Needs the ``bench`` extra (mbi).
+checkpoint is read off (its ``seconds`` exclude compilation). ``--previous`` also times
+CGM-EM with the defaults before 2026-11-25's start and E-step rules (``cgm_prev``: the naive
+MLE's start where ``N / b^2 > 100``, else uniform; Newton's E-step where ``N / b^2 > 1e4``)
+and prints both fits' KL. Prints one row per cell and the medians over the cells. Needs the
+``bench`` extra (mbi).
 
 Run: ``python benchmarks/bench_cgm_grid.py [--graphs chain er tree] [--k 2 4 6 10]
-[--N 10000 100000 1000000] [--eps 0.1 1] [--mechanisms laplace gaussian] [--T 5]``.
+[--N 10000 100000 1000000] [--eps 0.1 1] [--mechanisms laplace gaussian] [--T 5]
+[--previous]``.
 """
 
 from __future__ import annotations
@@ -20,30 +24,46 @@ import warnings
 from pgm_dp.experiments.compare import GRAPHS
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.learners.mbi import fit_mbi
+from pgm_dp.metrics import kl_divergence
 from pgm_dp.privacy import ApproxDP, PureDP, release_marginals
 from pgm_dp.rng import derived_generator
 
 
-def _timed(fit) -> float:
+def _timed(fit) -> tuple[float, object]:
     fit()  # compiles (or loads from the cache)
     start = time.perf_counter()
-    fit()
-    return time.perf_counter() - start
+    out = fit()
+    return time.perf_counter() - start, out
 
 
-def cell(graph: str, T: int, k: int, N: int, eps: float, mechanism: str) -> dict:
-    """Seconds per compiled fit of each learner on one release of one cell."""
+def previous_cgm(release) -> CGMEM:
+    """CGM-EM with the start and E-step rules of the defaults before 2026-11-25."""
+    scale = min(float(release.noise[c].scale) for c in release.cliques)
+    stiffness = float(release.total) / scale**2
+    init = "naive" if stiffness > 100 else "uniform"
+    return CGMEM(init=init, estep="newton" if stiffness > 1e4 else "nlbp")
+
+
+def cell(graph: str, T: int, k: int, N: int, eps: float, mechanism: str, previous=False) -> dict:
+    """Seconds per compiled fit of each learner on one release of one cell (and, with
+    ``previous``, both CGM fits' KL)."""
     truth = GRAPHS[graph](T, k, rng=derived_generator(0, "bench", graph, T, k))
     data = truth.sample(N, derived_generator(0, "bench-data", graph, T, k, N))
     budget = ApproxDP(eps, 1.0 / N) if mechanism == "gaussian" else PureDP(eps)
     gen = derived_generator(0, "bench-release", graph, T, k, N, eps, mechanism)
     release = release_marginals(data, truth, budget=budget, mechanism=mechanism, rng=gen)
+    row = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is the grid's business, not timing's
-        naive = _timed(lambda: NaiveMLE().fit(release, truth))
-        cgm = _timed(lambda: CGMEM().fit(release, truth))
+        row["naive"], _ = _timed(lambda: NaiveMLE().fit(release, truth))
+        row["cgm"], fit = _timed(lambda: CGMEM().fit(release, truth))
+        if previous:
+            row["cgm_prev"], prev = _timed(lambda: previous_cgm(release).fit(release, truth))
     mbi = {f.iterations: f.seconds for f in fit_mbi(release, truth, (1000, 3000))}
-    return {"naive": naive, "cgm": cgm, "mbi1000": mbi[1000], "mbi3000": mbi[3000]}
+    row.update(mbi1000=mbi[1000], mbi3000=mbi[3000])
+    if previous:
+        row.update(kl_cgm=kl_divergence(truth, fit.model), kl_prev=kl_divergence(truth, prev.model))
+    return row
 
 
 def main() -> None:
@@ -54,6 +74,7 @@ def main() -> None:
     parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0])
     parser.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
     parser.add_argument("--T", type=int, default=5)
+    parser.add_argument("--previous", action="store_true", help="also the previous defaults")
     args = parser.parse_args()
     rows = []
     for graph in args.graphs:
@@ -61,16 +82,26 @@ def main() -> None:
             for N in args.N:
                 for eps in args.eps:
                     for mech in args.mechanisms:
-                        row = cell(graph, args.T, k, N, eps, mech)
+                        row = cell(graph, args.T, k, N, eps, mech, args.previous)
                         rows.append(row)
-                        times = " ".join(f"{n} {s:.3f}" for n, s in row.items())
-                        print(f"{graph} k={k} N={N} eps={eps} {mech}: {times} s", flush=True)
-    med = {n: statistics.median(r[n] for r in rows) for n in rows[0]}
+                        times = " ".join(f"{n} {s:.4g}" for n, s in row.items())
+                        print(f"{graph} k={k} N={N} eps={eps} {mech}: {times}", flush=True)
+    times = [n for n in rows[0] if not n.startswith("kl_")]
+    med = {n: statistics.median(r[n] for r in rows) for n in times}
     print("median seconds per fit:", {n: round(s, 4) for n, s in med.items()})
-    print(f"CGM / naive MLE (medians): {med['cgm'] / med['naive']:.2f}x")
-    faster = sum(r["cgm"] <= r["mbi1000"] for r in rows)
-    within = sum(r["cgm"] <= 2 * r["naive"] for r in rows)
-    print(f"cells where CGM <= mbi 1000 it.: {faster} of {len(rows)}; <= 2x naive: {within}")
+    for cgm in ("cgm", "cgm_prev") if args.previous else ("cgm",):
+        faster = sum(r[cgm] <= r["mbi1000"] for r in rows)
+        within = sum(r[cgm] <= 2 * r["naive"] for r in rows)
+        print(
+            f"{cgm} / naive MLE (medians): {med[cgm] / med['naive']:.2f}x; cells where "
+            f"{cgm} <= mbi 1000 it.: {faster} of {len(rows)}; <= 2x naive: {within}"
+        )
+    if args.previous:
+        ratios = sorted(r["kl_cgm"] / r["kl_prev"] for r in rows)
+        print(
+            f"KL cgm / cgm_prev: median {statistics.median(ratios):.4f}, range "
+            f"{ratios[0]:.4f}-{ratios[-1]:.4f}, beyond 1%: {sum(abs(x - 1) > 0.01 for x in ratios)}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``.
 :func:`bethe_start`: the Bethe approximation's MLE in closed form (the BP reparametrisation
 ``p ~ prod_C mu_C / prod_v mu_v^(d_v - 1)``, Wainwright, Jaakkola & Willsky 2003): on
 locally consistent ``mu`` loopy BP has a fixed point with beliefs ``mu``.
+:func:`shrunk_marginals`: the release's tables plus one noise scale per cell, the targets
+of CGM-EM's starts (their MLE, or :func:`bethe_naive` under loopy BP).
 Measurements: ``docs/performance.md``, section "Scale".
 """
 
@@ -47,6 +49,7 @@ __all__ = [
     "diagonal_scale",
     "gauge_projector",
     "em_reparam",
+    "shrunk_marginals",
 ]
 
 _LAPLACE = ("laplace", "discrete_laplace")
@@ -205,14 +208,24 @@ class Reparam:
         return tol / float(np.max(self.scale))
 
 
-def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
-    """:func:`bethe_start` on the release's noisy tables projected onto the simplex, with a
-    pseudo-count of one noise scale per cell (``b_C / N``, our choice): the loopy-BP
-    counterpart of the naive MLE, in closed form (``rho``: reweighted BP's)."""
-    targets = noisy_pseudo_marginals(release, project=True)
+def shrunk_marginals(release) -> dict:
+    """The release's tables projected onto the simplex, plus a pseudo-count of one noise
+    scale per cell (``b_C / N``, our choice), renormalised: positive everywhere, so their
+    MLE exists (the projection zeroes the cells the noise hides, and an MLE chases zeros
+    without end, Bernstein et al. 2017 Sec. 3.1)."""
     total = float(release.total)
-    pseudo = [float(release.noise[c].scale) / total for c in mrf.cliques]
-    return bethe_start(mrf.domain, mrf.cliques, targets, pseudo, rho)
+    out = {}
+    for c, t in noisy_pseudo_marginals(release, project=True).items():
+        a = float(release.noise[c].scale) / total
+        out[c] = (t + a) / (t.sum() + a * t.size)
+    return out
+
+
+def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
+    """:func:`bethe_start` on :func:`shrunk_marginals`: the loopy-BP counterpart of the
+    naive MLE, in closed form (``rho``: reweighted BP's)."""
+    targets = shrunk_marginals(release)
+    return bethe_start(mrf.domain, mrf.cliques, targets, [0.0] * len(mrf.cliques), rho)
 
 
 def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float, rho: float = 0.0) -> Reparam:
