@@ -164,13 +164,13 @@ def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
     inference (:func:`~pgm_dp.learners.conditioning.bethe_naive`, CGM-EM's start), to that
     inference's MLE of the truth's exact marginals (what it reaches without noise) and,
     with ``exact_naive``, to the naive MLE fitted exactly."""
-    from pgm_dp.inference.counting import trw_counting_numbers
+    from pgm_dp.inference.counting import method_counting_numbers
     from pgm_dp.learners import NaiveMLE
     from pgm_dp.learners.conditioning import bethe_naive, bethe_start
     from pgm_dp.metrics import kl_divergence
 
     start = time.perf_counter()
-    rho = trw_counting_numbers(truth.domain, truth.cliques) if inference == "trw_bp" else None
+    rho = method_counting_numbers(inference, truth.domain, truth.cliques)
     naive = truth.replace(bethe_naive(release, truth, rho))
     exact = truth.marginals()  # the MLE of the truth's own marginals: no noise, N = oo
     tables = bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact), rho)

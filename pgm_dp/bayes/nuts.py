@@ -11,7 +11,7 @@ from numpyro.infer.hmc import hmc
 
 from .model import matvec
 
-__all__ = ["DENSE_LIMIT", "FLOAT32_ABOVE", "gauge_split", "nuts_draws"]
+__all__ = ["DENSE_LIMIT", "FLOAT32_ABOVE", "gauge_split", "nuts_draws", "sigma_eigen"]
 
 #: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
 #: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
@@ -23,16 +23,23 @@ DENSE_LIMIT = 32
 FLOAT32_ABOVE = 256
 
 
-def gauge_split(sigma: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
-    log-potentials, then any latent noise variances): ``G`` spans the gauge, the
-    log-potential directions that change no marginal (the null space of ``Sigma = d mu / d
-    theta``, ``sigma``), ``B`` the rest. The likelihood does not depend on the gauge
-    coordinates, so under the isotropic prior their posterior is the prior, exactly and
-    independently of the rest."""
+def sigma_eigen(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(w, U, null)``: the eigenpairs of ``Sigma = d mu / d theta`` and the mask of its
+    null space, the gauge (``w <= 1e-10 max w``); one decomposition serves
+    :func:`gauge_split` and the latent counts of the plug-in path."""
     w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
-    null = w <= 1e-10 * w.max()
-    d, extra = sigma.shape[0], size - sigma.shape[0]
+    return w, u, w <= 1e-10 * w.max()
+
+
+def gauge_split(eigen, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
+    log-potentials, then any latent variables) from ``eigen = sigma_eigen(Sigma)``: ``G``
+    spans the gauge, the log-potential directions that change no marginal (the null space of
+    ``Sigma``), ``B`` the rest. The likelihood does not depend on the gauge coordinates, so
+    under the isotropic prior their posterior is the prior, exactly and independently of
+    the rest."""
+    _, u, null = eigen
+    d, extra = u.shape[0], size - u.shape[0]
     basis = np.zeros((size, size - int(null.sum())))
     basis[:d, : int((~null).sum())] = u[:, ~null]
     basis[d:, int((~null).sum()) :] = np.eye(extra)

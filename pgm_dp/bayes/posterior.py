@@ -47,7 +47,7 @@ from .model import (
     release_model,
     site_name,
 )
-from .nuts import DENSE_LIMIT, gauge_split, nuts_draws
+from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
 
 __all__ = [
     "posterior",
@@ -255,16 +255,16 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
     return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data, sigma
 
 
-def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray):
+def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray, eigen):
     """The plug-in model with Laplace noise kept exact (module :mod:`~pgm_dp.bayes.model`):
     latent counts ``n = N mu + A w``, ``A = sqrt(N) U sqrt(Lambda)`` from ``Sigma``'s
-    eigenpairs above the gauge threshold (:func:`~pgm_dp.bayes.nuts.gauge_split`'s). Returns
+    eigenpairs off the gauge (``eigen``, :func:`~pgm_dp.bayes.nuts.sigma_eigen`). Returns
     the model kwargs, the start ``(theta, w)`` (``w`` its conditional mean given ``theta`` under the
     Gaussian stand-in), the stand-in's joint covariance of ``(theta, w)`` (the linearised
     model ``y = N mu(x) + J (theta - x) + A w + e``, ``e ~ N(0, diag(v))``, ``J = N Sigma``;
     NUTS's whitening), the cached functions and the data."""
-    w, u = np.linalg.eigh(sigma)
-    keep = w > 1e-10 * w.max()
+    w, u, null = eigen
+    keep = ~null
     n, d = problem.total, problem.size
     factor = math.sqrt(n) * u[:, keep] * np.sqrt(w[keep])
     scaled = np.concatenate([n * sigma, factor], axis=1) / np.sqrt(problem.variance)[:, None]
@@ -280,12 +280,13 @@ def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray):
     return kw, start, cov, _functions(problem, kw), _data(problem, kw)
 
 
-def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise="gaussian"):
-    """The problem, model kwargs and Laplace fit (:func:`_plugin_fit` for large models;
-    for Laplace noise kept exact on that path, then :func:`_latent_counts`)."""
+def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts):
+    """The problem, model kwargs, Laplace fit (:func:`_plugin_fit` for large models; for
+    Laplace noise kept exact on that path, then :func:`_latent_counts`) and, for ``nuts``,
+    ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)."""
     problem = prepare(release, mrf)
-    exact_noise = laplace_noise == "exact" or (
-        laplace_noise == "auto" and problem.size <= LATENT_LIMIT
+    exact_noise = nuts and (
+        laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
     )
     if covariance == "auto":
         covariance = "exact" if problem.size <= EXACT_LIMIT else "plugin"
@@ -293,12 +294,14 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise="ga
         raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
     if covariance == "plugin":
         kw, x, cov, fns, data, sigma = _plugin_fit(problem, mrf, noise_aware, prior_scale)
+        eigen = sigma_eigen(sigma) if nuts else None
         if noise_aware and any(problem.laplace) and exact_noise:
-            kw, x, cov, fns, data = _latent_counts(problem, kw, x, sigma)
-        return problem, kw, x, cov, fns, data, sigma
+            kw, x, cov, fns, data = _latent_counts(problem, kw, x, sigma, eigen)
+        return problem, kw, x, cov, fns, data, eigen
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
     x, cov, fns, data = _laplace_fit(problem, kw)
-    return problem, kw, x, cov, fns, data, plugin_covariance(problem, x[: problem.size])
+    eigen = sigma_eigen(plugin_covariance(problem, x[: problem.size])) if nuts else None
+    return problem, kw, x, cov, fns, data, eigen
 
 
 def _check(method, laplace_noise, num_warmup, num_samples, num_chains) -> None:
@@ -349,16 +352,16 @@ def posterior(
     """
     _check(method, laplace_noise, num_warmup, num_samples, num_chains)
     key_run, key_pred = jax.random.split(as_key(rng))
-    noise = laplace_noise if method == "nuts" else "gaussian"
-    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, noise)
-    problem, kw, x, cov, fns, data, sigma = setup
+    nuts = method == "nuts"
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
+    problem, kw, x, cov, fns, data, eigen = setup
     stats = None
     if method == "laplace":
         chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
         z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
         flat = np.asarray(x + z @ jnp.asarray(chol).T)
     else:
-        split = gauge_split(sigma, x.size)
+        split = gauge_split(eigen, x.size)
         run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
         flat, stats = nuts_draws(fns, data, x, cov, split, *run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)

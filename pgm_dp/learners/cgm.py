@@ -52,7 +52,7 @@ import scipy.optimize
 
 from .._config import one_blas_thread
 from .._progress import tick
-from ..inference.counting import trw_counting_numbers
+from ..inference.counting import method_counting_numbers
 from ..models.mrf import MarkovRandomField
 from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
 from .anderson import AndersonState, anderson_init
@@ -271,9 +271,7 @@ class CGMEM:
         if self.init == "uniform":
             return mrf.replace(None)
         if self.inference != "junction_tree":  # closed form, any size
-            rho = None
-            if self.inference == "trw_bp":
-                rho = trw_counting_numbers(mrf.domain, mrf.cliques)
+            rho = method_counting_numbers(self.inference, mrf.domain, mrf.cliques)
             return mrf.replace(bethe_naive(release, mrf, rho))
         if self.init == "naive":
             targets = noisy_pseudo_marginals(release, project=True)

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import jit_program
-from ..inference.counting import trw_counting_numbers
+from ..inference.counting import method_counting_numbers
 from ..inference.factor_graph import factor_graph
 from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
@@ -57,7 +57,8 @@ def _bp(domain, cliques, max_cells, inference):
         return lambda tables: (*marginals_and_log_z(jt, cliques, tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)
     trw = inference == "trw_bp"  # convex: undamped first, damped where messages oscillate
-    rho, setting = (trw_counting_numbers(domain, cliques), _TRW_BP) if trw else (None, _LOOPY_BP)
+    rho = method_counting_numbers(inference, domain, cliques)
+    setting = _TRW_BP if trw else _LOOPY_BP
 
     def loopy(tables, init=None):  # also the messages: a warm start for the next call
         res = loopy_bp_flat(graph, *setting, tables[0], init=init, rho=rho, adaptive=trw)

@@ -158,10 +158,7 @@ class MarkovRandomField:
         if method == "junction_tree":
             margs, _ = clique_marginals(self.junction_tree(), self.log_potentials)
         elif method in ("loopy_bp", "trw_bp"):
-            options = {"counting": "trw", **options} if method == "trw_bp" else options
-            margs = loopy_bp(
-                self.domain, self.cliques, self.log_potentials, **options
-            ).factor_marginals
+            margs = self._loopy(method, options).factor_marginals
             if not any_traced(self.log_potentials):
                 margs = tuple(np.asarray(m) for m in margs)
         else:
@@ -191,9 +188,13 @@ class MarkovRandomField:
             _, log_z = clique_marginals(self.junction_tree(), self.log_potentials, ())
             return log_z
         if method in ("loopy_bp", "trw_bp"):
-            options = {"counting": "trw", **options} if method == "trw_bp" else options
-            return loopy_bp(self.domain, self.cliques, self.log_potentials, **options).log_z
+            return self._loopy(method, options).log_z
         raise ValueError(_UNKNOWN.format(method))
+
+    def _loopy(self, method: str, options: dict):
+        """Loopy BP's result for ``method`` (``"trw_bp"``: ``counting="trw"``)."""
+        options = {"counting": "trw", **options} if method == "trw_bp" else options
+        return loopy_bp(self.domain, self.cliques, self.log_potentials, **options)
 
     def unnormalized_log_prob(self, codes: np.ndarray) -> np.ndarray:
         """``sum_C theta_C(x_C)`` for each row of an encoded ``(n, d)`` code array."""

@@ -173,7 +173,7 @@ def test_gauge_split_spans_exactly_the_directions_that_change_no_marginal():
     leaves every marginal unchanged, along ``B`` it does not; latent coordinates stay in ``B``.
     (NUTS samples ``B``'s coordinates; the gauge gets the prior exactly.)"""
     from pgm_dp.bayes.model import plugin_covariance, prepare
-    from pgm_dp.bayes.nuts import gauge_split
+    from pgm_dp.bayes.nuts import gauge_split, sigma_eigen
 
     dom = Domain(["A", "B", "C"], [2, 3, 2])
     rng = np.random.default_rng(0)
@@ -183,7 +183,7 @@ def test_gauge_split_spans_exactly_the_directions_that_change_no_marginal():
     rel = release_marginals(mrf.sample(500, rng=1), mrf, budget=PureDP(1.0), rng=2)
     problem = prepare(rel, mrf)
     theta = np.concatenate([np.ravel(t) for t in mrf.log_potentials])
-    basis, gauge = gauge_split(plugin_covariance(problem, theta), problem.size + 3)
+    basis, gauge = gauge_split(sigma_eigen(plugin_covariance(problem, theta)), problem.size + 3)
     full = np.hstack([basis, gauge])
     np.testing.assert_allclose(full.T @ full, np.eye(problem.size + 3), atol=1e-10)
     # 12 cells; the indicators span 6 + 6 - 3 (functions of B in both) = 9 dimensions, one
