@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import jax
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 jax.config.update("jax_enable_x64", True)
 
@@ -91,4 +91,11 @@ def one_blas_thread():
     vectors of a few hundred to a few thousand entries, where waking a thread pool costs
     more than the work (on a loaded 2-core machine 5 ms against 0.6 ms per iteration;
     ``docs/performance.md``)."""
-    return threadpool_limits(1, user_api="blas")
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """The process's thread pools, inspected once: building a controller walks the loaded
+    shared libraries (2-3 ms), which a small learner fit used to pay twice."""
+    return ThreadpoolController()

@@ -236,16 +236,19 @@ class CGMEM:
         (see :meth:`done` for the gradient's tolerance in counts)."""
         return self.tol, min(self.nlbp_tol, self.count_tol / (10.0 * total))
 
-    def done(self, problem: EMProblem, state: EMState) -> bool:
+    def done(self, problem: EMProblem, state: EMState, projected=None) -> bool:
         """Whether the EM gradient at ``state`` meets both criteria: per record below
         ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` sampling standard
         deviations ``sqrt(1 + n_i)`` of the cell (``n`` the E-step's statistics). The
         second matters where ``N`` is large: a per-record ``1e-5`` is 10 counts at
         ``N = 1e6``, which left a cell of a few counts far from its optimum. With a
-        ``reparam`` the gradient is taken in the directions L-BFGS moves."""
+        ``reparam`` the gradient is taken in the directions L-BFGS moves (``projected``:
+        that gradient, when the caller has it already)."""
         rp = problem.reparam
-        grad = np.abs(state.grad if rp is None else rp.project(state.grad))
-        counts = np.maximum(np.asarray(concat_tables(state.n)), 0.0)
+        if projected is None:
+            projected = state.grad if rp is None else rp.project(state.grad)
+        grad = np.abs(projected)
+        counts = np.maximum(flatten_tables(state.n), 0.0)
         in_counts = problem.total * grad / np.sqrt(1.0 + counts)
         return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
 
@@ -297,16 +300,18 @@ class CGMEM:
         """L-BFGS on ``F`` in ``problem.reparam``'s coordinates: inexact E-steps first; if it
         stops early on their gradients (seen on very stiff E-steps), on from there with exact
         E-steps."""
-        box, rp = [state], problem.reparam
+        box, rp = [state, None, None], problem.reparam  # state, its z, projected gradient
 
         def value_and_grad(z, forcing):
             box[0] = self._evaluate(problem, box[0], rp.to_theta(z), forcing)
-            return box[0].value, rp.grad_z(box[0].grad)
+            box[1], box[2] = np.array(z), rp.project(box[0].grad)
+            return box[0].value, box[2] / rp.scale
 
         def callback(xk):
             history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
             tick("cgm")
-            if np.array_equal(rp.to_theta(xk), box[0].x) and self.done(problem, box[0]):
+            at_last = np.array_equal(xk, box[1]) or np.array_equal(rp.to_theta(xk), box[0].x)
+            if at_last and self.done(problem, box[0], box[2]):
                 raise StopIteration
 
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):

@@ -54,7 +54,10 @@ def _bp(domain, cliques, max_cells, inference):
     reads it as is, so the compiled E-step does not grow with the number of cliques."""
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
-        return lambda tables: (*marginals_and_log_z(jt, cliques, tables), jnp.asarray(True))
+        # a nested jit: the E-step's programs call it 3-4 times with the same shapes, and
+        # it is traced once (first-call time, docs/performance.md)
+        passes = jax.jit(lambda tables: marginals_and_log_z(jt, cliques, tables))
+        return lambda tables: (*passes(tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)
     trw = inference == "trw_bp"  # convex: undamped first, damped where messages oscillate
     rho = method_counting_numbers(inference, domain, cliques)

@@ -276,15 +276,20 @@ def _rebuild(domain, cliques, tables, max_cells) -> MarkovRandomField:
 
 
 def _as_table(table, clique: Clique, domain: Domain) -> jax.Array:
-    arr = jnp.asarray(table, dtype=jnp.float64)
+    if isinstance(table, jax.Array):
+        arr = jnp.asarray(table, dtype=jnp.float64)
+        host = None if any_traced((arr,)) else np.asarray(arr)
+    else:  # host data: checked before its one copy to the device
+        host = np.asarray(table, dtype=np.float64)
+        arr = None
     want = domain.sizes(clique)
-    if arr.shape != want:
-        raise DomainError(f"log-potential of {clique} has shape {arr.shape}, expected {want}")
-    if not any_traced((arr,)):  # concrete: check the values themselves
-        host = np.asarray(arr)
+    shape = host.shape if arr is None else arr.shape
+    if shape != want:
+        raise DomainError(f"log-potential of {clique} has shape {shape}, expected {want}")
+    if host is not None:  # concrete: check the values themselves
         if np.isnan(host).any() or np.isposinf(host).any():
             raise DomainError(
                 f"log-potential of {clique} contains NaN or +inf (use finite values; -inf marks "
                 "impossible states)"
             )
-    return arr
+    return jnp.asarray(host) if arr is None else arr
