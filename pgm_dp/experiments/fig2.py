@@ -117,9 +117,22 @@ def run_blocks(grid, setting: dict, path: Path | None, progress: bool) -> pd.Dat
             rows = res.runs.assign(**setting)
             table = pd.concat([table, rows], ignore_index=True) if not table.empty else rows
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                rows.to_csv(path, mode="a", header=not path.exists(), index=False)
+                _save(path, table, rows)
     return table
+
+
+def _save(path: Path, table: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """Append ``rows`` to ``path``; rewrite it whole (``table``: its rows and these) when
+    their columns differ from its header, e.g. a column that older rows lack, so that no
+    row is written under another column's name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = list(pd.read_csv(path, nrows=0).columns) if path.exists() else None
+    if header is None:
+        rows.to_csv(path, index=False)
+    elif set(header) == set(rows.columns):
+        rows[header].to_csv(path, mode="a", header=False, index=False)
+    else:
+        table.to_csv(path, index=False)
 
 
 def _read_done(path: Path | None, setting: dict) -> pd.DataFrame:

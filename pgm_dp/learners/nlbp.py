@@ -55,7 +55,7 @@ def _bp(domain, cliques, max_cells, inference):
     if inference == "junction_tree":
         jt = build_junction_tree(domain, cliques, max_cells)
         # a nested jit: the E-step's programs call it 3-4 times with the same shapes, and
-        # it is traced once (first-call time, docs/performance.md)
+        # it is traced once (first-call time: docs/cgm_em.md)
         passes = jax.jit(lambda tables: marginals_and_log_z(jt, cliques, tables))
         return lambda tables: (*passes(tables), jnp.asarray(True))
     graph = factor_graph(domain, cliques)

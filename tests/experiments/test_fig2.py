@@ -53,6 +53,19 @@ def test_run_fig2_writes_and_resumes(tmp_path):
     assert both.claims["cells"] == 1
 
 
+def test_a_resume_that_adds_a_column_rewrites_the_csv_under_one_header(tmp_path):
+    kw = dict(graphs=("chain",), Ns=(300,), epsilons=(1.0,), populations=1, replications=1)
+    kw.update(T=4, k=2, progress=False, out_dir=tmp_path)
+    run_fig2(learners=("naive",), **kw)
+    path = tmp_path / "fig2_runs.csv"
+    old = pd.read_csv(path).drop(columns="converged")  # as written by an older version
+    old.to_csv(path, index=False)
+    run_fig2(learners=("naive", "cgm"), **kw)
+    table = pd.read_csv(path)  # one header for all rows (an append would misalign them)
+    assert sorted(table.learner) == ["cgm", "naive"]
+    assert table.set_index("learner").loc["cgm", "converged"]
+
+
 def test_a_resume_reuses_only_rows_of_the_same_setting(tmp_path):
     kw = dict(graphs=("chain",), Ns=(300,), T=4, k=2, learners=("naive",), progress=False)
     first = run_fig2(epsilons=(1.0,), populations=1, replications=1, out_dir=tmp_path, **kw)
