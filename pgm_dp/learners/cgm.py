@@ -24,7 +24,14 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    of decomposable models. Its pull is bounded in counts: at the fixed point
    ``N mu(theta) - n* = beta (u - mu(theta))``, at most ``beta u_i`` in any cell, where the
    Gaussian prior's ``-2 tau theta_i`` grows without bound as a cell's potential falls.
-   ``prior_precision=0, pseudo_count=0`` is the paper's objective.
+   By default both: the Gaussian for every release and the conjugate one only where the
+   noise swamps the counts (``pseudo_count="auto"``, :meth:`CGMEM.pseudo_records`). There
+   the likelihood is nearly flat, and with the Gaussian prior alone the MAP piles the
+   records onto the few joint states whose cells drew positive noise, ending worse than the
+   uniform model: the Gaussian prices each log-potential, while a collapse adds up
+   moderate potentials along the cliques. The conjugate prior prices the model's distance
+   ``KL(u || p_theta)`` itself. ``prior_precision=0, pseudo_count=0`` is the paper's
+   objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
    objective and fixed points); ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
@@ -77,6 +84,8 @@ __all__ = [
 
 #: ``tau = 3 / pi^2``: log-potential variance ``pi^2 / 6``, that of the log of an Exp(1) draw.
 DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
+#: ``a`` of ``pseudo_count="auto"`` where the noise swamps the counts (``b^2 >= N``).
+AUTO_PSEUDO_COUNT = 0.1
 _START_TOL = 1e-4  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
@@ -167,7 +176,8 @@ class CGMEM:
 
     ``prior_precision``: ``tau`` of the Gaussian prior ``tau ||theta||^2``; ``pseudo_count``:
     ``a`` of the conjugate prior ``beta (u^T theta - A(theta))``, ``beta = a`` times the
-    cells of the largest clique (:meth:`pseudo_records`; module docstring); ``solver``:
+    cells of the largest clique, or ``"auto"``: ``a = 0.1 min(1, b^2 / N)``
+    (:meth:`pseudo_records`; module docstring); ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
     ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
     counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
@@ -192,7 +202,7 @@ class CGMEM:
 
     inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
-    pseudo_count: float = 0.0
+    pseudo_count: float | Literal["auto"] = "auto"
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
     count_tol: float = 0.01
@@ -211,8 +221,9 @@ class CGMEM:
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
             )
-        if self.pseudo_count < 0 or not np.isfinite(self.pseudo_count):
-            raise ValueError(f"pseudo_count must be a finite number >= 0, got {self.pseudo_count}")
+        a = self.pseudo_count
+        if a != "auto" and (isinstance(a, str) or a < 0 or not np.isfinite(a)):
+            raise ValueError(f"pseudo_count must be 'auto' or a finite number >= 0, got {a!r}")
         if not self.count_tol > 0:
             raise ValueError(f"count_tol must be > 0, got {self.count_tol}")
         if self.solver not in ("lbfgs", "em"):
@@ -224,11 +235,20 @@ class CGMEM:
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
 
-    def pseudo_records(self, mrf: MarkovRandomField) -> float:
-        """``beta`` of the conjugate prior: ``pseudo_count`` times the cells of ``mrf``'s
-        largest clique, so that each cell of that table gets ``pseudo_count`` records of the
-        uniform distribution (smaller tables' cells more)."""
-        return self.pseudo_count * max(mrf.domain.size(c) for c in mrf.cliques)
+    def pseudo_records(self, mrf: MarkovRandomField, release=None) -> float:
+        """``beta`` of the conjugate prior: ``a`` times the cells of ``mrf``'s largest
+        clique, so that each cell of that table gets ``a`` records of the uniform
+        distribution (smaller tables' cells more). ``a = pseudo_count``, or for ``"auto"``
+        ``0.1 min(1, b^2 / N)`` (``b`` the release's largest noise scale, public): one tenth
+        of a record per cell where one cell's noise exceeds the whole sample's standard
+        deviation ``sqrt(N)``, vanishing as the noise shrinks below it (module docstring)."""
+        a = self.pseudo_count
+        if a == "auto":
+            if release is None:
+                raise ValueError('pseudo_count="auto" needs the release (its noise scales)')
+            scale = max(float(release.noise[c].scale) for c in release.cliques)
+            a = AUTO_PSEUDO_COUNT * min(1.0, scale**2 / float(release.total))
+        return a * max(mrf.domain.size(c) for c in mrf.cliques)
 
     def tolerances(self, total: float) -> tuple[float, float]:
         """Per-record tolerances ``(EM gradient, exact E-step)`` for ``N = total`` records:
@@ -374,7 +394,7 @@ class CGMEM:
             estep,
         )
         total = float(release.total)
-        lam, rho = self.prior_precision / total, self.pseudo_records(mrf) / total
+        lam, rho = self.prior_precision / total, self.pseudo_records(mrf, release) / total
         problem = EMProblem(
             objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total)
         )
