@@ -28,7 +28,7 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     when unset). The ``pgm-dp`` command turns it on; a library user opts in by calling it.
     Every program is kept, however quickly it compiled: with a 0.2 s floor the small ones
     (a learner's start, eager set-up) were compiled again in every process, and all of
-    ``pgm-dp compare``'s programs take under 1 MB (``docs/cgm_em.md``). Returns the folder.
+    ``pgm-dp compare``'s programs take under 1 MB (``benchmarks/README.md``). Returns the folder.
     """
     if path is None:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
