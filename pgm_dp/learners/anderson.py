@@ -12,7 +12,8 @@ which is the damped step when the history is empty. It has the same fixed points
 damped iteration and, on a linearised problem, behaves like GMRES rather than like
 Richardson iteration. The least-squares problem is solved through its normal equations with
 a relative Tikhonov term ``1e-10 (1 + trace(dF dF^T))`` (our choice) so that nearly
-collinear differences cannot produce huge coefficients.
+collinear differences cannot produce huge coefficients; the regularised system is positive
+definite and solved by Cholesky.
 
 Example
 -------
@@ -75,6 +76,15 @@ def anderson_reset(state: AndersonState, when=True) -> AndersonState:
     )
 
 
+def _spd_solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a^-1 b`` for a symmetric positive definite ``a`` (Cholesky: the same solution as
+    ``jnp.linalg.solve``, whose LU traces ten times slower in a new process)."""
+    low = jnp.linalg.cholesky(a)
+    y = jax.lax.linalg.triangular_solve(low, b[:, None], left_side=True, lower=True)
+    y = jax.lax.linalg.triangular_solve(low, y, left_side=True, lower=True, transpose_a=True)
+    return y[:, 0]
+
+
 def anderson_step(
     state: AndersonState, x: jax.Array, f: jax.Array, alpha
 ) -> tuple[jax.Array, AndersonState]:
@@ -91,6 +101,6 @@ def anderson_step(
     # Rows not in use may hold stale (finite) values: mask the small system, not the rows.
     gram = (df @ df.T) * jnp.outer(used, used)
     gram = gram + _RIDGE * (1.0 + jnp.trace(gram)) * jnp.eye(memory) + jnp.diag(1.0 - used)
-    gamma = jnp.linalg.solve(gram, (df @ f) * used)  # unused rows: gamma = 0
+    gamma = _spd_solve(gram, (df @ f) * used)  # unused rows: gamma = 0
     x_next = x + alpha * f - (dx + alpha * df).T @ gamma
     return x_next, AndersonState(dx, df, count, slot, x, f, jnp.asarray(True))

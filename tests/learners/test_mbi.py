@@ -51,7 +51,10 @@ def test_measurements_follow_clique_order_and_noise():
     for m, c in zip(ms, release.cliques, strict=True):
         assert m.clique == c
         np.testing.assert_array_equal(m.noisy_measurement, np.ravel(release.noisy[c]))
-        assert m.stddev == pytest.approx(np.sqrt(2) * release.noise[c].scale)
+        # the default release is the exact discrete Laplace: its own variance, not sqrt(2) b
+        assert release.noise[c].kind == "discrete_laplace"
+        assert m.stddev == pytest.approx(np.sqrt(release.noise[c].variance))
+        assert m.stddev < np.sqrt(2) * release.noise[c].scale
 
 
 def test_near_noiseless_release_recovers_the_truth():
