@@ -189,8 +189,8 @@ def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> 
 
 class Reparam:
     """L-BFGS's variable ``z = s * P theta`` (``P`` :func:`gauge_projector`, ``s``
-    :func:`diagonal_scale`): ``theta(z) = P(z / s)``, ``grad_z = P(grad_theta) / s``;
-    ``gtol(tol)``: the bound on ``|grad_z|`` that gives ``|P grad_theta| <= tol``."""
+    :func:`diagonal_scale`): ``theta(z) = P(z / s)``; the gradient in ``z`` is
+    ``P(grad_theta) / s``."""
 
     def __init__(self, project: Callable, scale: np.ndarray):
         self.project, self.scale = project, np.asarray(scale, dtype=np.float64)
@@ -200,12 +200,6 @@ class Reparam:
 
     def to_theta(self, z: np.ndarray) -> np.ndarray:
         return self.project(np.asarray(z) / self.scale)
-
-    def grad_z(self, grad: np.ndarray) -> np.ndarray:
-        return self.project(grad) / self.scale
-
-    def gtol(self, tol: float) -> float:
-        return tol / float(np.max(self.scale))
 
 
 def shrunk_marginals(release) -> dict:
