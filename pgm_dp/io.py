@@ -65,7 +65,7 @@ VALUE_TYPES: dict[str, tuple[type, dict[str, str]]] = {
 
 _MIN_CAP = 1 << 24  # bytes any archive may expand to
 _EXPANSION = 4  # beyond that, bytes of arrays per byte of file
-_NUMERIC = "biufc"
+_KINDS = "biufcSU"  # dtype kinds an array may have: numbers, booleans, strings
 
 
 def _type_name(cls: type) -> str:
@@ -80,7 +80,10 @@ class _Encoder:
 
     def array(self, value: Any) -> dict:
         key = f"a{len(self.arrays)}"
-        self.arrays[key] = np.asarray(value)
+        arr = np.asarray(value)
+        if arr.dtype.kind not in _KINDS or arr.dtype.fields is not None:
+            raise DataValidationError(f"cannot save an array of dtype {arr.dtype}")
+        self.arrays[key] = arr
         return {"__array__": key}
 
     def __call__(self, v: Any) -> Any:
@@ -147,7 +150,7 @@ def _value(v: dict, dec) -> Any:
             raise DataValidationError(f"{name}.{k} must be a {kind}, got {given[k]!r:.80}")
     try:
         return cls(**{k: dec(x) for k, x in given.items()})
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:
         raise DataValidationError(f"invalid {name}: {err}") from None
 
 
@@ -275,7 +278,7 @@ class _Archive:
             else:
                 raise DataValidationError(f"unsupported .npy version {version}")
             header = fp.tell()
-        want = "U" if info.filename == "__meta__.npy" else _NUMERIC
+        want = "U" if info.filename == "__meta__.npy" else _KINDS
         if dtype.hasobject or dtype.fields is not None or dtype.kind not in want:
             raise DataValidationError(f"{info.filename}: refusing dtype {dtype}")
         if header + math.prod(shape) * dtype.itemsize != info.file_size:
@@ -310,8 +313,9 @@ class _Archive:
         return meta
 
 
-_BAD_FILE = (ValueError, KeyError, TypeError, AttributeError, OSError, EOFError,
-             RecursionError, zipfile.BadZipFile)  # fmt: skip
+# what a malformed file may raise while parsed (RuntimeError: an encrypted or unsupported member)
+_BAD_FILE = (ValueError, KeyError, TypeError, AttributeError, OSError, EOFError, OverflowError,
+             RecursionError, RuntimeError, zipfile.BadZipFile)  # fmt: skip
 
 
 def _read(path: str | os.PathLike) -> tuple[dict, _Archive | None]:
@@ -320,7 +324,10 @@ def _read(path: str | os.PathLike) -> tuple[dict, _Archive | None]:
         raise DataValidationError(f"no such file: {p}")
     raw = p.read_bytes()
     if raw[:1] == b"{":  # a JSON release
-        return {"format": "pgm_dp.NoisyMarginals", "text": raw.decode("utf-8")}, None
+        try:
+            return {"format": "pgm_dp.NoisyMarginals", "text": raw.decode("utf-8")}, None
+        except UnicodeDecodeError as err:
+            raise DataValidationError(f"{p} is not a pgm_dp file: {err}") from None
     try:
         arrays = _Archive(raw)
         return arrays.meta(), arrays

@@ -158,6 +158,9 @@ def test_allowed_value_types_round_trip_and_others_are_not_saved(tmp_path):
     fit.info["charge"] = Charge("x", "laplace", 1.0, PureDP(1.0))
     with pytest.raises(DataValidationError, match="cannot save a value of type"):
         save(fit, tmp_path / "g.npz")
+    fit.info["charge"] = np.array([{"a": 1}], dtype=object)
+    with pytest.raises(DataValidationError, match="cannot save an array of dtype object"):
+        save(fit, tmp_path / "g.npz")
 
 
 def _npy(shape, dtype, body=b""):
