@@ -10,6 +10,16 @@
 Every float is stored exactly (arrays in binary, JSON floats by ``repr``), so a round trip
 gives equal tables, equal histories and equal budgets. :func:`load` reads any of the three.
 
+Loading a file from elsewhere is safe: :func:`load` never imports or calls anything named in
+the file and builds only the package's own plain value types (:data:`VALUE_TYPES`: the
+budgets and :class:`~pgm_dp.privacy.NoiseModel`), with their fields checked. It bounds what a
+file may allocate: every array's header (shape, dtype) is read before the array, an array
+must fill exactly its declared member of the archive, object and structured dtypes are
+refused, the archive may not expand beyond ``max(16 MiB, 4 x its size)`` (``save`` writes it
+uncompressed), every array is read at most once and only when the metadata refers to it, a
+model's tables must have its cliques' shapes, and a release's tables must be ``int64`` or
+``float64``. Anything else raises :class:`~pgm_dp.errors.DataValidationError`.
+
 >>> import tempfile, pathlib
 >>> from pgm_dp.models import third_order_chain
 >>> mrf = third_order_chain(4, 2, rng=0)
@@ -25,11 +35,11 @@ True
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io as _io
 import json
 import math
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +49,27 @@ from .domain import Domain
 from .errors import DataValidationError
 from .learners.base import Fit
 from .models.mrf import MarkovRandomField
-from .privacy import NoisyMarginals
+from .privacy import ZCDP, ApproxDP, NoiseModel, NoisyMarginals, PureDP
 
-__all__ = ["save", "load", "save_model", "load_model", "save_fit", "load_fit"]
+__all__ = ["save", "load", "save_model", "load_model", "save_fit", "load_fit", "VALUE_TYPES"]
 
 _VERSION = 1
+
+#: The dataclasses a saved file may hold (by ``module:name``), with their fields' JSON types.
+VALUE_TYPES: dict[str, tuple[type, dict[str, str]]] = {
+    "pgm_dp.privacy.budget:PureDP": (PureDP, {"epsilon": "real"}),
+    "pgm_dp.privacy.budget:ZCDP": (ZCDP, {"rho": "real"}),
+    "pgm_dp.privacy.budget:ApproxDP": (ApproxDP, {"epsilon": "real", "delta": "real"}),
+    "pgm_dp.privacy.noise:NoiseModel": (NoiseModel, {"kind": "str", "scale": "real"}),
+}
+
+_MIN_CAP = 1 << 24  # bytes any archive may expand to
+_EXPANSION = 4  # beyond that, bytes of arrays per byte of file
+_KINDS = "biufcSU"  # dtype kinds an array may have: numbers, booleans, strings
+
+
+def _type_name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 class _Encoder:
@@ -54,7 +80,10 @@ class _Encoder:
 
     def array(self, value: Any) -> dict:
         key = f"a{len(self.arrays)}"
-        self.arrays[key] = np.asarray(value)
+        arr = np.asarray(value)
+        if arr.dtype.kind not in _KINDS or arr.dtype.fields is not None:
+            raise DataValidationError(f"cannot save an array of dtype {arr.dtype}")
+        self.arrays[key] = arr
         return {"__array__": key}
 
     def __call__(self, v: Any) -> Any:
@@ -70,15 +99,21 @@ class _Encoder:
             return {"__release__": v.to_json()}
         if isinstance(v, Domain):
             return {"__domain__": v.to_json_dict()}
-        if dataclasses.is_dataclass(v) and type(v).__module__.startswith("pgm_dp."):
-            fields = {f.name: self(getattr(v, f.name)) for f in dataclasses.fields(v)}
-            return {"__dataclass__": f"{type(v).__module__}:{type(v).__qualname__}", **fields}
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            name = _type_name(type(v))
+            if name not in VALUE_TYPES:
+                raise DataValidationError(f"cannot save a value of type {name}")
+            fields = {f: self(getattr(v, f)) for f in VALUE_TYPES[name][1]}
+            return {"__dataclass__": name, **fields}
         if isinstance(v, dict):
             if all(isinstance(k, str) for k in v):
                 return {"__dict__": {k: self(x) for k, x in v.items()}}
             return {"__items__": [[self(k), self(x)] for k, x in v.items()]}
         if isinstance(v, tuple):
             return {"__tuple__": [self(x) for x in v]}
+        if isinstance(v, frozenset):
+            items = [self(x) for x in v]
+            return {"__frozenset__": sorted(items, key=lambda x: json.dumps(x, sort_keys=True))}
         if isinstance(v, list):
             return [self(x) for x in v]
         if hasattr(v, "shape") and hasattr(v, "dtype"):
@@ -94,15 +129,42 @@ class _Encoder:
         }
 
 
-def _decoder(arrays):
+def _real(v: Any) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool)) or (
+        isinstance(v, dict) and set(v) == {"__float__"}
+    )
+
+
+def _value(v: dict, dec) -> Any:
+    """An allow-listed dataclass from its tagged entry; anything else is refused."""
+    name = v["__dataclass__"]
+    if not isinstance(name, str) or name not in VALUE_TYPES:
+        raise DataValidationError(f"refusing to load a value of type {name!r}: not one of the "
+                                  f"types pgm_dp saves ({', '.join(VALUE_TYPES)})")  # fmt: skip
+    cls, fields = VALUE_TYPES[name]
+    given = {k: x for k, x in v.items() if k != "__dataclass__"}
+    if set(given) != set(fields):
+        raise DataValidationError(f"{name} needs the fields {sorted(fields)}, got {sorted(given)}")
+    for k, kind in fields.items():
+        if not (_real(given[k]) if kind == "real" else isinstance(given[k], str)):
+            raise DataValidationError(f"{name}.{k} must be a {kind}, got {given[k]!r:.80}")
+    try:
+        return cls(**{k: dec(x) for k, x in given.items()})
+    except (ValueError, OverflowError) as err:
+        raise DataValidationError(f"invalid {name}: {err}") from None
+
+
+def _decoder(arrays: _Archive):
     def dec(v: Any) -> Any:
         if isinstance(v, list):
             return [dec(x) for x in v]
         if not isinstance(v, dict):
             return v
         if "__array__" in v:
-            return np.array(arrays[v["__array__"]])
+            return arrays.take(v["__array__"])
         if "__float__" in v:
+            if v["__float__"] not in ("inf", "-inf", "nan"):
+                raise DataValidationError(f"bad non-finite float {v['__float__']!r:.80}")
             return float(v["__float__"])
         if "__model__" in v:
             return _model(v["__model__"], arrays)
@@ -111,17 +173,15 @@ def _decoder(arrays):
         if "__domain__" in v:
             return Domain.from_json_dict(v["__domain__"])
         if "__dataclass__" in v:
-            module, _, name = v["__dataclass__"].partition(":")
-            if not module.startswith("pgm_dp."):
-                raise DataValidationError(f"refusing to load class {v['__dataclass__']}")
-            cls = getattr(importlib.import_module(module), name)
-            return cls(**{k: dec(x) for k, x in v.items() if k != "__dataclass__"})
+            return _value(v, dec)
         if "__dict__" in v:
             return {k: dec(x) for k, x in v["__dict__"].items()}
         if "__items__" in v:
             return {_hashable(dec(k)): dec(x) for k, x in v["__items__"]}
         if "__tuple__" in v:
             return tuple(dec(x) for x in v["__tuple__"])
+        if "__frozenset__" in v:
+            return frozenset(_hashable(dec(x)) for x in v["__frozenset__"])
         raise DataValidationError(f"unknown entry in a saved file: {sorted(v)}")
 
     return dec
@@ -131,12 +191,20 @@ def _hashable(key: Any) -> Any:
     return tuple(_hashable(k) for k in key) if isinstance(key, list | tuple) else key
 
 
-def _model(d: dict, arrays) -> MarkovRandomField:
+def _model(d: dict, arrays: _Archive) -> MarkovRandomField:
     dom = Domain.from_json_dict(d["domain"])
-    tables = [np.array(arrays[t["__array__"]]) for t in d["tables"]]
-    return MarkovRandomField(
-        dom, [tuple(c) for c in d["cliques"]], tables, max_cells=d["max_cells"]
-    )
+    cliques = [tuple(c) for c in d["cliques"]]
+    if len(d["tables"]) != len(cliques):
+        raise DataValidationError(f"{len(d['tables'])} tables for {len(cliques)} cliques")
+    tables = []
+    for c, t in zip(cliques, d["tables"], strict=True):
+        key = t["__array__"]
+        shape, dtype = arrays.header(key)
+        if shape != dom.sizes(c) or dtype != np.float64:
+            raise DataValidationError(f"table of {c}: {dtype}{list(shape)}, expected "
+                                      f"float64{list(dom.sizes(c))}")  # fmt: skip
+        tables.append(arrays.take(key))
+    return MarkovRandomField(dom, cliques, tables, max_cells=d["max_cells"])
 
 
 def _write(path: str | os.PathLike, meta: dict, arrays: dict) -> Path:
@@ -180,33 +248,113 @@ def save(obj: MarkovRandomField | Fit | NoisyMarginals, path: str | os.PathLike)
     raise TypeError(f"cannot save a {type(obj).__name__}; expected a model, fit or release")
 
 
-def _read(path: str | os.PathLike) -> tuple[dict, Any]:
+class _Archive:
+    """The arrays of a ``.npz`` file, each header checked up front, each read at most once."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._zip = zipfile.ZipFile(_io.BytesIO(raw))
+        cap = max(_MIN_CAP, _EXPANSION * len(raw))
+        self._members: dict[str, tuple[zipfile.ZipInfo, tuple, np.dtype]] = {}
+        for info in self._zip.infolist():
+            key = info.filename.removesuffix(".npy")
+            if key == info.filename or key in self._members:
+                raise DataValidationError(f"unexpected archive member {info.filename!r:.80}")
+            cap -= info.file_size
+            if cap < 0:
+                raise DataValidationError(
+                    f"the archive would expand beyond {max(_MIN_CAP, _EXPANSION * len(raw))} "
+                    f"bytes ({len(raw)} bytes on disk); refusing to read it"
+                )
+            self._members[key] = (info, *self._check_header(info))
+        self._taken: set[str] = set()
+
+    def _check_header(self, info: zipfile.ZipInfo) -> tuple[tuple, np.dtype]:
+        with self._zip.open(info) as fp:
+            version = np.lib.format.read_magic(fp)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fp)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fp)
+            else:
+                raise DataValidationError(f"unsupported .npy version {version}")
+            header = fp.tell()
+        want = "U" if info.filename == "__meta__.npy" else _KINDS
+        if dtype.hasobject or dtype.fields is not None or dtype.kind not in want:
+            raise DataValidationError(f"{info.filename}: refusing dtype {dtype}")
+        if header + math.prod(shape) * dtype.itemsize != info.file_size:
+            raise DataValidationError(
+                f"{info.filename}: header declares {dtype}{list(shape)}, which does not fill "
+                f"its {info.file_size} bytes"
+            )
+        return tuple(shape), dtype
+
+    def header(self, key: Any) -> tuple[tuple, np.dtype]:
+        """``(shape, dtype)`` of array ``key``, without reading it."""
+        if not isinstance(key, str) or key not in self._members or key == "__meta__":
+            raise DataValidationError(f"the file refers to a missing array {key!r:.80}")
+        return self._members[key][1:]
+
+    def take(self, key: Any) -> np.ndarray:
+        """Array ``key`` (each may be read once: a file refers to each array once)."""
+        self.header(key)
+        if key in self._taken:
+            raise DataValidationError(f"the file refers to array {key!r} twice")
+        self._taken.add(key)
+        with self._zip.open(self._members[key][0]) as fp:
+            return np.lib.format.read_array(fp, allow_pickle=False)
+
+    def meta(self) -> dict:
+        if "__meta__" not in self._members or self._members["__meta__"][1] != ():
+            raise DataValidationError("no __meta__ document")
+        with self._zip.open(self._members["__meta__"][0]) as fp:
+            meta = json.loads(str(np.lib.format.read_array(fp, allow_pickle=False)))
+        if not isinstance(meta, dict):
+            raise DataValidationError("__meta__ is not a JSON object")
+        return meta
+
+
+# what a malformed file may raise while parsed (RuntimeError: an encrypted or unsupported member)
+_BAD_FILE = (ValueError, KeyError, TypeError, AttributeError, OSError, EOFError, OverflowError,
+             RecursionError, RuntimeError, zipfile.BadZipFile)  # fmt: skip
+
+
+def _read(path: str | os.PathLike) -> tuple[dict, _Archive | None]:
     p = Path(path)
     if not p.is_file():
         raise DataValidationError(f"no such file: {p}")
     raw = p.read_bytes()
     if raw[:1] == b"{":  # a JSON release
-        return {"format": "pgm_dp.NoisyMarginals", "text": raw.decode("utf-8")}, {}
+        try:
+            return {"format": "pgm_dp.NoisyMarginals", "text": raw.decode("utf-8")}, None
+        except UnicodeDecodeError as err:
+            raise DataValidationError(f"{p} is not a pgm_dp file: {err}") from None
     try:
-        arrays = dict(np.load(_io.BytesIO(raw), allow_pickle=False))
-        meta = json.loads(str(arrays.pop("__meta__")))
-    except (ValueError, KeyError, OSError) as err:
+        arrays = _Archive(raw)
+        return arrays.meta(), arrays
+    except DataValidationError as err:
+        raise DataValidationError(f"{p} is not a valid pgm_dp file: {err}") from None
+    except _BAD_FILE as err:
         raise DataValidationError(f"{p} is not a pgm_dp file: {err}") from None
-    return meta, arrays
 
 
 def load(path: str | os.PathLike) -> MarkovRandomField | Fit | NoisyMarginals:
-    """Read what :func:`save` wrote (the kind is stored in the file)."""
+    """Read what :func:`save` wrote (the kind is stored in the file); a file that is not one
+    raises :class:`DataValidationError` (see the module docstring for what is refused)."""
     meta, arrays = _read(path)
     kind = meta.get("format")
-    if kind == "pgm_dp.NoisyMarginals":
-        return NoisyMarginals.from_json(meta["text"])
-    if kind == "pgm_dp.MarkovRandomField":
-        return _model(meta, arrays)
-    if kind == "pgm_dp.Fit":
-        dec = _decoder(arrays)
-        return Fit(_model(meta["model"], arrays), dec(meta["history"]), dec(meta["info"]))
-    raise DataValidationError(f"{path} holds an unknown format {kind!r}")
+    try:
+        if kind == "pgm_dp.NoisyMarginals":
+            return NoisyMarginals.from_json(meta["text"] if arrays is None else "")
+        if kind == "pgm_dp.MarkovRandomField" and arrays is not None:
+            return _model(meta, arrays)
+        if kind == "pgm_dp.Fit" and arrays is not None:
+            dec = _decoder(arrays)
+            return Fit(_model(meta["model"], arrays), dec(meta["history"]), dec(meta["info"]))
+    except DataValidationError as err:
+        raise DataValidationError(f"{path} is not a valid pgm_dp file: {err}") from None
+    except _BAD_FILE as err:
+        raise DataValidationError(f"{path} is not a valid pgm_dp file: {err!r}") from None
+    raise DataValidationError(f"{path} holds an unknown format {kind!r:.80}")
 
 
 def load_model(path: str | os.PathLike) -> MarkovRandomField:

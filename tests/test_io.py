@@ -1,10 +1,17 @@
 """Save / load in the open format (JSON + .npz): exact round trips of models, fits with their
 privacy metadata, and releases."""
 
+import io
+import json
+import time
+import tracemalloc
+import zipfile
+
 import numpy as np
 import pytest
 
 from pgm_dp import (
+    ZCDP,
     ApproxDP,
     DataValidationError,
     Domain,
@@ -71,3 +78,192 @@ def test_release_round_trip_and_bad_files(tmp_path):
         load(tmp_path / "bad.npz")
     with pytest.raises(DataValidationError, match="no such file"):
         load(tmp_path / "missing.npz")
+
+
+# -- crafted files -----------------------------------------------------------------------------
+def _fit_file(tmp_path):
+    truth = third_order_chain(3, 2, rng=0)
+    rel = release_marginals(truth.sample(200, rng=1), truth, budget=PureDP(1.0), rng=2)
+    return save(NaiveMLE().fit(rel, truth), tmp_path / "fit.npz")
+
+
+def _rewrite(path, edit):
+    """The archive at ``path`` with its metadata passed through ``edit``."""
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = edit(json.loads(str(arrays.pop("__meta__"))))
+    np.savez(path, __meta__=np.array(json.dumps(meta)), **arrays)
+    return path
+
+
+_CALLS = [
+    {"__dataclass__": "pgm_dp.io:save", "obj": None, "path": "/tmp/x"},
+    {"__dataclass__": "pgm_dp._config:enable_compilation_cache", "path": "/tmp/cache"},
+    {"__dataclass__": "pgm_dp.privacy.release:release_marginals", "budget": None},
+    {
+        "__dataclass__": "pgm_dp.privacy.accountant:Charge",
+        "what": "x",
+        "mechanism": "y",
+        "scale": 1.0,
+        "cost": None,
+    },  # fmt: skip
+    {"__dataclass__": "os:system", "command": "true"},
+    {"__dataclass__": ["not", "a", "name"]},
+]
+
+
+@pytest.mark.parametrize("entry", _CALLS, ids=lambda e: str(e["__dataclass__"]))
+def test_load_refuses_types_outside_the_allow_list(tmp_path, entry, monkeypatch):
+    called = []
+    monkeypatch.setattr("pgm_dp.io.save", lambda *a, **k: called.append(a))
+    monkeypatch.setattr("pgm_dp._config.enable_compilation_cache", lambda *a: called.append(a))
+    path = _rewrite(_fit_file(tmp_path), lambda m: m["info"]["__dict__"].update(x=entry) or m)
+    with pytest.raises(DataValidationError, match="refusing to load a value of type"):
+        load(path)
+    assert not called
+
+
+@pytest.mark.parametrize(
+    "budget, message",
+    [
+        ({"epsilon": 1.0, "extra": 2}, "needs the fields"),
+        ({}, "needs the fields"),
+        ({"epsilon": "1.0"}, "must be a real"),
+        ({"epsilon": True}, "must be a real"),
+        ({"epsilon": [1.0]}, "must be a real"),
+        ({"epsilon": {"__dataclass__": "pgm_dp.privacy.budget:PureDP", "epsilon": 1}}, "real"),
+        ({"epsilon": -1.0}, "invalid"),
+        ({"epsilon": {"__float__": "1e5"}}, "non-finite"),
+    ],
+)
+def test_load_checks_the_fields_of_allowed_types(tmp_path, budget, message):
+    entry = {"__dataclass__": "pgm_dp.privacy.budget:PureDP", **budget}
+    path = _rewrite(_fit_file(tmp_path), lambda m: m["info"]["__dict__"].update(x=entry) or m)
+    with pytest.raises(DataValidationError, match=message):
+        load(path)
+
+
+def test_allowed_value_types_round_trip_and_others_are_not_saved(tmp_path):
+    from pgm_dp.io import VALUE_TYPES
+    from pgm_dp.privacy import NoiseModel
+    from pgm_dp.privacy.accountant import Charge
+
+    fit = load_fit(_fit_file(tmp_path))
+    values = [PureDP(1.0), ZCDP(0.5), ApproxDP(1.0, 1e-6), NoiseModel("discrete_gaussian", 2.0)]
+    assert {f"{type(v).__module__}:{type(v).__qualname__}" for v in values} == set(VALUE_TYPES)
+    fit.info["values"] = values
+    fit.info["edges"] = frozenset({(0, 1), (1, 2)})
+    back = load_fit(save(fit, tmp_path / "f.npz"))
+    assert back.info["values"] == values and back.info["edges"] == fit.info["edges"]
+    fit.info["charge"] = Charge("x", "laplace", 1.0, PureDP(1.0))
+    with pytest.raises(DataValidationError, match="cannot save a value of type"):
+        save(fit, tmp_path / "g.npz")
+    fit.info["charge"] = np.array([{"a": 1}], dtype=object)
+    with pytest.raises(DataValidationError, match="cannot save an array of dtype object"):
+        save(fit, tmp_path / "g.npz")
+
+
+def _npy(shape, dtype, body=b""):
+    """A .npy member: a valid header declaring ``shape``/``dtype``, then ``body``."""
+    buf = io.BytesIO()
+    header = {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": shape}
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue() + body
+
+
+def _archive(path, members, compress=zipfile.ZIP_STORED):
+    meta = json.dumps({"format": "pgm_dp.Fit", "version": 1})
+    with zipfile.ZipFile(path, "w", compression=compress) as z:
+        z.writestr("__meta__.npy", _npy((), f"<U{len(meta)}", meta.encode("utf-32-le")))
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def _quick_and_small(fn):
+    """Run ``fn``; assert it took < 2 s and allocated < 8 MB (Python-tracked)."""
+    start = time.perf_counter()
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 8e6 and time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "member, message",
+    [
+        (_npy((10**10,), "<f8", b"\0" * 64), "does not fill"),
+        (_npy((4,), "|O", b"\0" * 32), "refusing dtype"),
+        (_npy((2,), [("a", "<f8")], b"\0" * 16), "refusing dtype"),
+        (_npy((2,), "|V8", b"\0" * 16), "refusing dtype"),
+        (b"\x93NUMPY\x09\x00", "version"),
+    ],
+)
+def test_archive_headers_are_checked_before_reading(tmp_path, member, message):
+    path = _archive(tmp_path / "x.npz", {"a0.npy": member})
+    with pytest.raises(DataValidationError, match=message):
+        _quick_and_small(lambda: load(path))
+
+
+def test_zip_bomb_is_refused_without_inflating(tmp_path):
+    """A 64 MB array of zeros deflated to ~60 kB: refused from the declared sizes."""
+    path = tmp_path / "bomb.npz"
+    n = 8 * 2**20
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        meta = json.dumps({"format": "pgm_dp.Fit", "version": 1})
+        z.writestr("__meta__.npy", _npy((), f"<U{len(meta)}", meta.encode("utf-32-le")))
+        with z.open("a0.npy", "w", force_zip64=True) as fh:
+            fh.write(_npy((n,), "<f8"))
+            for _ in range(64):
+                fh.write(bytes(n // 8))
+    assert path.stat().st_size < 200_000
+    with pytest.raises(DataValidationError, match="expand beyond"):
+        _quick_and_small(lambda: load(path))
+
+
+def test_arrays_are_read_once_and_must_fit_the_model(tmp_path):
+    path = _fit_file(tmp_path)
+
+    def twice(m):
+        m["info"]["__dict__"]["x"] = [m["model"]["tables"][0], m["model"]["tables"][0]]
+        return m
+
+    with pytest.raises(DataValidationError, match="twice"):
+        load(_rewrite(path, twice))
+    path = _fit_file(tmp_path)
+
+    def grow(m):
+        m["model"]["domain"]["shape"] = [5] * len(m["model"]["domain"]["shape"])
+        return m
+
+    with pytest.raises(DataValidationError, match="expected float64"):
+        load(_rewrite(path, grow))
+    path = _fit_file(tmp_path)
+    with pytest.raises(DataValidationError, match="missing array"):
+        load(_rewrite(path, lambda m: m["info"]["__dict__"].update(x={"__array__": "zz"}) or m))
+
+
+@pytest.mark.parametrize("dtype", ["U1000000000", "object", "complex128", 7])
+def test_release_dtype_must_be_int64_or_float64(tmp_path, dtype):
+    truth = third_order_chain(3, 2, rng=0)
+    rel = release_marginals(truth.sample(100, rng=1), truth, budget=PureDP(1.0), rng=2)
+    doc = json.loads(rel.to_json())
+    doc["dtype"][0] = dtype
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    with pytest.raises(DataValidationError, match="int64 or float64"):
+        _quick_and_small(lambda: load(tmp_path / "r.json"))
+
+
+def test_malformed_metadata_is_a_data_validation_error(tmp_path):
+    deep = json.dumps({"format": "pgm_dp.Fit", "model": "[" * 100_000})
+    bad = {"format": "pgm_dp.Fit", "model": {"domain": 3}, "history": [], "info": {}}
+    for meta in (deep, json.dumps(bad), json.dumps([1, 2])):
+        np.savez(tmp_path / "m.npz", __meta__=np.array(meta))
+        with pytest.raises(DataValidationError):
+            load(tmp_path / "m.npz")
+    (tmp_path / "r.json").write_text('{"format": "pgm_dp.NoisyMarginals"}')
+    with pytest.raises(DataValidationError):
+        load(tmp_path / "r.json")

@@ -25,6 +25,9 @@ Which costs each notion of total budget accepts, and how they are added up:
   in advance (the mechanisms themselves may be chosen adaptively); a fully-adaptive filter
   guarantee for this mixed rule is not claimed.
 
+Charging is atomic: the check and the append run under one lock (as do all reads of the
+ledger), so concurrent threads sharing an accountant can never spend more than the total.
+
 Sums use ``math.fsum`` and a charge fits when the new total is at most the budget times
 ``1 + 1e-12`` (so that, e.g., ten charges of ``ε = 0.1`` fit a budget of ``ε = 1``).
 
@@ -40,6 +43,7 @@ Example
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 from ..errors import BudgetExceededError, PrivacyParameterError
@@ -89,6 +93,17 @@ class Accountant:
         self._total = total_budget
         self._conversion = conversion
         self._charges: list[Charge] = []
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict:
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # -- bookkeeping -------------------------------------------------------------------------
     @property
@@ -99,7 +114,8 @@ class Accountant:
     @property
     def charges(self) -> tuple[Charge, ...]:
         """All recorded charges, in order."""
-        return tuple(self._charges)
+        with self._lock:
+            return tuple(self._charges)
 
     def _normalise(self, cost: Budget) -> Budget:
         """``cost`` in a notion this accountant adds up, or PrivacyParameterError."""
@@ -153,49 +169,56 @@ class Accountant:
         return ok
 
     def _recorded(self) -> list[Budget]:
-        return [self._normalise(c.cost) for c in self._charges]
+        with self._lock:
+            return [self._normalise(c.cost) for c in self._charges]
 
     @property
     def spent(self) -> Budget:
         """Budget spent so far, in the accountant's notion (may be zero)."""
-        out = self._spent_of(self._recorded())
+        with self._lock:
+            out = self._spent_of(self._recorded())
         assert out is not None  # every recorded charge fitted
         return out
 
     @property
     def remaining(self) -> Budget:
         """``total - spent`` componentwise, floored at 0 (for ``ApproxDP``: ``δ_T - δ_apx``)."""
-        total, spent = self._total, self.spent
+        with self._lock:
+            total, spent, recorded = self._total, self.spent, self._recorded()
         if isinstance(total, ZCDP):
             return _unchecked(ZCDP, rho=max(total.rho - spent.rho, 0.0))
         eps = max(total.epsilon - spent.epsilon, 0.0)
         if isinstance(total, PureDP):
             return _unchecked(PureDP, epsilon=eps)
-        d_apx = math.fsum(c.delta for c in self._recorded() if isinstance(c, ApproxDP))
+        d_apx = math.fsum(c.delta for c in recorded if isinstance(c, ApproxDP))
         return _unchecked(ApproxDP, epsilon=eps, delta=max(total.delta - d_apx, 0.0))
 
     # -- charging ------------------------------------------------------------------------------
     def can_afford(self, cost: Budget) -> bool:
         """Whether ``cost`` fits now (raises PrivacyParameterError if the notion is refused)."""
         new = self._normalise(cost)
-        return self._fits(self._spent_of(self._recorded() + [new]))
+        with self._lock:
+            return self._fits(self._spent_of(self._recorded() + [new]))
 
     def check(self, cost: Budget, *, what: str = "") -> None:
         """Raise :class:`BudgetExceededError` if ``cost`` does not fit; records nothing."""
-        if not self.can_afford(cost):
-            label = f" for {what!r}" if what else ""
-            raise BudgetExceededError(
-                f"privacy budget exceeded{label}: spent {_fmt(self.spent)}, asked "
-                f"{_fmt(cost)}, total {_fmt(self._total)}; nothing was charged or released"
-            )
+        with self._lock:
+            if not self.can_afford(cost):
+                label = f" for {what!r}" if what else ""
+                raise BudgetExceededError(
+                    f"privacy budget exceeded{label}: spent {_fmt(self.spent)}, asked "
+                    f"{_fmt(cost)}, total {_fmt(self._total)}; nothing was charged or released"
+                )
 
     def charge(
         self, cost: Budget, *, what: str, mechanism: str, scale: float | None = None
     ) -> Charge:
-        """Record ``cost`` if it fits, else raise :class:`BudgetExceededError` recording nothing."""
-        self.check(cost, what=what)
+        """Record ``cost`` if it fits, else raise :class:`BudgetExceededError` recording nothing.
+        Atomic: the check and the record happen under the accountant's lock."""
         rec = Charge(str(what), str(mechanism), None if scale is None else float(scale), cost)
-        self._charges.append(rec)
+        with self._lock:
+            self.check(cost, what=what)
+            self._charges.append(rec)
         return rec
 
     # -- reporting -----------------------------------------------------------------------------
@@ -204,7 +227,7 @@ class Accountant:
         import pandas as pd
 
         rows = []
-        for c in self._charges:
+        for c in self.charges:
             cost = c.cost
             rows.append(
                 {
@@ -223,12 +246,12 @@ class Accountant:
     def __repr__(self) -> str:
         return (
             f"Accountant(total={_fmt(self._total)}, spent={_fmt(self.spent)}, "
-            f"charges={len(self._charges)})"
+            f"charges={len(self.charges)})"
         )
 
     def __str__(self) -> str:
         lines = [repr(self)]
-        for i, c in enumerate(self._charges):
+        for i, c in enumerate(self.charges):
             sc = "-" if c.scale is None else f"{c.scale:.6g}"
             lines.append(f"  {i:3d}  {c.what:<30} {c.mechanism:<18} scale={sc:<10} {_fmt(c.cost)}")
         return "\n".join(lines)

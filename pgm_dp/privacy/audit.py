@@ -183,3 +183,98 @@ def privacy_loss_statistic_laplace(
         raise PrivacyParameterError("scale must be finite and > 0")
     ma, mb = np.asarray(mean_a, np.float64), np.asarray(mean_b, np.float64)
     return np.sum(np.abs(y - mb) - np.abs(y - ma), axis=-1) / scale
+
+
+# -- propose-test-release on a stable mode ------------------------------------------------------
+from collections import Counter  # noqa: E402
+from collections.abc import Callable, Hashable  # noqa: E402
+
+from ..rng import RngLike, as_generator  # noqa: E402
+
+__all__ += ["StableModeAudit", "audit_stable_mode", "delta_lower_bound"]
+
+
+def delta_lower_bound(
+    counts_a: np.ndarray,
+    counts_b: np.ndarray,
+    n_a: int,
+    n_b: int,
+    *,
+    epsilon: float,
+    alpha: float = 1e-3,
+) -> float:
+    """Max over events and directions of ``p_lo - e^ε p_hi`` (floored at 0), Bonferroni level
+    ``α/(4m)``: if the mechanism is ``(ε, δ)``-DP the result exceeds ``δ`` with probability at
+    most ``α``.
+
+    >>> delta_lower_bound([500], [0], 1000, 1000, epsilon=1.0) > 0.4
+    True
+    """
+    ca = np.asarray(counts_a, dtype=np.int64)
+    cb = np.asarray(counts_b, dtype=np.int64)
+    if ca.shape != cb.shape or ca.ndim != 1 or ca.size == 0:
+        raise PrivacyParameterError("counts_a and counts_b must be equal-length 1-d arrays")
+    if not 0 < alpha < 1 or not (math.isfinite(epsilon) and epsilon >= 0):
+        raise PrivacyParameterError("need 0 < alpha < 1 and a finite epsilon >= 0")
+    level = alpha / (4 * ca.size)
+    lo_a, hi_a = clopper_pearson(ca, n_a, level)
+    lo_b, hi_b = clopper_pearson(cb, n_b, level)
+    gap = np.concatenate([lo_a - math.exp(epsilon) * hi_b, lo_b - math.exp(epsilon) * hi_a])
+    return float(max(np.max(gap), 0.0))
+
+
+@dataclass(frozen=True)
+class StableModeAudit:
+    """Empirical lower bounds for a mechanism claiming ``(epsilon, delta)``-DP:
+    ``epsilon_lower`` at ``delta`` and ``delta_lower`` at ``epsilon``; together their
+    false-alarm rate is at most ``alpha``."""
+
+    epsilon_lower: float
+    delta_lower: float
+    epsilon: float
+    delta: float
+    event: str
+    alpha: float
+    trials: int
+
+    def consistent(self) -> bool:
+        """``True`` unless the samples refute the ``(epsilon, delta)`` claim at level alpha."""
+        return self.epsilon_lower <= self.epsilon and self.delta_lower <= self.delta
+
+
+def audit_stable_mode(
+    mechanism: Callable[[list, np.random.Generator], Hashable | None],
+    votes_a: Sequence[Hashable],
+    votes_b: Sequence[Hashable],
+    *,
+    epsilon: float,
+    delta: float,
+    trials: int = 20_000,
+    alpha: float = 1e-3,
+    rng: RngLike = None,
+) -> StableModeAudit:
+    """Audit a mode-release mechanism (``mechanism(votes, rng)`` -> an answer or ``None``,
+    e.g. the ``answer`` of :func:`pgm_dp.learners.structure.stable_mode`) on two neighbouring
+    vote vectors, ``trials`` runs on each. The events ``{out = c}`` and ``{out != c}`` for
+    every answer ``c`` among the votes and ``None`` are fixed before sampling; each of the two
+    bounds uses ``alpha / 2``.
+
+    >>> def always(votes, rng):
+    ...     return votes[0]
+    >>> audit_stable_mode(always, ["A"], ["B"], epsilon=1.0, delta=0.1, trials=100).consistent()
+    False
+    """
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise PrivacyParameterError(f"trials must be an integer >= 1, got {trials!r}")
+    gen = as_generator(rng)
+    cats = list(dict.fromkeys([*votes_a, *votes_b, None]))
+    counts = []
+    for votes in (list(votes_a), list(votes_b)):
+        out = Counter(mechanism(votes, gen) for _ in range(trials))
+        eq = np.array([out[c] for c in cats])
+        counts.append(np.concatenate([eq, trials - eq]))
+    labels = [f"out = {c!r}" for c in cats] + [f"out != {c!r}" for c in cats]
+    eps = epsilon_lower_bound(*counts, trials, trials, delta=delta, alpha=alpha / 2,
+                              labels=labels)  # fmt: skip
+    d_lo = delta_lower_bound(*counts, trials, trials, epsilon=epsilon, alpha=alpha / 2)
+    return StableModeAudit(eps.epsilon_lower, d_lo, epsilon, delta, eps.event, alpha, trials)

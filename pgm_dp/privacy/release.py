@@ -167,14 +167,19 @@ class NoisyMarginals:
 
     @classmethod
     def from_json(cls, text: str) -> NoisyMarginals:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`. The tables' dtypes must be ``int64`` or ``float64`` (what
+        :meth:`to_json` writes); others are refused before any table is built."""
         d = json.loads(text)
         if d.get("format") != "pgm_dp.NoisyMarginals":
             raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
         dom = Domain.from_json_dict(d["domain"])
         cliques = tuple(tuple(c) for c in d["cliques"])
+        dtypes = {"int64": np.int64, "float64": np.float64}
+        for dt in d["dtype"]:
+            if not isinstance(dt, str) or dt not in dtypes:
+                raise DataValidationError(f"release tables must be int64 or float64: {dt!r:.40}")
         noisy = {
-            c: np.array(v, dtype=dt).reshape(dom.sizes(c))
+            c: np.array(v, dtype=dtypes[dt]).reshape(dom.sizes(c))
             for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
         }
         noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
