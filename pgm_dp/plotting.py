@@ -1,4 +1,9 @@
-"""What the experiments' plots share: the median-with-range line (labels: the registry's).
+"""Plotting helpers (matplotlib is optional: ``pip install 'pgm-dp[plot]'``).
+
+:func:`pyplot` imports matplotlib's ``pyplot`` on the Agg back end, or raises an
+``ImportError`` that says which extra to install; :func:`have_matplotlib` tells whether a
+plot can be drawn at all. :func:`median_errorbar` is the median-with-range line the
+comparison and the reproductions' plots share (labels: the registry's).
 
 >>> import pandas as pd
 >>> from matplotlib.figure import Figure
@@ -11,9 +16,32 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pandas as pd
 
-__all__ = ["median_errorbar"]
+__all__ = ["MISSING_MATPLOTLIB", "have_matplotlib", "median_errorbar", "pyplot"]
+
+#: The message of a plot asked for without matplotlib.
+MISSING_MATPLOTLIB = "plots need matplotlib: pip install 'pgm-dp[plot]'"
+
+
+def have_matplotlib() -> bool:
+    """Whether matplotlib is installed (checked without importing it)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the non-interactive Agg back end; an ``ImportError`` naming
+    the ``plot`` extra when matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise ImportError(MISSING_MATPLOTLIB) from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def median_errorbar(ax, runs: pd.DataFrame, x: str, y: str, label: str, **style) -> None:
