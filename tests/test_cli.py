@@ -256,6 +256,20 @@ def test_compare_and_demo_end_to_end(files, capsys):
     assert main(["demo", "--T", "4", "--k", "2", "--n", "200"]) == 0
 
 
+def test_plots_without_matplotlib_are_skipped_or_refused_clearly(files, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were missing
+    out = files / "no_mpl"
+    argv = ["compare", "--T", "4", "--k", "2", "--N", "200", "--eps", "1", "--out", str(out)]
+    assert main([*argv, "--learners", "naive"]) == 0
+    assert "note: no plot written (plots need matplotlib: pip install 'pgm-dp[plot]')" in (
+        capsys.readouterr().out
+    )
+    assert (out / "compare_chain.csv").exists() and not (out / "compare_chain.png").exists()
+    assert main([*argv, "--learners", "naive", "--plot"]) == 2
+    err = capsys.readouterr().err
+    assert err == "pgm-dp compare: error: plots need matplotlib: pip install 'pgm-dp[plot]'\n"
+
+
 @pytest.mark.slow
 def test_the_main_job_fits_adult_privately(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
