@@ -1,11 +1,12 @@
 """Benchmark: compiled CGM-EM against mbi on the Adult chain (issue #21), interleaved.
 
-The protocol of ``pgm-dp adult`` (:mod:`pgm_dp.experiments.adult`): the default 8-attribute
-chain, its seeded 75/25 split and, for each trial, its Laplace release at ``epsilon``. On
-each release CGM-EM is fitted twice (the first fit compiles; the second is timed) and mbi's
-mirror descent once (``fit_mbi``: compile excluded, checkpoints at 300 / 1,000 / 3,000
-iterations). Prints per release the seconds and held-out log-likelihood (nats per record)
-of each, then the medians and CGM's time as a multiple of mbi's 3,000-iteration run.
+The protocol of the Adult reproduction (:mod:`reproductions.bernstein2017.adult`): the
+default 8-attribute chain, its seeded 75/25 split and, for each trial, its Laplace release
+at ``epsilon``. On each release CGM-EM is fitted twice (the first fit compiles; the second
+is timed) and mbi's mirror descent once (``fit_mbi``: compile excluded, checkpoints at
+300 / 1,000 / 3,000 iterations). Prints per release the seconds and held-out
+log-likelihood (nats per record) of each, then the medians and CGM's time as a multiple of
+mbi's 3,000-iteration run.
 Needs the ``bench`` extra (mbi).
 
 Run: ``python benchmarks/bench_adult.py [--eps 1] [--trials 3] [--cgm key=value ...]
@@ -20,14 +21,17 @@ import statistics
 import time
 import warnings
 
+import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
+
 from pgm_dp import learners as registry
+from pgm_dp.compare import budget_for
 from pgm_dp.datasets import load_adult
-from pgm_dp.experiments.adult import ADULT_CHAIN, chain_model, split_records
 from pgm_dp.learners import CGMEM
 from pgm_dp.learners.mbi import MBI_ITERS, fit_mbi
 from pgm_dp.metrics import log_likelihood
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
+from reproductions.bernstein2017.adult import ADULT_CHAIN, chain_model, split_records
 
 
 def _option(text: str) -> tuple[str, object]:
@@ -42,7 +46,7 @@ def _option(text: str) -> tuple[str, object]:
 
 def release_row(train, test, mrf, eps: float, trial: int, options: dict, iters) -> dict:
     """Seconds and held-out log-likelihood of CGM-EM and mbi on one release."""
-    budget = registry.get("cgm").budget(eps, len(train))
+    budget = budget_for(registry.get("cgm"), eps, len(train))
     gen = derived_generator(0, "release", eps, trial)  # run_adult(seed=0)'s release
     release = release_marginals(train, mrf, budget=budget, rng=gen)
     with warnings.catch_warnings():

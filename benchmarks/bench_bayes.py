@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 
-from pgm_dp.experiments.bayes import run_example
+import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
+
+from reproductions.bayes.experiments import run_example
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import statistics
 import time
 import warnings
 
-from pgm_dp.experiments.compare import GRAPHS
+from pgm_dp.compare import GRAPHS
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.learners.mbi import fit_mbi
 from pgm_dp.metrics import kl_divergence

@@ -32,14 +32,15 @@ import sys
 import time
 from pathlib import Path
 
+import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
 import arviz as az
 import numpy as np
 import pandas as pd
 
 from pgm_dp.bayes import posterior, site_name
-from pgm_dp.experiments.bayes import LEVELS, _coverage, budget_for, small_chain
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
+from reproductions.bayes.experiments import LEVELS, _coverage, budget_for, small_chain
 
 _DRIVER = Path(__file__).with_name("napsu_driver.py")
 

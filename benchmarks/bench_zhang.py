@@ -19,10 +19,11 @@ import argparse
 import time
 import warnings
 
+import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
 import numpy as np
 
-from pgm_dp.experiments.zhang import random_ising, sample_ising
 from pgm_dp.learners import learn_ising, zcdp_for_epsilon
+from reproductions.zhang2020.experiments import random_ising, sample_ising
 
 
 def _per_node(z, make):

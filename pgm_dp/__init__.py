@@ -6,10 +6,13 @@ both against :data:`LAYERS`):
 ``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
 → ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
 → ``ising`` (one network, PrIsing) → ``learners`` → ``bayes`` (posteriors) / ``io`` /
-``selection`` → ``experiments``
-→ ``cli``.
+``selection`` → ``compare`` (learners on one budget)
+→ ``cli``. ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
+The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``); its names are imported lazily.
+The first module that uses JAX also turns on JAX's persistent compilation cache
+(:mod:`pgm_dp._config`; ``PGM_DP_NO_CACHE=1`` opts out, ``PGM_DP_CACHE_DIR`` moves it).
 """
 
 import importlib
@@ -88,7 +91,7 @@ __version__ = "0.1.0"
 
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
-    ("errors", "rng", "_config", "_progress"),
+    ("errors", "rng", "_config", "_progress", "plugins", "plotting"),
     ("domain", "_frames"),
     ("inference",),
     ("models",),
@@ -97,7 +100,7 @@ LAYERS = (
     ("ising",),
     ("learners",),
     ("io", "selection", "bayes"),
-    ("experiments",),
+    ("compare",),
     ("cli",),
 )
 

@@ -1,15 +1,31 @@
-"""Package-wide numerical configuration: float64 in JAX, and the compile options of its programs.
+"""Package-wide numerical configuration: float64 in JAX, the persistent compilation cache,
+and the compile options of its programs.
 
 KL divergences and log-likelihoods of models with thousands of cells lose several digits in
 float32, so pgm_dp enables ``jax_enable_x64`` when it is imported (the user need not).
 :func:`jit_program` is the ``jax.jit`` every layer uses for programs that run
 junction-tree passes.
+
+**Compilation cache.** A learner's first fit in a process compiles its programs (20-40 s for
+CGM-EM); JAX's persistent compilation cache keeps them on disk for the next process. It is on
+by default, for the ``pgm-dp`` command and for library users alike: this module (imported with
+the first module that uses JAX, not by ``import pgm_dp`` itself) points JAX at the cache
+folder, which costs no more than creating the folder. Settings, read when it is imported:
+
+* ``PGM_DP_NO_CACHE=1``: leave JAX's cache alone (off, unless configured otherwise);
+* ``PGM_DP_CACHE_DIR``: the folder (default: the platform's cache folder,
+  :func:`default_cache_dir`, e.g. ``~/.cache/pgm_dp/xla`` on Linux);
+* a cache folder already set in JAX (``JAX_COMPILATION_CACHE_DIR`` or
+  ``jax.config.update("jax_compilation_cache_dir", ...)``) is kept as it is.
+
+:func:`enable_compilation_cache` turns it on explicitly (e.g. after opting out).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -17,27 +33,61 @@ from threadpoolctl import ThreadpoolController
 
 jax.config.update("jax_enable_x64", True)
 
-__all__ = ["any_traced", "enable_compilation_cache", "jit_program", "one_blas_thread"]
+__all__ = [
+    "any_traced",
+    "default_cache_dir",
+    "enable_compilation_cache",
+    "jit_program",
+    "one_blas_thread",
+]
+
+
+def default_cache_dir() -> Path:
+    """``$PGM_DP_CACHE_DIR``, else ``pgm_dp/xla`` in the platform's cache folder:
+    ``$XDG_CACHE_HOME`` (default ``~/.cache``) on Linux, ``~/Library/Caches`` on macOS,
+    ``%LOCALAPPDATA%`` on Windows."""
+    if os.environ.get("PGM_DP_CACHE_DIR"):
+        return Path(os.environ["PGM_DP_CACHE_DIR"]).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "pgm_dp" / "xla"
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     """Keep compiled XLA programs on disk (JAX's persistent compilation cache), so a new
     process reuses the learners' programs instead of compiling them again.
 
-    ``path`` defaults to ``$PGM_DP_CACHE_DIR``, else ``$XDG_CACHE_HOME/pgm_dp/xla`` (``~/.cache``
-    when unset). The ``pgm-dp`` command turns it on; a library user opts in by calling it.
-    Every program is kept, however quickly it compiled: with a 0.2 s floor the small ones
-    (a learner's start, eager set-up) were compiled again in every process, and all of
-    ``pgm-dp compare``'s programs take under 1 MB (``benchmarks/README.md``). Returns the folder.
+    ``path`` defaults to :func:`default_cache_dir`. Called when this module is imported
+    (see the module docstring for the opt-out). Every program is kept, however quickly it
+    compiled: with a 0.2 s floor the small ones (a learner's start, eager set-up) were
+    compiled again in every process, and all of ``pgm-dp compare``'s programs take under
+    1 MB (``benchmarks/README.md``). Returns the folder; an ``OSError`` if it cannot be made.
     """
-    if path is None:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        path = os.environ.get("PGM_DP_CACHE_DIR") or Path(base) / "pgm_dp" / "xla"
-    folder = Path(path).expanduser()
+    folder = default_cache_dir() if path is None else Path(path).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return folder
+
+
+def _cache_by_default() -> None:
+    """:func:`enable_compilation_cache` unless opted out or JAX already has a cache folder;
+    a folder that cannot be made leaves the cache off (programs compile as usual)."""
+    if os.environ.get("PGM_DP_NO_CACHE", "").strip() not in ("", "0"):
+        return
+    if jax.config.jax_compilation_cache_dir:
+        return
+    try:
+        enable_compilation_cache()
+    except OSError:
+        pass
+
+
+_cache_by_default()
 
 
 def any_traced(arrays) -> bool:

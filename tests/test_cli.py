@@ -1,6 +1,9 @@
-"""The command line: every workflow sub-command end to end on small data, fast help, and
-each bad argument refused in under a second with a one-line error and exit status 2."""
+"""The command line: every workflow sub-command end to end on small data, fast help, each
+bad argument refused in under a second with a one-line error and exit status 2, errors found
+while running (an unknown learner, a missing extra) as one line too, and the main job."""
 
+import argparse
+import importlib.util
 import json
 import subprocess
 import sys
@@ -10,8 +13,7 @@ import networkx as nx
 import pandas as pd
 import pytest
 
-from pgm_dp.cli import COMMANDS, main
-from pgm_dp.cli._args import LEARNER_NAMES
+from pgm_dp.cli import COMMANDS, build_parser, main
 from pgm_dp.cli.compare import DEFAULT_LEARNERS
 
 RUN = [sys.executable, "-m", "pgm_dp.cli"]
@@ -58,22 +60,46 @@ def test_workflow_end_to_end(files, capsys):
     assert "predictive p-value X0,X1" in out and f"written: {t}/summary.csv" in out
 
 
-HELPS = [
-    [],
-    *([c] for c in COMMANDS),
-    ["prising", "estimate"],
-    ["prising", "fig1"],
-    ["zhang", "recovery"],
-]
+HELPS = [[], *([c] for c in COMMANDS), ["prising", "estimate"], ["prising", "posterior"]]
 
 
 @pytest.mark.parametrize("argv", HELPS, ids=lambda a: " ".join(a) or "top")
 def test_help_is_fast(argv):
     proc, seconds = _cli(*argv, "--help")
     assert proc.returncode == 0 and "usage" in proc.stdout and seconds < 1.0, (argv, seconds)
-    if argv and argv not in (["prising"], ["zhang"]):
+    if argv and argv != ["prising"]:
         assert "(default: " in proc.stdout
     assert "jax" not in proc.stderr
+
+
+def _options(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _options(sub)
+        elif action.option_strings and action.dest != "help":
+            yield parser.prog, action
+
+
+def test_every_option_of_every_command_has_help():
+    missing = [
+        f"{prog} {a.option_strings[0]}" for prog, a in _options(build_parser()) if not a.help
+    ]
+    assert not missing, missing
+
+
+def test_the_package_commands_are_the_workflow():
+    assert set(COMMANDS) == {
+        "release",
+        "fit",
+        "evaluate",
+        "posterior",
+        "compare",
+        "prising",
+        "demo",
+    }
+    proc, _ = _cli("prising", "fig1")  # the paper's figures are reproductions now
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
 
 def test_parsers_import_nothing_heavy():
@@ -86,19 +112,9 @@ def test_parsers_import_nothing_heavy():
 
 
 def test_light_lists_match_the_heavy_ones():
-    from pgm_dp import learners
-    from pgm_dp.cli import adult, cgm_grid, figures, prising
-    from pgm_dp.experiments import adult as adult_run
-    from pgm_dp.experiments import bernstein_figures, compare
-    from pgm_dp.experiments import prising as prising_run
+    from pgm_dp import compare
 
-    assert LEARNER_NAMES == tuple(dict.fromkeys(learners.available() + tuple(compare.PLUGINS)))
     assert DEFAULT_LEARNERS == compare.LEARNERS
-    assert adult.ADULT_CHAIN == adult_run.ADULT_CHAIN
-    assert adult.ADULT_LEARNERS == adult_run.LEARNERS
-    assert list(figures.FIGURES) == list(bernstein_figures.FIGURES)
-    assert list(prising.EXPERIMENTS) == list(prising_run.EXPERIMENTS)
-    assert cgm_grid._MECHANISMS == compare.MECHANISMS
 
 
 @pytest.mark.parametrize(
@@ -110,6 +126,7 @@ def test_light_lists_match_the_heavy_ones():
         ["release", "--data", "{t}/train.csv", "--cliques", "A,B", "--delta", "2"],
         ["release", "--data", "{t}/train.csv", "--cliques", "A,B", "--out", "/proc/nope/r.json"],
         ["fit", "--release", "{t}/train.csv", "--data", "{t}/train.csv"],
+        ["fit", "--release", "{t}/train.csv"],  # a data file given as a release
         ["fit", "--data", "{t}/train.csv", "--epsilon", "nan"],
         ["evaluate", "--model", "missing.npz"],
         ["compare", "--eps", "-1"],
@@ -121,29 +138,13 @@ def test_light_lists_match_the_heavy_ones():
         ["compare", "--N", "0"],
         ["compare", "--populations", "0"],
         ["compare", "--replications", "-2"],
-        ["compare", "--learners", "nope"],
+        ["compare", "--learners", "no-pe"],
         ["compare", "--graph", "grid"],
         ["compare", "--seed", "-1"],
-        ["fig2", "--N", "100", "0"],
-        ["fig2", "--eps", "0"],
-        ["fig2", "--graphs", "tree"],
-        ["fig2", "--learners", "naive", "bogus"],
-        ["fig2", "--out", "/proc/nope"],
-        ["figures", "fig9"],
-        ["figures", "fig1a", "--trials", "0"],
-        ["figures", "fig1a", "--out", "/proc/nope"],
-        ["adult", "--columns", "age", "height"],
-        ["adult", "--eps", "nan"],
-        ["adult", "--trials", "0"],
-        ["adult", "--learners", "random"],
-        ["adult", "--test-fraction", "1"],
-        ["adult", "--out", "/proc/nope"],
         ["demo", "--T", "2"],
         ["demo", "--n", "0"],
         ["prising"],
         ["prising", "fig7"],
-        ["prising", "mse-n", "--reps", "0"],
-        ["prising", "real", "--out", "/proc/nope"],
         [
             "prising",
             "estimate",
@@ -191,9 +192,9 @@ def test_light_lists_match_the_heavy_ones():
         ["posterior", "--release", "missing.json"],
         ["posterior", "--release", "{t}/train.csv", "--draws", "0"],
         ["posterior", "--release", "{t}/train.csv", "--method", "mcmc"],
-        ["cgm-grid", "--k", "two"],
-        ["zhang", "recovery", "--rho", "-1"],
+        ["posterior", "--release", "{t}/train.csv"],  # a data file given as a release
         ["nonsense"],
+        ["fig2"],  # reproductions are not package commands
     ],
 )
 def test_bad_arguments_are_refused_fast(files, argv):
@@ -218,28 +219,69 @@ def _domain(files):
     return path
 
 
-def test_experiments_end_to_end(files, capsys):
+def test_a_data_file_given_as_a_release_is_named_as_such(files):
+    proc, _ = _cli("fit", "--release", str(files / "train.csv"))
+    assert "is not a release" in proc.stderr and "JSON" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("learners", "message"),
+    [
+        (["naive", "nope"], "unknown learner 'nope'; choose from ["),
+        (["mbi"], "needs mbi: pip install 'pgm-dp[bench]'"),
+    ],
+)
+def test_learners_are_checked_against_the_registry_before_any_work(
+    files, capsys, learners, message
+):
+    if learners == ["mbi"] and importlib.util.find_spec("mbi") is not None:
+        pytest.skip("mbi is installed")
+    start = time.perf_counter()
+    code = main(["compare", "--T", "4", "--k", "2", "--N", "200", "--eps", "1",
+                 "--out", str(files), "--learners", *learners])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("pgm-dp compare: error: ")
+    assert time.perf_counter() - start < 5.0  # refused before the truth is even drawn
+
+
+def test_compare_and_demo_end_to_end(files, capsys):
     t = str(files)
     small = ["--T", "4", "--k", "2", "--eps", "1", "--seed", "0", "--out", t]
     assert main(["compare", *small, "--N", "300", "--learners", "nonprivate", "naive"]) == 0
-    assert "Median KL" in capsys.readouterr().out
-    assert main(["fig2", *small, "--N", "200", "--graphs", "chain", "--learners", "naive",
-                 "--populations", "1", "--replications", "1"]) == 0  # fmt: skip
-    assert (files / "fig2_runs.csv").exists()
-    assert main(["adult", "--columns", "sex", "race", "--eps", "1", "--trials", "1",
-                 "--learners", "naive", "--out", t]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "Median KL" in out and f"Plot written to {t}/compare_chain.png" in out
+    assert main(["compare", *small, "--N", "300", "--learners", "naive", "--no-plot"]) == 0
+    assert "Plot written" not in capsys.readouterr().out
     assert main(["demo", "--T", "4", "--k", "2", "--n", "200"]) == 0
-    assert main(["figures", "fig3a", "--quick", "--out", t]) == 0
-    assert main(["prising", "mse-density", "--quick", "--reps", "2", "--out", t]) == 0
-    assert "[mse-density]" in capsys.readouterr().out
-    assert main(["cgm-grid", "--graphs", "tree", "--k", "2", "--N", "300", "--eps", "1",
-                 "--mechanisms", "laplace", "--populations", "1", "--replications", "1",
-                 "--T", "4", "--learners", "naive", "cgm", "--out", t]) == 0  # fmt: skip
-    assert (files / "cgm_grid_runs.csv").exists()
-    assert main(["zhang", "recovery", "--p", "4", "--n", "300", "--rho", "1", "--out", t]) == 0
-    assert main(["bayes", "calibration", "--quick", "--releases", "2", "--eps", "1",
-                 "--mechanisms", "gaussian", "--nuts-releases", "0", "--out", t]) == 0  # fmt: skip
-    assert (files / "bayes_calibration.png").exists()
+
+
+def test_plots_without_matplotlib_are_skipped_or_refused_clearly(files, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were missing
+    out = files / "no_mpl"
+    argv = ["compare", "--T", "4", "--k", "2", "--N", "200", "--eps", "1", "--out", str(out)]
+    assert main([*argv, "--learners", "naive"]) == 0
+    assert "note: no plot written (plots need matplotlib: pip install 'pgm-dp[plot]')" in (
+        capsys.readouterr().out
+    )
+    assert (out / "compare_chain.csv").exists() and not (out / "compare_chain.png").exists()
+    assert main([*argv, "--learners", "naive", "--plot"]) == 2
+    err = capsys.readouterr().err
+    assert err == "pgm-dp compare: error: plots need matplotlib: pip install 'pgm-dp[plot]'\n"
+
+
+@pytest.mark.slow
+def test_the_main_job_fits_adult_privately(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    assert main([]) == 0
+    seconds = time.perf_counter() - start
+    out = capsys.readouterr().out
+    assert "private fit of the shipped UCI Adult table" in out
+    assert "chosen: " in out and "epsilon 0.2" in out and "epsilon 0.8" in out
+    assert "Model written to pgm_dp_results/adult_model.npz" in out
+    assert (tmp_path / "pgm_dp_results" / "adult_model.npz").exists()
+    assert seconds < 120, seconds
 
 
 def test_prising_estimate(files, capsys):

@@ -1,7 +1,7 @@
 """The progress hook: learners report solver iterations; compare's bar shows them."""
 
 from pgm_dp._progress import progress_hook, tick
-from pgm_dp.experiments.compare import _iteration_postfix
+from pgm_dp.compare import _iteration_postfix
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.models import third_order_chain
 from pgm_dp.privacy import PureDP, release_marginals
@@ -36,3 +36,19 @@ def test_compare_postfix_counts_within_a_fit():
     bar.n = 1  # the next fit starts counting again
     hook("psgd", 5)
     assert bar.text == "psgd 5 it"
+
+
+def test_progress_bars_without_tqdm_are_silent(monkeypatch, capsys):
+    import sys
+
+    from pgm_dp import _progress
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    bar = _progress.tqdm(total=3, desc="x", disable=False)
+    bar.update(2)
+    bar.set_postfix_str("cgm 3 it")
+    bar.close()
+    assert bar.n == 2 and list(_progress.tqdm(range(3), desc="y")) == [0, 1, 2]
+    with _progress.tqdm(total=1) as inner:
+        inner.update()
+    assert capsys.readouterr() == ("", "")

@@ -1,16 +1,19 @@
 """The package's shape: layers import only downward, no import cycles, small modules and
-functions (the limits of the contributor guide)."""
+functions (the limits of the contributor guide); the reproductions stay outside the package."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import pathlib
+import tomllib
 
 import networkx as nx
 
 import pgm_dp
 
 ROOT = pathlib.Path(pgm_dp.__file__).parent
+REPRODUCTIONS = ROOT.parent / "reproductions"
 LAYER = {name: i for i, names in enumerate(pgm_dp.LAYERS) for name in names}
 
 
@@ -77,7 +80,7 @@ def test_no_import_cycles():
 
 def test_modules_and_functions_are_small():
     long_modules, long_functions = [], []
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted([*ROOT.rglob("*.py"), *REPRODUCTIONS.rglob("*.py")]):
         text = path.read_text()
         if text.count("\n") > 500:
             long_modules.append(path.name)
@@ -87,3 +90,40 @@ def test_modules_and_functions_are_small():
                     long_functions.append(f"{path.name}:{node.name}")
     assert not long_modules, long_modules
     assert not long_functions, long_functions
+
+
+def _imported_names(path: pathlib.Path) -> set[str]:
+    """Modules ``path`` imports: import statements and ``import_module("...")`` calls."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module or "")
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
+            found |= {a.value for a in node.args if isinstance(a, ast.Constant)}
+    return found
+
+
+def test_the_package_never_imports_the_reproductions():
+    offenders = [
+        (str(path.relative_to(ROOT)), name)
+        for path in ROOT.rglob("*.py")
+        for name in _imported_names(path)
+        if isinstance(name, str) and name.split(".")[0] == "reproductions"
+    ]
+    assert not offenders, offenders
+    assert "experiments" not in LAYER and not (ROOT / "experiments").exists()
+
+
+def test_the_wheel_holds_the_package_alone_and_no_plotting_stack():
+    project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert any(fnmatch.fnmatch("pgm_dp.cli", pattern) for pattern in include)
+    assert not any(fnmatch.fnmatch("reproductions", pattern) for pattern in include)
+    needs = " ".join(project["project"]["dependencies"])
+    assert "matplotlib" not in needs and "tqdm" not in needs
+    extras = project["project"]["optional-dependencies"]
+    for extra in ("plot", "test"):
+        assert any(d.startswith("matplotlib") for d in extras[extra])
+        assert any(d.startswith("tqdm") for d in extras[extra])

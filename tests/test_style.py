@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ["pgm_dp", "tests", "benchmarks", "tutorials"]
+PATHS = ["pgm_dp", "reproductions", "tests", "benchmarks", "tutorials"]
 
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["lint", "format"])

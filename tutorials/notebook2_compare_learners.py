@@ -27,7 +27,7 @@ import tempfile
 
 import matplotlib.pyplot as plt
 
-from pgm_dp.experiments.compare import run_compare
+from pgm_dp.compare import run_compare
 
 FULL = os.environ.get("PGM_DP_TUTORIAL_FULL") == "1"
 SIZE = dict(T=10, k=10, N=100_000) if FULL else dict(T=4, k=3, N=2_000)

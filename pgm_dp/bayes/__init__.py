@@ -7,11 +7,10 @@
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 
-The registration lives here, not in :mod:`pgm_dp.learners`, because ``bayes`` is the layer
-above ``learners``; ``import pgm_dp`` imports this package, so the learner is always there.
+The learner is listed in :mod:`pgm_dp.learners` by reference (``"pgm_dp.bayes:PosteriorMean"``),
+so the registry names it without importing NumPyro; this package is imported on its first use.
 """
 
-from ..learners import LearnerSpec, register
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
 from .ising import ScoreReference, prising_posterior, score_reference
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
@@ -35,14 +34,3 @@ __all__ = [
     "prising_posterior",
     "score_reference",
 ]
-
-register(
-    LearnerSpec(
-        "bayes",
-        PosteriorMean,
-        "release",
-        "Posterior mean",
-        "noise-aware Bayesian posterior mean (CLT + release mechanism; NUTS)",
-    ),
-    replace=True,
-)

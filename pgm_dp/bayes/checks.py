@@ -121,11 +121,11 @@ def predictive_check(release, fitted, *, replicates: int = 100, rng: RngLike = N
 
 
 def plot_check(check: PredictiveCheck, path: str | Path, title: str = "") -> Path:
-    """Histogram of the replicated discrepancies per clique with the observed one (PNG)."""
-    import matplotlib
+    """Histogram of the replicated discrepancies per clique with the observed one (PNG;
+    needs matplotlib, the ``plot`` extra)."""
+    from ..plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     cliques: list[Clique] = list(check.observed)
     cols = min(4, len(cliques))

@@ -1,13 +1,17 @@
-"""The ``pgm-dp`` command.
+"""The ``pgm-dp`` command: the user's workflow.
 
-``pgm-dp`` with no sub-command runs the main job on its built-in default: ``compare``, the
-learner comparison on the third-order chain (``pgm-dp demo`` is the smaller tour).
+``pgm-dp`` with no sub-command runs the main job on a built-in default: a private fit of the
+shipped UCI Adult table (:mod:`pgm_dp.cli.main_job`). The sub-commands: ``release`` →
+``fit`` → ``evaluate`` / ``posterior``, ``compare`` (learners on one budget), ``prising``
+(PrIsing's estimate of one network and its posterior) and ``demo``. The papers'
+experiments are not commands of the package: ``python -m reproductions`` in the repository.
 
 Each sub-command is one module with ``add_parser(subparsers)``, listed in :data:`COMMANDS`
 with its one-line help; only the chosen command's module is imported, and these modules hold
-arguments only (the experiments are imported when they run), so every ``--help`` and every
-refused argument needs neither JAX, pgmpy nor matplotlib. Errors in the
-arguments or the data are one line on stderr and exit status 2, before any work.
+arguments only (the work is imported when it runs), so every ``--help`` and every refused
+argument needs neither JAX, pgmpy nor matplotlib. Errors in the arguments are one line on
+stderr and exit status 2, before any work; so are errors found when the command runs (bad
+data, an unknown learner, a missing optional package): :func:`run_command`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["main", "build_parser", "COMMANDS", "MAIN_JOB"]
+__all__ = ["main", "build_parser", "run_command", "COMMANDS", "MAIN_JOB", "OneLineParser"]
 
 #: name -> (module defining ``add_parser``, one-line help). Add a command: one module + a line.
 COMMANDS = {
@@ -24,17 +28,12 @@ COMMANDS = {
     "fit": ("pgm_dp.cli.fit", "fit a model from a release or from data (cliques chosen privately)"),
     "evaluate": ("pgm_dp.cli.evaluate", "KL to a reference model and held-out log-likelihood"),
     "posterior": ("pgm_dp.cli.posterior", "noise-aware posterior of a release, diagnostics"),
+    "compare": ("pgm_dp.cli.compare", "compare learners on one budget (KL from the true model)"),
+    "prising": ("pgm_dp.cli.prising", "PrIsing (AISTATS 2024): private beta of one network"),
     "demo": ("pgm_dp.cli.demo", "a ten-second tour: exact marginals vs sample frequencies"),
-    "compare": ("pgm_dp.cli.compare", "compare learners on one budget (the main job)"),
-    "fig2": ("pgm_dp.cli.fig2", "Bernstein et al. Fig. 2: KL vs N per epsilon"),
-    "figures": ("pgm_dp.cli.figures", "Bernstein et al. Fig. 1(a)-(c), 3(a)"),
-    "adult": ("pgm_dp.cli.adult", "held-out log-likelihood vs epsilon on UCI Adult"),
-    "prising": ("pgm_dp.cli.prising", "PrIsing (AISTATS 2024): estimate beta, experiments"),
-    "cgm-grid": ("pgm_dp.cli.cgm_grid", "CGM-EM vs naive MLE vs mbi on a wide grid"),
-    "bayes": ("pgm_dp.cli.bayes", "noise-aware posteriors: calibration, example"),
-    "zhang": ("pgm_dp.cli.zhang", "Zhang et al. (2020): recovery, separation, PMW"),
 }
-MAIN_JOB = "compare"
+#: What ``pgm-dp`` runs without a command (:mod:`pgm_dp.cli.main_job`).
+MAIN_JOB = "fit"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -50,7 +49,8 @@ def build_parser(commands=None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="pgm-dp",
         description="Learn discrete graphical models under differential privacy.",
-        epilog=f"Without a command, runs '{MAIN_JOB}' on its defaults.",
+        epilog="Without a command, runs the main job: a private fit of the shipped UCI Adult "
+        "table ('pgm-dp fit' on it), printing what was chosen and spent at each step.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     wanted = COMMANDS if commands is None else commands
@@ -67,46 +67,38 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _cache_compiled_programs() -> None:
-    """Keep compiled programs on disk for the next run (``enable_compilation_cache``)."""
-    from .._config import enable_compilation_cache
+def run_command(args: argparse.Namespace, prog: str) -> int:
+    """Run a parsed command (``args.func(args)``); returns the exit status. An error found
+    while running (bad input, an unknown learner, a missing optional package, a file that
+    cannot be read or written) is one line on stderr, ``prog: error: ...``, and status 2."""
+    from ..errors import PgmDpError
 
     try:
-        enable_compilation_cache()
-    except OSError:  # no writable cache folder: compile as usual
-        pass
+        args.func(args)
+    except (PgmDpError, ValueError, OSError, ImportError) as err:
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``pgm-dp``; returns the exit status."""
-    from ..errors import PgmDpError
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        from .main_job import run_main_job
 
-    argv = list(sys.argv[1:] if argv is None else argv) or [MAIN_JOB]
+        return run_main_job()
     name = _command(argv)
     parser = build_parser([name] if name in COMMANDS else [])
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
-    out = getattr(args, "out", None)
-    if isinstance(out, str) and name in ("cgm-grid", "bayes", "zhang"):  # checked late
-        from ._args import output_dir
-
-        try:
-            output_dir(out)
-        except argparse.ArgumentTypeError as err:
-            print(f"pgm-dp {name}: error: argument --out: {err}", file=sys.stderr)
-            return 2
-    _cache_compiled_programs()
-    try:
-        args.func(args)
-    except (PgmDpError, ValueError, OSError) as err:
-        print(f"pgm-dp {name}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("pgm-dp: interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return run_command(args, f"pgm-dp {name}")
 
 
 if __name__ == "__main__":

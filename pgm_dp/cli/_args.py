@@ -19,9 +19,8 @@ __all__ = [
     "output_dir",
     "clique",
     "domain_file",
-    "LEARNER_NAMES",
+    "release_file",
     "int_at_least",
-    "adult_columns",
     "learner_name",
 ]
 
@@ -105,28 +104,6 @@ def domain_file(text: str) -> dict:
     return doc
 
 
-#: The registered learners' names, kept here so that parsers need not import the registry
-#: (JAX); ``tests/test_cli.py`` checks it equals :func:`pgm_dp.learners.available`, and the
-#: experiments look every name up in the registry again when they run.
-LEARNER_NAMES = (
-    "random",
-    "nonprivate",
-    "naive",
-    "cgm",
-    "psgd",
-    "mbi",
-    "zhang_ising",
-    "zhang_ising_np",
-    "zhang_pairwise",
-    "zhang_pairwise_np",
-    "zhang_tmrf",
-    "zhang_tmrf_np",
-    "pmw",
-    "zhang_structure",
-    "bayes",  # registered by pgm_dp.bayes, loaded by name (pgm_dp.experiments.compare.PLUGINS)
-)
-
-
 def int_at_least(least: int):
     """An argument type: an integer ``>= least``."""
 
@@ -143,25 +120,28 @@ def int_at_least(least: int):
     return check
 
 
-def adult_columns() -> list[str]:
-    """The shipped UCI Adult attributes, read from its domain file (no pandas needed)."""
-    from importlib import resources
-
-    text = resources.files("pgm_dp").joinpath("data", "adult-domain.json").read_text()
-    return list(json.loads(text))
-
-
 def learner_name(text: str) -> str:
-    """A registered learner: one of :data:`LEARNER_NAMES`, or of the registry itself when it
-    is already imported (learners registered at run time by a program using ``pgm_dp``)."""
-    import sys
+    """A learner's name as written (an identifier). Whether it is registered is checked
+    against the registry, the one list of learners (plugins included), when the command
+    runs and before any work: importing the registry here would cost every ``--help`` and
+    every refused argument the import of JAX."""
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"not a learner name: {text!r}")
+    return text
 
-    names = LEARNER_NAMES
-    registry = sys.modules.get("pgm_dp.learners.registry")
-    if registry is not None:
-        names = tuple(dict.fromkeys(names + tuple(registry.available())))
-    if text not in names:
-        raise argparse.ArgumentTypeError(f"unknown learner {text!r}; choose from {list(names)}")
+
+def release_file(text: str) -> str:
+    """A release: a JSON object written by ``pgm-dp release`` (a data file given by mistake
+    is refused here, with a message that says so)."""
+    existing_file(text)
+    try:
+        doc = json.loads(Path(text).read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        doc = None
+    if not isinstance(doc, dict) or "cliques" not in doc:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a release (the JSON file written by 'pgm-dp release')"
+        )
     return text
 
 

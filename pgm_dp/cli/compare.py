@@ -1,30 +1,35 @@
 """``pgm-dp compare``: learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1).
 
-Only the arguments live here (every one checked while parsing, nothing heavy imported);
-:mod:`pgm_dp.experiments.compare` is imported when the command runs.
+Only the arguments live here (each checked while parsing, nothing heavy imported); the
+comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
+checks the learners against the registry (any registered learner, plugins included) before
+any work.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ._args import LEARNER_NAMES, int_at_least, learner_name, output_dir, positive_float
+from ._args import int_at_least, learner_name, output_dir, positive_float
 
-__all__ = ["add_parser", "add_common_arguments", "DEFAULT_LEARNERS"]
+__all__ = ["add_parser", "add_common_arguments", "add_graph_arguments", "DEFAULT_LEARNERS"]
 
-#: ``compare``'s default learners (equal to ``pgm_dp.experiments.compare.LEARNERS``).
+#: ``compare``'s default learners (equal to ``pgm_dp.compare.LEARNERS``, tested).
 DEFAULT_LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """``--learners`` (any registered name), ``--seed`` and ``--out``: shared with ``fig2``."""
+    """``--learners`` (any registered name), ``--seed`` and ``--out`` (shared with the
+    reproductions of Fig. 2 and the CGM grid)."""
     p.add_argument(
         "--learners",
         nargs="+",
         default=list(DEFAULT_LEARNERS),
         type=learner_name,
         metavar="LEARNER",
-        help=f"learners to run, of {', '.join(LEARNER_NAMES)} ('mbi' needs the bench extra)",
+        help="learners to run: any registered learner, those of installed plugins ('pgm_dp."
+        "learners' entry points) included; an unknown name is refused with the list of "
+        "registered ones. 'mbi' needs the bench extra",
     )
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
     p.add_argument(
@@ -33,8 +38,8 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_graph_arguments(p: argparse.ArgumentParser, N: list[int] | int, eps: list[float]) -> None:
-    """``--T``, ``--k``, ``--N``, ``--eps``, ``--populations`` (shared with ``fig2``)."""
-    p.add_argument("--T", type=int_at_least(4), default=10, help="variables in the model")
+    """``--T``, ``--k``, ``--N``, ``--eps`` (shared with the Fig. 2 reproduction)."""
+    p.add_argument("--T", type=int_at_least(4), default=10, help="variables in the true model")
     p.add_argument("--k", type=int_at_least(2), default=10, help="states per variable")
     many = isinstance(N, list)
     p.add_argument(
@@ -50,25 +55,51 @@ def add_graph_arguments(p: argparse.ArgumentParser, N: list[int] | int, eps: lis
 
 
 def _run(a: argparse.Namespace) -> None:
-    from ..experiments import compare
+    from .. import compare
 
     result = compare.run_compare(
         a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, a.learners, a.seed,
-        progress=True, out_dir=a.out,
+        progress=True, out_dir=a.out, plot=a.plot,
     )  # fmt: skip
     compare.print_result(result)
+    if result.plot is None and a.plot is None:
+        from ..plotting import MISSING_MATPLOTLIB
+
+        print(f"note: no plot written ({MISSING_MATPLOTLIB})")
 
 
 def add_parser(subparsers) -> None:
     """Register ``compare``."""
     p = subparsers.add_parser(
-        "compare", help="compare learners on one privacy budget (KL from the true model)"
+        "compare",
+        help="compare learners on one privacy budget (KL from the true model)",
+        description="Learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1): the median "
+        "KL(true || learned) per epsilon, a CSV of every fit and a plot in --out.",
     )
-    p.add_argument("--graph", choices=["chain", "er"], default="chain", help="true model")
+    p.add_argument(
+        "--graph",
+        choices=["chain", "er"],
+        default="chain",
+        help="true model: third-order chain or connected Erdos-Renyi graph",
+    )
     add_graph_arguments(p, 100_000, [0.1, 1.0])
     p.add_argument(
-        "--populations", type=int_at_least(1), default=1, help="data sets drawn from the truth"
+        "--populations",
+        type=int_at_least(1),
+        default=1,
+        help="data sets drawn from the true model (references fitted once per data set)",
     )
-    p.add_argument("--replications", type=int_at_least(1), default=1, help="releases per data set")
+    p.add_argument(
+        "--replications",
+        type=int_at_least(1),
+        default=1,
+        help="noisy releases (private fits) per data set and epsilon",
+    )
     add_common_arguments(p)
+    p.add_argument(
+        "--plot",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="write the PNG (unset: where matplotlib, the plot extra, is installed)",
+    )
     p.set_defaults(func=_run)

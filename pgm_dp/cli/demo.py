@@ -1,4 +1,4 @@
-"""``pgm-dp demo``: a ten-second tour (arguments only; the run imports the experiment)."""
+"""``pgm-dp demo``: a ten-second tour (arguments only; the run imports :mod:`._demo`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ __all__ = ["add_parser"]
 
 
 def _run(a: argparse.Namespace) -> None:
-    from ..experiments.demo import run_demo
+    from ._demo import run_demo
 
     run_demo(a.T, a.k, a.n, a.seed)
 

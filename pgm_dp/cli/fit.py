@@ -72,7 +72,7 @@ def _run(args) -> None:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("fit", help="fit a model from a release or data", description=__doc__)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--release", type=_args.existing_file, help="a release JSON file")
+    src.add_argument("--release", type=_args.release_file, help="a release JSON file")
     src.add_argument("--data", type=_args.existing_file, help="CSV or Parquet file")
     p.add_argument("--cliques", type=_args.clique, nargs="+", help="cliques (default: MST)")
     p.add_argument("--learner", default="cgm", help="a registered learner (naive, cgm, psgd, ...)")

@@ -4,7 +4,7 @@ Reads a release JSON (``pgm-dp release``), fits :func:`pgm_dp.bayes.posterior` o
 release's cliques and writes into ``--out``: the posterior as ArviZ netCDF
 (``posterior.nc``), ``az.summary`` of the clique marginals (``summary.csv``: means,
 intervals, R-hat, bulk / tail ESS) and the posterior predictive check of the posterior mean
-(``ppc.png``, p-values printed).
+(p-values printed; ``ppc.png`` where matplotlib, the ``plot`` extra, is installed).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def _run(args) -> None:
 
     from ..bayes import plot_check, posterior, posterior_mean_model, predictive_check
     from ..models import MarkovRandomField
+    from ..plotting import MISSING_MATPLOTLIB, have_matplotlib
     from ..privacy import NoisyMarginals
 
     with open(args.release) as fh:
@@ -43,10 +44,15 @@ def _run(args) -> None:
     az.summary(idata, var_names=sites).to_csv(out / "summary.csv")
     mean_model = posterior_mean_model(idata, mrf)  # the same posterior, not a second one
     check = predictive_check(rel, mean_model, replicates=200, rng=args.seed)
-    plot_check(check, out / "ppc.png", title="posterior mean model")
+    written = ["posterior.nc", "summary.csv"]
+    if have_matplotlib():
+        plot_check(check, out / "ppc.png", title="posterior mean model")
+        written.append("ppc.png")
+    else:
+        say(f"note: no ppc.png ({MISSING_MATPLOTLIB})")
     for clique, p in check.p_values.items():
         say(f"predictive p-value {','.join(map(str, clique))}: {p:.3f}")
-    for name in ("posterior.nc", "summary.csv", "ppc.png"):
+    for name in written:
         say(f"written: {out / name}")
 
 
@@ -54,7 +60,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "posterior", help="noise-aware posterior of a release, diagnostics", description=__doc__
     )
-    p.add_argument("--release", type=_args.existing_file, required=True, help="a release JSON")
+    p.add_argument("--release", type=_args.release_file, required=True, help="a release JSON")
     p.add_argument(
         "--method", choices=["laplace", "nuts"], default="laplace", help="posterior method"
     )

@@ -2,10 +2,10 @@
 
 ``prising estimate``: the private estimate of the inverse temperature β of one observed
 network (graph: edge-list CSV or GML; outcomes: CSV ``node,outcome`` of ±1 or 0/1), printed
-and written as JSON. ``prising fig1 | mse-n | mse-density | real``: the paper's experiments.
-``prising posterior``: the posterior of β given a release written by ``prising estimate``;
-``prising coverage``: its credible intervals' coverage on simulated releases.
-Arguments only (checked while parsing); the heavy modules are imported to run.
+and written as JSON. ``prising posterior``: the posterior of β given a release written by
+``prising estimate``. Arguments only (checked while parsing); the heavy modules are imported
+to run. The paper's experiments (Fig. 1-5, real networks, the posterior's coverage) are
+reproductions: ``python -m reproductions chakraborty2024 ...`` in the repository.
 """
 
 from __future__ import annotations
@@ -14,17 +14,10 @@ import argparse
 import json
 import math
 
-from ._args import existing_file, int_at_least, output_dir, output_file, positive_float
+from ._args import existing_file, int_at_least, output_file, positive_float
 
-__all__ = ["add_parser", "EXPERIMENTS"]
+__all__ = ["add_parser", "delta_value", "SCALINGS"]
 
-#: experiment -> help (the runs: ``pgm_dp.experiments.prising.EXPERIMENTS``, tested equal).
-EXPERIMENTS = {
-    "fig1": "Fig. 1: estimates vs beta on an Erdos-Renyi graph",
-    "mse-n": "Fig. 2-3: MSE vs n",
-    "mse-density": "Fig. 4-5: MSE vs edge density alpha",
-    "real": "Sec. 4.2: polblogs and karate club",
-}
 SCALINGS = ("symmetric", "regular", "none")
 _HELP = argparse.ArgumentDefaultsHelpFormatter
 
@@ -94,24 +87,6 @@ def _posterior(a: argparse.Namespace) -> dict:
     return {"mean": float(d.mean()), "sd": float(d.std()), "lo90": lo, "hi90": hi}
 
 
-def _coverage(a: argparse.Namespace) -> dict:
-    from ..experiments.prising_posterior import prising_coverage
-
-    res = prising_coverage(
-        a.n, a.p, a.epsilon, a.delta, a.releases, sweeps=a.sweeps, seed=a.seed,
-        progress=a.progress,
-    )  # fmt: skip
-    print(
-        ", ".join(
-            f"{k}: {v:.3f}" if k != "releases" else f"{k}: {v}" for k, v in res.summary.items()
-        )
-    )
-    if a.out:
-        res.runs.to_csv(a.out, index=False)
-        print(f"written: {a.out}")
-    return res.summary
-
-
 def _add_posterior(sub) -> None:
     q = sub.add_parser(
         "posterior", help="posterior of beta given a `prising estimate` JSON", formatter_class=_HELP
@@ -126,25 +101,6 @@ def _add_posterior(sub) -> None:
     q.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the simulations")
     q.add_argument("--out", type=output_file, default=None, help="netCDF file (ArviZ)")
     q.set_defaults(func=_posterior)
-    c = sub.add_parser(
-        "coverage", help="coverage of the posterior of beta (simulated)", formatter_class=_HELP
-    )
-    c.add_argument("--n", type=int_at_least(2), default=100, help="nodes (Erdos-Renyi)")
-    c.add_argument("--p", type=positive_float, default=0.1, help="edge probability")
-    c.add_argument("--epsilon", type=positive_float, default=20.0, help="privacy epsilon")
-    c.add_argument("--delta", type=delta_value, default=1e-3, help="delta (0: pure DP)")
-    c.add_argument("--releases", type=int_at_least(1), default=200, help="simulated releases")
-    c.add_argument("--sweeps", type=int_at_least(2), default=100, help="Gibbs sweeps")
-    c.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
-    c.add_argument("--progress", action="store_true", help="show a progress bar")
-    c.add_argument("--out", type=output_file, default=None, help="CSV of the releases")
-    c.set_defaults(func=_coverage)
-
-
-def _experiment(a: argparse.Namespace):
-    from ..experiments.prising import run_experiment
-
-    return run_experiment(a.prising_command, a)
 
 
 def _add_estimate(sub) -> None:
@@ -167,21 +123,8 @@ def _add_estimate(sub) -> None:
 
 
 def add_parser(subparsers) -> None:
-    """Register ``prising {estimate, posterior, coverage, fig1, mse-n, mse-density, real}``."""
-    p = subparsers.add_parser("prising", help="PrIsing (AISTATS 2024): estimate, experiments")
+    """Register ``prising {estimate, posterior}``."""
+    p = subparsers.add_parser("prising", help="PrIsing (AISTATS 2024): private beta of a network")
     sub = p.add_subparsers(dest="prising_command", required=True, parser_class=type(p))
     _add_estimate(sub)
     _add_posterior(sub)
-    for name, doc in EXPERIMENTS.items():
-        q = sub.add_parser(name, help=doc, formatter_class=_HELP)
-        q.add_argument(
-            "--reps", type=int_at_least(1), default=None, help="replicates (unset: paper's 500)"
-        )
-        q.add_argument(
-            "--sweeps", type=int_at_least(1), default=None, help="Gibbs sweeps (unset: 100)"
-        )
-        q.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
-        q.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-        q.add_argument("--progress", action="store_true", help="show progress bars")
-        q.add_argument("--out", type=output_dir, default=".", help="folder for csv and png")
-        q.set_defaults(func=_experiment)

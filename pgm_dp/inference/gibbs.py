@@ -21,8 +21,8 @@ from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
 
+from .._progress import tqdm
 from ..errors import DataValidationError, DomainError
 from ..rng import RngLike, as_generator
 

@@ -22,8 +22,8 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
-from tqdm.auto import tqdm
 
+from .._progress import tqdm
 from ..errors import DataValidationError, DomainError
 from ..inference.gibbs import Scan, check_count, check_spins, gibbs_blocks
 from ..rng import RngLike, as_generator

@@ -7,7 +7,8 @@
   :class:`RandomMarginals` (``budget=None``).
 
 Every learner is registered under a short name (:func:`available`, :func:`get`,
-:func:`make`); ``pgm-dp compare`` and the paper experiments dispatch through the registry.
+:func:`make`), third-party ones through the ``pgm_dp.learners`` entry points;
+``pgm-dp fit``, ``pgm-dp compare`` and the paper reproductions dispatch through the registry.
 
 >>> available()[:6]
 ('random', 'nonprivate', 'naive', 'cgm', 'psgd', 'mbi')
@@ -17,11 +18,10 @@ NaiveMLE(project=True, l2=0.001, tol=1e-08, max_iters=2000)
 
 from __future__ import annotations
 
-from ..privacy import ApproxDP
 from .base import Fit, RecordLearner, ReleaseLearner, check_release_matches
 from .baselines import NonPrivateMLE, RandomMarginals
 from .cgm import CGMEM, nlbp
-from .mbi import MBI_COLUMNS, MirrorDescentMBI
+from .mbi import MirrorDescentMBI
 from .mle import MLEResult, fit_marginals
 from .naive_mle import NaiveMLE, noisy_pseudo_marginals, project_to_simplex
 from .psgd import PSGD
@@ -53,15 +53,6 @@ __all__ = [
 ]
 
 
-def _dp_sgd_budget(epsilon: float, n: int) -> ApproxDP:
-    """Bernstein et al. (2017, Sec. 4.1) run PSGD at ``(epsilon, 1/N)``."""
-    return ApproxDP(epsilon, 1.0 / n)
-
-
-def _mbi_snapshots(fit: Fit) -> dict:
-    return {f"mbi{n}": model for n, model in fit.info["snapshots"].items()}
-
-
 register(
     LearnerSpec(
         "random",
@@ -69,7 +60,7 @@ register(
         "records",
         "Random",
         "MLE on random Dirichlet(1) marginals: the floor any learner should beat",
-        budget=None,
+        private=False,
     )
 )
 register(
@@ -79,7 +70,7 @@ register(
         "records",
         "Non-private",
         "MLE on the exact clique tables (no privacy): the ceiling",
-        budget=None,
+        private=False,
     )
 )
 register(
@@ -106,8 +97,7 @@ register(
         PSGD,
         "records",
         "PSGD",
-        "DP-SGD on the per-record log-likelihood (Abadi et al. 2016), delta = 1/N",
-        budget=_dp_sgd_budget,
+        "DP-SGD on the per-record log-likelihood (Abadi et al. 2016)",
     )
 )
 register(
@@ -117,8 +107,6 @@ register(
         "release",
         "mbi MD",
         "Private-PGM mirror descent at 300/1000/3000 iterations (needs the bench extra)",
-        columns={c: f"mbi MD {c[3:]}" for c in MBI_COLUMNS},
-        outputs=_mbi_snapshots,
     )
 )
 
@@ -152,12 +140,6 @@ __all__ += [
 ]
 
 
-def _zhang_zcdp(epsilon: float, n: int):
-    """zCDP learners at ``epsilon``: the largest ``rho`` that is ``(epsilon, 1/N)``-DP by
-    Zhang et al. Lemma 2.14 (2)."""
-    return zcdp_for_epsilon(epsilon, n)
-
-
 for _name, _cls, _label, _what in (
     ("zhang_ising", ZhangIsing, "PFW Ising", "Alg. 2"),
     ("zhang_pairwise", ZhangPairwise, "PFW pairwise", "Alg. 3"),
@@ -169,8 +151,7 @@ for _name, _cls, _label, _what in (
             _cls,
             "records",
             _label,
-            f"Zhang et al. 2020 {_what} (private Frank-Wolfe), rho-zCDP with (epsilon, 1/N)",
-            budget=_zhang_zcdp,
+            f"Zhang et al. 2020 {_what} (private Frank-Wolfe), rho-zCDP",
         )
     )
     register(
@@ -180,7 +161,7 @@ for _name, _cls, _label, _what in (
             "records",
             f"{_label} (non-private)",
             f"Zhang et al. 2020 {_what} without noise (rho = inf): the reference",
-            budget=None,
+            private=False,
         )
     )
 register(
@@ -190,8 +171,7 @@ register(
         "records",
         "PMW",
         "private multiplicative weights on parities of order <= 2 (Hardt & Rothblum 2010), "
-        "(epsilon, 1/N) via zCDP; p <= 20",
-        budget=_dp_sgd_budget,
+        "(epsilon, delta) via zCDP; p <= 20",
     )
 )
 register(
@@ -200,7 +180,15 @@ register(
         StabilityStructure,
         "records",
         "Stable structure",
-        "Zhang et al. 2020 Sec. 6: subsample-and-aggregate + PTR on the graph, (epsilon, 1/N)",
-        budget=_dp_sgd_budget,
+        "Zhang et al. 2020 Sec. 6: subsample-and-aggregate + PTR on the graph, (epsilon, delta)",
+    )
+)
+register(  # listed here, imported on first use: pgm_dp.bayes is a layer above (numpyro)
+    LearnerSpec(
+        "bayes",
+        "pgm_dp.bayes:PosteriorMean",
+        "release",
+        "Posterior mean",
+        "noise-aware Bayesian posterior mean (CLT + release mechanism; NUTS)",
     )
 )

@@ -194,6 +194,9 @@ class MirrorDescentMBI:
     iters: tuple[int, ...] = MBI_ITERS
     stepsize: float | None = None
 
+    def __post_init__(self) -> None:
+        _mbi()  # without the bench extra: refused when built, before any release or fit
+
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         fits = fit_mbi(release, mrf, self.iters, stepsize=self.stepsize)
         return Fit(

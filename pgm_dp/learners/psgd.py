@@ -63,10 +63,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._config import jit_program
-from .._progress import tick
+from .._progress import tick, tqdm
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
 from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost

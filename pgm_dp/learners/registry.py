@@ -1,8 +1,12 @@
-"""The learner registry: name → :class:`LearnerSpec`, what ``compare``, ``fig2``, the plots
-and the CLI dispatch through.
+"""The learner registry: name → :class:`LearnerSpec`, the one list of learners that
+``pgm-dp fit``, ``pgm-dp compare`` (:mod:`pgm_dp.compare`) and the reproductions dispatch
+through.
 
 Adding a learner is one module (a class following :class:`~pgm_dp.learners.ReleaseLearner`
-or :class:`~pgm_dp.learners.RecordLearner`) plus one :func:`register` call:
+or :class:`~pgm_dp.learners.RecordLearner`) plus one :func:`register` call, or, from another
+package, an entry point in the group ``pgm_dp.learners`` (:data:`PLUGIN_GROUP`) whose object
+is a :class:`LearnerSpec` or a function returning one; installed plugins are loaded on the
+first look-up (:func:`pgm_dp.plugins.load_plugins`; a broken one warns and is skipped):
 
 >>> from dataclasses import dataclass
 >>> from pgm_dp.learners import Fit, LearnerSpec, NaiveMLE, register, unregister
@@ -19,17 +23,17 @@ Heavier()
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+import functools
+import importlib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..models.mrf import MarkovRandomField
-from .base import Fit
-
-if TYPE_CHECKING:
-    from ..privacy import Budget
+from ..plugins import PluginWarning, load_plugins
 
 __all__ = [
+    "PLUGIN_GROUP",
     "LearnerSpec",
     "available",
     "get",
@@ -40,70 +44,66 @@ __all__ = [
 ]
 
 Kind = Literal["release", "records"]
-
-
-def _pure_dp(epsilon: float, n: int) -> Budget:
-    from ..privacy import PureDP
-
-    return PureDP(epsilon)
+#: The entry-point group of third-party learners.
+PLUGIN_GROUP = "pgm_dp.learners"
 
 
 @dataclass(frozen=True)
 class LearnerSpec:
-    """How to build, run and show one learner.
+    """How to build and show one learner.
 
-    ``factory(**options)`` returns the learner (usually its class). ``kind``: ``"release"``
-    (``fit(release, mrf)``) or ``"records"`` (``fit(data, mrf, *, budget, rng,
-    accountant)``). ``label``: its name in tables and plots; ``description``: one line.
-    ``budget(epsilon, N)``: the budget a comparison at ``epsilon`` gives it — for a release
-    learner the release's budget (default pure ``epsilon``-DP, Bernstein et al. 2017), for a
-    record learner its own; ``None`` marks a non-private reference, fitted once per data
-    set. ``columns``: the table columns the learner fills (default its name) and
-    ``outputs(fit)`` the model of each (default ``{name: fit.model}``; a learner that
-    reports several models from one run, like mbi at several iteration counts, maps each).
+    ``factory(**options)`` returns the learner (usually its class); it may be given as
+    ``"module:attribute"`` (entry-point syntax), imported on the first :meth:`make`, so that
+    a learner of a heavy module or of a layer above ``learners`` is listed without being
+    imported. ``kind``: ``"release"`` (``fit(release, mrf)``) or ``"records"`` (``fit(data,
+    mrf, *, budget, rng, accountant)``). ``label``: its name in tables and plots;
+    ``description``: one line. ``private``: whether it spends a budget (``False``: a
+    non-private reference, such as MLE on the exact tables). What budget a comparison gives
+    each learner is the comparison's choice (:mod:`pgm_dp.compare`), not the learner's.
     """
 
     name: str
-    factory: Callable[..., Any]
+    factory: Callable[..., Any] | str
     kind: Kind
     label: str
     description: str
-    budget: Callable[[float, int], Budget] | None = _pure_dp
-    columns: Mapping[str, str] = field(default_factory=dict)
-    outputs: Callable[[Fit], Mapping[str, MarkovRandomField]] | None = None
+    private: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("release", "records"):
             raise ValueError(f"kind must be 'release' or 'records', got {self.kind!r}")
         if not self.name or not self.name.isidentifier():
             raise ValueError(f"a learner name must be an identifier, got {self.name!r}")
-        if not self.columns:
-            object.__setattr__(self, "columns", {self.name: self.label})
-
-    @property
-    def private(self) -> bool:
-        """Whether the learner spends a budget (``False``: a non-private reference)."""
-        return self.budget is not None
+        if isinstance(self.factory, str) and not _is_reference(self.factory):
+            raise ValueError(f"a factory given as text is 'module:attribute', got {self.factory!r}")
 
     def make(self, **options) -> Any:
         """A new learner with ``options`` as hyper-parameters."""
-        return self.factory(**options)
+        factory = self.factory
+        if isinstance(factory, str):
+            module, _, attribute = factory.partition(":")
+            factory = functools.reduce(
+                getattr, attribute.split("."), importlib.import_module(module)
+            )
+        return factory(**options)
 
-    def models(self, fit: Fit) -> Mapping[str, MarkovRandomField]:
-        """``{column: model}`` of a fit of this learner."""
-        return {self.name: fit.model} if self.outputs is None else self.outputs(fit)
+
+def _is_reference(text: str) -> bool:
+    module, _, attribute = text.partition(":")
+    parts = module.split(".") + attribute.split(".")
+    return all(p.isidentifier() for p in parts)
 
 
 _REGISTRY: dict[str, LearnerSpec] = {}
+_PLUGINS_LOADED = False
 
 
 def register(spec: LearnerSpec, *, replace: bool = False) -> LearnerSpec:
-    """Add ``spec`` (refused if its name or a column is taken, unless ``replace``)."""
+    """Add ``spec`` (refused if its name is taken, unless ``replace``)."""
     if not isinstance(spec, LearnerSpec):
         raise TypeError(f"register takes a LearnerSpec, got {type(spec).__name__}")
-    taken = {c for name, s in _REGISTRY.items() if name != spec.name for c in s.columns}
-    if (spec.name in _REGISTRY and not replace) or taken & set(spec.columns):
-        raise ValueError(f"a learner named {spec.name!r} (or one of its columns) is registered")
+    if spec.name in _REGISTRY and not replace:
+        raise ValueError(f"a learner named {spec.name!r} is registered")
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -115,14 +115,16 @@ def unregister(name: str) -> None:
 
 def get(name: str) -> LearnerSpec:
     """The spec registered under ``name``; a ``ValueError`` listing the names otherwise."""
+    _load_plugins()
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown learner {name!r}; choose from {available()}") from None
+        raise ValueError(f"unknown learner {name!r}; choose from {list(available())}") from None
 
 
 def available(kind: Kind | None = None) -> tuple[str, ...]:
-    """Registered names in registration order (of one ``kind`` if given)."""
+    """Registered names in registration order (of one ``kind`` if given), plugins last."""
+    _load_plugins()
     return tuple(n for n, s in _REGISTRY.items() if kind is None or s.kind == kind)
 
 
@@ -132,5 +134,29 @@ def make(name: str, **options) -> Any:
 
 
 def labels() -> dict[str, str]:
-    """Display label of every registered column (learner names and their extra columns)."""
-    return {c: label for s in _REGISTRY.values() for c, label in s.columns.items()}
+    """Display label of every registered learner."""
+    _load_plugins()
+    return {name: s.label for name, s in _REGISTRY.items()}
+
+
+def _load_plugins() -> None:
+    """Register the learners of the installed ``pgm_dp.learners`` entry points, once. An
+    entry point's object is a :class:`LearnerSpec` of the same name or a function returning
+    one; anything else, or a name already taken, is skipped with a ``PluginWarning``."""
+    global _PLUGINS_LOADED
+    if _PLUGINS_LOADED:
+        return
+    _PLUGINS_LOADED = True  # first: a plugin that looks the registry up while loading
+    for name, obj in load_plugins(PLUGIN_GROUP).items():
+        try:
+            spec = obj if isinstance(obj, LearnerSpec) else obj()
+            if not isinstance(spec, LearnerSpec):
+                raise TypeError(f"it gives a {type(spec).__name__}, not a LearnerSpec")
+            if spec.name != name:
+                raise ValueError(f"its spec is named {spec.name!r}")
+            if _REGISTRY.get(name) != spec:  # a plugin module may register itself
+                register(spec)
+        except Exception as err:  # third-party code: warn and keep the registry whole
+            warnings.warn(
+                f"{PLUGIN_GROUP} plugin {name!r} skipped: {err}", PluginWarning, stacklevel=3
+            )

@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -60,9 +61,25 @@ def _check_delta(delta: float) -> float:
     return d
 
 
+def _drop_dp_accounting_warnings(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR or "dp_accounting" not in record.pathname
+
+
+@functools.cache
+def _quiet_dp_accounting() -> None:
+    """dp_accounting logs through absl a warning for each RDP order it leaves out of the bound
+    (``_compute_log_a_frac failed to converge``: ten per DP-SGD fit at small epsilon); the
+    bound stays valid, so those records, and only dp_accounting's below ERROR, are dropped
+    at the ``absl`` logger. The user's root logger and other absl users are left alone."""
+    import absl.logging  # noqa: F401  (absl's own logger class first, then the filter)
+
+    logging.getLogger("absl").addFilter(_drop_dp_accounting_warnings)
+
+
 def _make_accountant(
     kind: str, discretisation: float = _PLD_DISCRETISATION
 ) -> dp_accounting.PrivacyAccountant:
+    _quiet_dp_accounting()
     if kind == "rdp":
         from dp_accounting.rdp import RdpAccountant
 

@@ -124,8 +124,10 @@ def test_cli_posterior_and_coverage(tmp_path, capsys):
     assert main(argv) == 0
     assert "posterior of beta: mean" in capsys.readouterr().out
     assert (tmp_path / "post.nc").exists()
-    argv = ["prising", "coverage", "--n", "30", "--p", "0.3", "--releases", "2",
+    from reproductions._cli import main as reproduce  # the coverage study: a reproduction
+
+    argv = ["chakraborty2024", "coverage", "--n", "30", "--p", "0.3", "--releases", "2",
             "--sweeps", "20", "--out", f"{t}/cov.csv"]  # fmt: skip
-    assert main(argv) == 0
+    assert reproduce(argv) == 0
     assert "cov90" in capsys.readouterr().out
     assert len(pd.read_csv(tmp_path / "cov.csv")) == 2

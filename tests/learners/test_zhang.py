@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from pgm_dp.compare import budget_for
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make
@@ -39,7 +40,7 @@ def test_registered_ising_learner_gives_an_mrf_of_the_given_structure(spins):
     table = fit.model.potentials[("X0", "X1")]
     assert abs(float(table[1, 1]) - 0.6) < 0.15
     rho = (np.sqrt(np.log(1000) + 1) - np.sqrt(np.log(1000))) ** 2  # Lemma 2.14 (2), delta=1/N
-    assert get("zhang_ising").budget(1.0, 1000).rho == pytest.approx(rho)
+    assert budget_for(get("zhang_ising"), 1.0, 1000).rho == pytest.approx(rho)  # compare's
     assert not get("zhang_ising_np").private
     with pytest.raises(TypeError):
         ZhangIsing().fit(codes, truth, budget=ApproxDP(1.0, 1e-5))

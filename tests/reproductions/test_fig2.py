@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from pgm_dp.experiments.fig2 import claims, run_fig2
+from reproductions.bernstein2017.fig2 import claims, run_fig2
 
 
 def _runs(rows):

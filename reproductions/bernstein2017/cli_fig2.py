@@ -1,20 +1,22 @@
-"""``pgm-dp fig2``: Bernstein et al. (2017) Fig. 2, KL vs N per epsilon (resumable).
+"""``python -m reproductions bernstein2017 fig2``: Bernstein et al. (2017) Fig. 2, KL vs N per
+epsilon (resumable).
 
-Arguments only (checked while parsing); :mod:`pgm_dp.experiments.fig2` is imported to run.
+Arguments only (checked while parsing); :mod:`reproductions.bernstein2017.fig2` is imported
+to run.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ._args import int_at_least
-from .compare import add_common_arguments, add_graph_arguments
+from pgm_dp.cli._args import int_at_least
+from pgm_dp.cli.compare import add_common_arguments, add_graph_arguments
 
 __all__ = ["add_parser"]
 
 
 def _run(a: argparse.Namespace) -> None:
-    from ..experiments import fig2
+    from . import fig2
 
     result = fig2.run_fig2(
         a.graphs, a.N, a.eps, a.populations, a.replications, a.learners, T=a.T, k=a.k,

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pgm_dp.cli.adult import add_parser
 from pgm_dp.errors import PrivacyParameterError
-from pgm_dp.experiments.adult import ADULT_CHAIN, run_adult, split_records
 from pgm_dp.learners import PSGD
+from reproductions.bernstein2017.adult import ADULT_CHAIN, run_adult, split_records
+from reproductions.bernstein2017.cli_adult import add_parser
 
 COLUMNS = ("education-num", "income>50K", "sex")
 

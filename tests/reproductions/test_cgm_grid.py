@@ -1,6 +1,6 @@
 import pandas as pd
 
-from pgm_dp.experiments.cgm_grid import run_grid
+from reproductions.bernstein2017.cgm_grid import run_grid
 
 
 def test_grid_runs_every_cell_and_resumes(tmp_path):

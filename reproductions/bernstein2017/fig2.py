@@ -2,7 +2,7 @@
 
 Third-order chains and connected Erdős–Rényi graphs (T=10, |X|=10, Dirichlet(1) edge
 potentials), ``N`` in a grid, ``epsilon in {0.01, 0.1, 0.5, 1}``, 5 populations x 5 noise
-draws (Sec. 4.1), each cell one call of :func:`pgm_dp.experiments.compare.run_compare`.
+draws (Sec. 4.1), each cell one call of :func:`pgm_dp.compare.run_compare`.
 Results are appended to ``fig2_runs.csv`` one (graph, N) block at a time, each row with the
 ``T``, ``k`` and ``seed`` it was run with. A learner's block that the file already holds
 whole (every requested epsilon, population and replication at the same ``T``, ``k`` and
@@ -29,8 +29,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import learners as registry
-from .compare import LEARNERS, check_settings, columns, run_compare
+from pgm_dp import learners as registry
+from pgm_dp.compare import (
+    LEARNERS,
+    check_settings,
+    column_labels,
+    columns,
+    columns_of,
+    run_compare,
+)
 
 __all__ = ["Fig2Result", "run_fig2", "claims", "plot_fig2", "print_result"]
 
@@ -84,7 +91,7 @@ def run_blocks(grid, setting: dict, path: Path | None, progress: bool) -> pd.Dat
     """Every row of ``path`` plus those of the (graph, N) blocks of ``grid = (graphs, Ns,
     epsilons, populations, replications, learners)`` it lacks at ``setting`` (``T``, ``k``,
     ``seed`` and optionally the release ``mechanism``), each block run by
-    :func:`~pgm_dp.experiments.compare.run_compare` and appended to ``path`` when done."""
+    :func:`~pgm_dp.compare.run_compare` and appended to ``path`` when done."""
     graphs, Ns, epsilons, populations, replications, learners = grid
     table = _read_done(path, setting)  # every row so far: the file's and this run's
     for graph in graphs:
@@ -184,7 +191,7 @@ def _complete(done, graph, N, learner, setting, epsilons, populations, replicati
 
 
 def _row_names(learner: str) -> list[str]:
-    return list(registry.get(learner).columns)
+    return list(columns_of(registry.get(learner)))
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +255,7 @@ def plot_fig2(runs: pd.DataFrame, path: str | Path) -> Path:
         for j, eps in enumerate(epsilons):
             ax = axes[i, j]
             cell = runs[(runs.graph == graph) & (runs.epsilon == eps)]
-            for name, label in registry.labels().items():
+            for name, label in column_labels().items():
                 sub = cell[cell.learner == name]
                 if sub.empty:
                     continue
@@ -272,9 +279,7 @@ def print_result(result: Fig2Result) -> None:
     """Print the summary table, the claims checked and the plot written."""
     print("Median KL(true || learned):")
     print(
-        result.summary.rename(columns=registry.labels()).to_string(
-            float_format=lambda x: f"{x:.4g}"
-        )
+        result.summary.rename(columns=column_labels()).to_string(float_format=lambda x: f"{x:.4g}")
     )
     for key, value in result.claims.items():
         print(f"{key}: {value}")

@@ -1,6 +1,7 @@
-"""``pgm-dp figures``: Bernstein et al. (2017) Fig. 1(a)-(c) and 3(a).
+"""``python -m reproductions bernstein2017 figures``: Bernstein et al. (2017) Fig. 1(a)-(c)
+and 3(a).
 
-Arguments only (checked while parsing); :mod:`pgm_dp.experiments.bernstein_figures` is
+Arguments only (checked while parsing); :mod:`reproductions.bernstein2017.figures` is
 imported to run.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import int_at_least, output_dir
+from pgm_dp.cli._args import int_at_least, output_dir
 
 __all__ = ["add_parser", "FIGURES"]
 
@@ -22,7 +23,7 @@ FIGURES = {
 
 
 def _run(a: argparse.Namespace):
-    from ..experiments.bernstein_figures import run_figure
+    from .figures import run_figure
 
     return run_figure(a)
 

@@ -1,19 +1,21 @@
-"""``pgm-dp adult``: held-out log-likelihood vs epsilon on UCI Adult (Bernstein et al. 2017,
-Sec. 4.2).
+"""``python -m reproductions bernstein2017 adult``: held-out log-likelihood vs epsilon on UCI
+Adult (Bernstein et al. 2017, Sec. 4.2).
 
 Arguments only (checked while parsing: the columns against the shipped domain file);
-:mod:`pgm_dp.experiments.adult` is imported to run.
+:mod:`reproductions.bernstein2017.adult` is imported to run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from importlib import resources
 
-from ._args import adult_columns, int_at_least, output_dir, positive_float, probability
+from pgm_dp.cli._args import int_at_least, output_dir, positive_float, probability
 
 __all__ = ["add_parser", "ADULT_CHAIN", "ADULT_LEARNERS"]
 
-#: Defaults, equal to ``pgm_dp.experiments.adult.ADULT_CHAIN`` / ``LEARNERS`` (tested).
+#: Defaults, equal to ``reproductions.bernstein2017.adult.ADULT_CHAIN`` / ``LEARNERS`` (tested).
 ADULT_CHAIN = (
     "workclass", "occupation", "education-num", "income>50K", "marital-status",
     "relationship", "sex", "race",
@@ -21,8 +23,14 @@ ADULT_CHAIN = (
 ADULT_LEARNERS = ("nonprivate", "naive", "cgm", "psgd")
 
 
+def adult_columns() -> list[str]:
+    """The shipped UCI Adult attributes, read from its domain file (no pandas needed)."""
+    text = resources.files("pgm_dp").joinpath("data", "adult-domain.json").read_text()
+    return list(json.loads(text))
+
+
 def _run(a: argparse.Namespace) -> None:
-    from ..experiments import adult
+    from . import adult
 
     if len(set(a.columns)) != len(a.columns):
         raise ValueError(f"repeated column in {a.columns}")

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..bayes.ising import prising_posterior, score_reference
-from ..ising import erdos_renyi_graph, gibbs_ising, prising, scale_erdos_renyi
-from ..rng import derived_generator
+from pgm_dp.bayes.ising import prising_posterior, score_reference
+from pgm_dp.ising import erdos_renyi_graph, gibbs_ising, prising, scale_erdos_renyi
+from pgm_dp.rng import derived_generator
 
 __all__ = ["CoverageResult", "prising_coverage"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from pgm_dp.experiments.bayes import plot_sbc, run_sbc, sbc_ranks
+from reproductions.bayes.experiments import plot_sbc, run_sbc, sbc_ranks
 
 
 def test_ranks_count_draws_below_the_truth():

@@ -1,26 +1,23 @@
-"""``pgm-dp zhang``: Zhang et al. (2020) experiments.
+"""``python -m reproductions zhang2020``: Zhang et al. (2020) experiments.
 
-Arguments only; :mod:`pgm_dp.experiments.zhang` is imported when the command runs.
+Arguments only; :mod:`reproductions.zhang2020.experiments` is imported when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ._args import LazyModule, int_at_least, output_dir, positive_float
+from pgm_dp.cli._args import LazyModule, int_at_least, output_dir, positive_float
 
 __all__ = ["add_parser"]
 
 
-zhang = LazyModule("pgm_dp.experiments.zhang")
+zhang = LazyModule("reproductions.zhang2020.experiments")
 
 
 def add_parser(subparsers) -> None:
-    """``pgm-dp zhang {recovery, separation, pairwise, pmw}``."""
-    z = subparsers.add_parser("zhang", help="Zhang et al. 2020 experiments (Ising, PFW, PMW)")
-    sub = z.add_subparsers(
-        dest="zhang_cmd", required=True, parser_class=type(z), metavar="EXPERIMENT"
-    )
+    """``{recovery, separation, pairwise, pmw, tmrf}`` (the paper's sub-parsers)."""
+    sub = subparsers
     rec = sub.add_parser("recovery", help="max |A - A_hat| vs n (Alg. 2)")
     rec.add_argument("--p", type=int_at_least(2), nargs="+", default=[10, 20, 50], help="nodes")
     rec.add_argument(

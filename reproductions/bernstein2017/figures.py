@@ -22,7 +22,7 @@ grid, the axis of Fig. 1(b) nor the ``ε`` of Fig. 3(a). Our defaults: ``N`` = 1
 (Fig. 1c), ``N = 1e5`` and ``ε = 0.1`` (Fig. 3a), three trials per setting (the paper has 25
 in Fig. 2): each default run takes a few minutes at most on one core. Learners use their own
 defaults (Naive MLE: projection, ``λ = 1e-4``) unless the figure varies them. :func:`run_figure`
-runs one figure for ``pgm-dp figures``.
+runs one figure for ``python -m reproductions bernstein2017 figures``.
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..errors import ConvergenceWarning
-from ..learners import labels
-from ..learners.baselines import NonPrivateMLE
-from ..learners.cgm import CGMEM
-from ..learners.naive_mle import NaiveMLE, noisy_pseudo_marginals
-from ..metrics import kl_divergence, marginal_mse
-from ..models import erdos_renyi, third_order_chain
-from ..models.mrf import MarkovRandomField
-from ..privacy import PureDP, release_marginals
-from ..rng import RngLike, as_generator
-from .plotting import median_errorbar
+from pgm_dp.errors import ConvergenceWarning
+from pgm_dp.learners import labels
+from pgm_dp.learners.baselines import NonPrivateMLE
+from pgm_dp.learners.cgm import CGMEM
+from pgm_dp.learners.naive_mle import NaiveMLE, noisy_pseudo_marginals
+from pgm_dp.metrics import kl_divergence, marginal_mse
+from pgm_dp.models import erdos_renyi, third_order_chain
+from pgm_dp.models.mrf import MarkovRandomField
+from pgm_dp.plotting import median_errorbar
+from pgm_dp.privacy import PureDP, release_marginals
+from pgm_dp.rng import RngLike, as_generator
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -383,7 +383,8 @@ FIGURES: dict[str, tuple[Callable[..., pd.DataFrame], str, dict]] = {
 
 
 def run_figure(args: argparse.Namespace) -> pd.DataFrame:
-    """Run ``pgm-dp figures`` (``args``: figure, quick, trials, seed, progress, out)."""
+    """Run ``python -m reproductions bernstein2017 figures`` (``args``: figure, quick,
+    trials, seed, progress, out)."""
     fn, _, quick = FIGURES[args.figure]
     kw: dict = dict(quick) if args.quick else {}
     if args.trials is not None and args.figure != "fig3a":

@@ -1,4 +1,4 @@
-"""Experiments for Zhang, Kamath, Kulkarni & Wu (2020): ``pgm-dp zhang ...``.
+"""Experiments for Zhang, Kamath, Kulkarni & Wu (2020): ``python -m reproductions zhang2020 ...``.
 
 * ``recovery``: ``max |A - A_hat|`` vs ``n`` for Ising models on random bounded-degree graphs,
   several ``rho``, with the non-private reference (Alg. 2 at ``rho = inf``) on the same data.
@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..ising import gibbs_ising
-from ..learners import make
-from ..learners.pmw import parity_queries, pmw_release
-from ..learners.structure import learn_structure
-from ..models import ising, pairwise
-from ..privacy import ZCDP
-from ..rng import RngLike, as_generator
+from pgm_dp.ising import gibbs_ising
+from pgm_dp.learners import make
+from pgm_dp.learners.pmw import parity_queries, pmw_release
+from pgm_dp.learners.structure import learn_structure
+from pgm_dp.models import ising, pairwise
+from pgm_dp.privacy import ZCDP
+from pgm_dp.rng import RngLike, as_generator
 
 __all__ = [
     "fit_exponent",
@@ -210,8 +210,8 @@ def _plot_lines(ax, df, title):
 def run_tmrf(ns=(5000, 20000), rhos=(1.0, 10.0), *, seed=0, progress=False, out_dir=None):
     """Alg. 4 (l1) and Alg. 5 (l-inf) on a 4-variable third-order model
     ``h = 0.6 z0 z1 z2 + 0.3 z0 z1 - 0.5 z2 z3``: max error over h's maximal monomials."""
-    from ..domain import Domain
-    from ..models import MarkovRandomField
+    from pgm_dp.domain import Domain
+    from pgm_dp.models import MarkovRandomField
 
     s = np.array([-1.0, 1.0])
     g = np.meshgrid(s, s, s, indexing="ij")

@@ -7,8 +7,8 @@ import argparse
 import numpy as np
 import pytest
 
-from pgm_dp.cli.figures import add_parser
-from pgm_dp.experiments.bernstein_figures import fig1a, fig1b, fig1c, fig3a
+from reproductions.bernstein2017.cli_figures import add_parser
+from reproductions.bernstein2017.figures import fig1a, fig1b, fig1c, fig3a
 
 
 def test_fig1a_mse_decreases_with_n(tmp_path):
@@ -61,7 +61,7 @@ def test_fig3a_scatter(tmp_path):
 
 
 def test_cli_quick(tmp_path, capsys):
-    parser = argparse.ArgumentParser(prog="pgm-dp")
+    parser = argparse.ArgumentParser(prog="reproductions bernstein2017")
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["figures", "fig1c", "--quick", "--out", str(tmp_path)])
     args.func(args)

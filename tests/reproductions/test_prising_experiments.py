@@ -7,9 +7,9 @@ import argparse
 import numpy as np
 import pytest
 
-from pgm_dp.cli.prising import add_parser
 from pgm_dp.errors import DomainError
-from pgm_dp.experiments.prising import fig1, mse_vs_density, mse_vs_n, real_networks
+from reproductions.chakraborty2024.cli import add_parser
+from reproductions.chakraborty2024.prising import fig1, mse_vs_density, mse_vs_n, real_networks
 
 
 def test_fig1_quick(tmp_path):
@@ -55,9 +55,9 @@ def test_real_networks_quick(tmp_path):
 
 
 def test_cli_registration(tmp_path, capsys):
-    parser = argparse.ArgumentParser(prog="pgm-dp")
-    add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["prising", "fig1", "--quick", "--seed", "5", "--out", str(tmp_path)])
+    parser = argparse.ArgumentParser(prog="reproductions chakraborty2024")
+    add_parser(parser.add_subparsers(dest="experiment"))
+    args = parser.parse_args(["fig1", "--quick", "--seed", "5", "--out", str(tmp_path)])
     df = args.func(args)
     assert (tmp_path / "prising_fig1.csv").exists() and (tmp_path / "prising_fig1.png").exists()
     assert len(df) == 3 and "[fig1]" in capsys.readouterr().out

@@ -5,7 +5,7 @@ Graph families (third-order chain, Erdős–Rényi, random tree; ``T`` variables
 ``epsilon``-DP, Gaussian at ``(epsilon, 1/N)``-DP), each cell ``populations x replications``
 releases fitted by every learner asked for (mbi's mirror descent at 300 / 1,000 / 3,000
 iterations needs the ``bench`` extra). Rows go to ``cgm_grid_runs.csv`` block by block, and a
-run resumes where an earlier one stopped (:func:`pgm_dp.experiments.fig2.run_blocks`).
+run resumes where an earlier one stopped (:func:`reproductions.bernstein2017.fig2.run_blocks`).
 :func:`grid_summary` gives per cell the median KL of each learner, CGM's ratio to naive MLE
 and to mbi's best iteration count, the non-private KL and whether every fit converged.
 
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .compare import check_settings, columns
+from pgm_dp.compare import check_settings, columns
+
 from .fig2 import run_blocks
 
 __all__ = ["GridResult", "grid_summary", "plot_grid", "run_grid"]

@@ -1,11 +1,18 @@
-"""Compare learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1 / Fig. 2).
+"""Compare learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1 / Fig. 2), the
+driver of ``pgm-dp compare`` and of the Fig. 2 reproduction.
 
 For each population (a data set of ``N`` records sampled from the true model) and each
 ``epsilon``, the clique tables are released once per replication with the Laplace mechanism
-(``PureDP(epsilon)``, scale ``|C| / epsilon``), and Naive MLE and CGM-EM are fitted to the
-same release; PSGD gets ``ApproxDP(epsilon, 1/N)`` on the records themselves (as the paper,
-which sets ``delta = 1/N``). The random and non-private references are fitted once per
-population. The score is ``KL(true || learned)``, exact, through the junction tree.
+(``PureDP(epsilon)``, scale ``|C| / epsilon``), and every release learner (Naive MLE, CGM-EM,
+...) is fitted to the same release; PSGD gets ``ApproxDP(epsilon, 1/N)`` on the records
+themselves (as the paper, which sets ``delta = 1/N``). The random and non-private references
+are fitted once per population. The score is ``KL(true || learned)``, exact, through the
+junction tree.
+
+The comparison's policy (what budget each learner gets at ``epsilon``, which table columns
+it fills) is this module's, not the registry's: :func:`budget_for`, :func:`columns_of`,
+:func:`models_of`. Any registered learner can be compared (a plugin's too); a private one
+without an entry in :data:`BUDGETS` gets ``PureDP(epsilon)``.
 
 >>> result = run_compare(T=4, k=2, N=500, epsilons=(1.0,), learners=("naive", "nonprivate"),
 ...                      progress=False, out_dir=None)
@@ -15,37 +22,93 @@ population. The score is ``KL(true || learned)``, exact, through the junction tr
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
 
-from .. import learners as registry
-from .._progress import progress_hook
-from ..learners import Fit, LearnerSpec
-from ..metrics import kl_divergence
-from ..models import erdos_renyi, random_tree, third_order_chain
-from ..privacy import ApproxDP, release_marginals
-from ..rng import derived_generator
-from .plotting import median_errorbar
+from . import learners as registry
+from ._progress import progress_hook, tqdm
+from .learners import Fit, LearnerSpec, zcdp_for_epsilon
+from .learners.mbi import MBI_COLUMNS
+from .metrics import kl_divergence
+from .models import MarkovRandomField, erdos_renyi, random_tree, third_order_chain
+from .plotting import have_matplotlib, median_errorbar, pyplot
+from .privacy import ApproxDP, Budget, PureDP, release_marginals
+from .rng import derived_generator
 
-__all__ = ["LEARNERS", "CompareResult", "run_compare", "print_result", "plot_compare"]
+__all__ = [
+    "BUDGETS",
+    "LEARNERS",
+    "CompareResult",
+    "budget_for",
+    "column_labels",
+    "columns_of",
+    "models_of",
+    "run_compare",
+    "print_result",
+    "plot_compare",
+]
 
 #: The learners ``compare`` runs by default (any registered name may be asked for).
 LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
-#: Learners registered by a layer above ``learners`` (heavy imports), loaded when asked for.
-PLUGINS = {"bayes": "pgm_dp.bayes"}
 
 
-def learner_spec(name: str) -> LearnerSpec:
-    """The registered spec of ``name``, importing its :data:`PLUGINS` module if needed."""
-    if name in PLUGINS and name not in registry.available():
-        importlib.import_module(PLUGINS[name])
-    return registry.get(name)
+def _delta_one_over_n(epsilon: float, n: int) -> ApproxDP:
+    """Bernstein et al. (2017, Sec. 4.1) run PSGD at ``(epsilon, 1/N)``."""
+    return ApproxDP(epsilon, 1.0 / n)
+
+
+def _zhang_zcdp(epsilon: float, n: int):
+    """zCDP learners at ``epsilon``: the largest ``rho`` that is ``(epsilon, 1/N)``-DP by
+    Zhang et al. (2020) Lemma 2.14 (2)."""
+    return zcdp_for_epsilon(epsilon, n)
+
+
+#: The budget a comparison at ``(epsilon, N)`` gives each private learner that is not given
+#: ``PureDP(epsilon)`` (the release learners' default: Bernstein et al. 2017, Sec. 3.1).
+BUDGETS: dict[str, Callable[[float, int], Budget]] = {
+    "psgd": _delta_one_over_n,
+    "pmw": _delta_one_over_n,
+    "zhang_structure": _delta_one_over_n,
+    "zhang_ising": _zhang_zcdp,
+    "zhang_pairwise": _zhang_zcdp,
+    "zhang_tmrf": _zhang_zcdp,
+}
+#: Learners that report several models from one run, one table column each: mbi at 300,
+#: 1,000 and 3,000 mirror-descent iterations (``fit.info["snapshots"]``).
+SNAPSHOTS: dict[str, Mapping[str, str]] = {"mbi": {c: f"mbi MD {c[3:]}" for c in MBI_COLUMNS}}
+
+
+def budget_for(spec: LearnerSpec, epsilon: float, n: int) -> Budget | None:
+    """The budget ``spec``'s learner gets at ``epsilon`` on ``n`` records (``None``: a
+    non-private reference): :data:`BUDGETS`, else ``PureDP(epsilon)``."""
+    if not spec.private:
+        return None
+    how = BUDGETS.get(spec.name)
+    return PureDP(epsilon) if how is None else how(epsilon, n)
+
+
+def columns_of(spec: LearnerSpec) -> dict[str, str]:
+    """``{column: label}`` of the table columns ``spec``'s learner fills (default: its name)."""
+    return dict(SNAPSHOTS.get(spec.name, {spec.name: spec.label}))
+
+
+def models_of(spec: LearnerSpec, fit: Fit) -> dict[str, MarkovRandomField]:
+    """``{column: model}`` of one fit of ``spec``'s learner."""
+    if spec.name in SNAPSHOTS:
+        return {f"{spec.name}{n}": model for n, model in fit.info["snapshots"].items()}
+    return {spec.name: fit.model}
+
+
+def column_labels() -> dict[str, str]:
+    """Display label of every table column of every registered learner, in registration
+    order (the tables' column order)."""
+    return {
+        c: label for n in registry.available() for c, label in columns_of(registry.get(n)).items()
+    }
 
 
 @dataclass(frozen=True)
@@ -74,14 +137,15 @@ def _release_budget(spec: LearnerSpec, mechanism: str | None, epsilon: float, n:
     1/N)``-DP for the Gaussian kinds (which have no pure-DP guarantee)."""
     if mechanism is not None and "gaussian" in mechanism:
         return ApproxDP(epsilon, 1.0 / n)
-    return spec.budget(epsilon, n)
+    return budget_for(spec, epsilon, n)
 
 
 def check_settings(
     graph, T, k, N, epsilons, populations, replications, learners, mechanism=None
 ) -> list:
     """The registered specs of ``learners``; a ``ValueError`` for any setting that cannot run
-    (checked before any work)."""
+    (checked before any work), an ``ImportError`` for a learner whose optional dependency
+    is missing (each learner is built once here)."""
     if graph not in GRAPHS:
         raise ValueError(f"graph must be one of {sorted(GRAPHS)}, got {graph!r}")
     if mechanism is not None and mechanism not in MECHANISMS:
@@ -96,7 +160,10 @@ def check_settings(
         raise ValueError(f"epsilons must be positive and finite, got {list(epsilons)}")
     if not len(learners):
         raise ValueError("no learners given")
-    return [learner_spec(name) for name in dict.fromkeys(learners)]
+    specs = [registry.get(name) for name in dict.fromkeys(learners)]
+    for spec in specs:
+        spec.make()
+    return specs
 
 
 def _iteration_postfix(bar, every: float = 0.5):
@@ -141,7 +208,7 @@ def _fits(specs, truth, data, N, pop, e, eps, rep, seed, mechanism=None):
             yield (spec, *_timed_fit(spec, releases[budget], truth))
         else:
             gen = derived_generator(seed, spec.name, N, pop, e, rep)
-            budget = spec.budget(eps, N)
+            budget = budget_for(spec, eps, N)
             yield (spec, *_timed_fit(spec, data, truth, budget=budget, rng=gen))
 
 
@@ -158,12 +225,18 @@ def run_compare(
     progress: bool = True,
     out_dir: str | Path | None = "pgm_dp_results",
     mechanism: str | None = None,
+    plot: bool | None = None,
 ) -> CompareResult:
     """Run the comparison; see the module docstring. Writes ``compare_<graph>.csv`` and
     ``.png`` to ``out_dir`` unless it is ``None``. ``mechanism``: the release mechanism
     (default: :func:`~pgm_dp.privacy.release_marginals`'s); Gaussian kinds are given
-    ``(epsilon, 1/N)``-DP."""
+    ``(epsilon, 1/N)``-DP. ``plot``: draw the PNG (``None``: where matplotlib is installed;
+    ``True`` without it: an ``ImportError`` naming the ``plot`` extra, before any work)."""
     specs = check_settings(graph, T, k, N, epsilons, populations, replications, learners, mechanism)
+    if plot is None:
+        plot = have_matplotlib()
+    elif plot and out_dir is not None:
+        pyplot()  # refuse now rather than after the fits
     truth = _truth(graph, T, k, derived_generator(seed, "truth"))
     references = [s for s in specs if not s.private]
     private = [s for s in specs if s.private]
@@ -173,7 +246,7 @@ def run_compare(
 
     def record(pop, eps, rep, spec, fit, seconds):
         per_column = fit.info.get("seconds", {})
-        for column, model in spec.models(fit).items():
+        for column, model in models_of(spec, fit).items():
             kl = kl_divergence(truth, model)
             rows.append(
                 {
@@ -205,15 +278,15 @@ def run_compare(
                         record(pop, eps, rep, spec, fit, seconds)
                         bar.update(1)
     bar.close()
-    return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir)
+    return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir if plot else None, out_dir)
 
 
 def columns() -> list[str]:
     """Every registered table column, in registration order (the tables' column order)."""
-    return list(registry.labels())
+    return list(column_labels())
 
 
-def _finish(runs, graph, T, k, N, out_dir) -> CompareResult:
+def _finish(runs, graph, T, k, N, plot_dir, out_dir) -> CompareResult:
     summary = runs.pivot_table(index="epsilon", columns="learner", values="kl", aggfunc="median")
     summary = summary[[c for c in columns() if c in summary.columns]]
     summary.columns.name = None
@@ -222,21 +295,19 @@ def _finish(runs, graph, T, k, N, out_dir) -> CompareResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         runs.to_csv(out / f"compare_{graph}.csv", index=False)
+    if plot_dir is not None:
         plot = plot_compare(
-            runs, out / f"compare_{graph}.png", title=f"{graph}, T={T}, k={k}, N={N:,}"
+            runs, Path(plot_dir) / f"compare_{graph}.png", title=f"{graph}, T={T}, k={k}, N={N:,}"
         )
     return CompareResult(runs, summary, plot)
 
 
 def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """KL vs epsilon (log-log), median over trials with min-max bars, one line per learner."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """KL vs epsilon (log-log), median over trials with min-max bars, one line per learner
+    (needs matplotlib: the ``plot`` extra)."""
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name, label in registry.labels().items():
+    for name, label in column_labels().items():
         sub = runs[runs.learner == name]
         if sub.empty:
             continue
@@ -256,13 +327,12 @@ def plot_compare(runs: pd.DataFrame, path: str | Path, title: str = "") -> Path:
 def print_result(result: CompareResult) -> None:
     """Print the summary table, the time ratios and the plot written."""
     print("Median KL(true || learned) by epsilon (rows) and learner (columns):")
-    labels = registry.labels()
+    labels = column_labels()
     table = result.summary.rename(columns=labels)
     print(table.to_string(float_format=lambda x: f"{x:.4g}"))
     times = result.runs.groupby("learner")["seconds"].median()
-    private = [
-        c for n in registry.available() if registry.get(n).private for c in registry.get(n).columns
-    ]
+    specs = [registry.get(n) for n in registry.available()]
+    private = [c for spec in specs if spec.private for c in columns_of(spec)]
     if "naive" in times:
         ratios = ", ".join(
             f"{labels[n]} {times[n] / times['naive']:.1f}x"

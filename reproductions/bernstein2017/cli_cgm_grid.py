@@ -1,20 +1,20 @@
-"""``pgm-dp cgm-grid``: CGM-EM vs naive MLE vs mbi on a wide grid.
+"""``python -m reproductions bernstein2017 cgm-grid``: CGM-EM vs naive MLE vs mbi on a wide grid.
 
-Arguments only; :mod:`pgm_dp.experiments.cgm_grid` is imported when the command runs.
+Arguments only; :mod:`reproductions.bernstein2017.cgm_grid` is imported when the command runs.
 """
 
 from __future__ import annotations
 
-from ._args import LazyModule
-from .compare import add_common_arguments
+from pgm_dp.cli._args import LazyModule
+from pgm_dp.cli.compare import add_common_arguments
 
 __all__ = ["add_parser"]
 
-#: ``pgm_dp.experiments.compare.MECHANISMS`` (tested equal).
+#: ``pgm_dp.compare.MECHANISMS`` (tested equal).
 _MECHANISMS = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 
 
-cgm_grid = LazyModule("pgm_dp.experiments.cgm_grid")
+cgm_grid = LazyModule("reproductions.bernstein2017.cgm_grid")
 
 
 def add_parser(subparsers) -> None:

@@ -44,16 +44,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import learners as registry
-from ..datasets import load_adult
-from ..domain import Domain
-from ..errors import DomainError, PgmDpError
-from ..learners import labels
-from ..metrics import log_likelihood
-from ..models import MarkovRandomField
-from ..privacy import PureDP, release_marginals
-from ..rng import RngLike, as_generator, derived_generator
-from .plotting import median_errorbar
+from pgm_dp import learners as registry
+from pgm_dp.compare import budget_for
+from pgm_dp.datasets import load_adult
+from pgm_dp.domain import Domain
+from pgm_dp.errors import DomainError, PgmDpError
+from pgm_dp.learners import labels
+from pgm_dp.metrics import log_likelihood
+from pgm_dp.models import MarkovRandomField
+from pgm_dp.plotting import median_errorbar
+from pgm_dp.privacy import PureDP, release_marginals
+from pgm_dp.rng import RngLike, as_generator, derived_generator
 
 __all__ = [
     "ADULT_CHAIN",
@@ -135,7 +136,7 @@ def _private_fits(specs, train, mrf, base, eps, trial):
     refuses the budget."""
     release = None
     for spec in specs:
-        budget = spec.budget(eps, len(train))
+        budget = budget_for(spec, eps, len(train))
         if spec.kind == "release" and release is None:
             gen = derived_generator(base, "release", eps, trial)
             release = release_marginals(train, mrf, budget=budget, rng=gen)

@@ -1,11 +1,12 @@
 """Bayesian posteriors from releases: calibration, SBC ranks and the default example.
 
-``pgm-dp bayes calibration``: over ``releases`` synthetic releases per (mechanism, epsilon)
-of a small chain whose log-potentials are drawn from the prior (so coverage is exact in
-expectation; Cook, Gelman & Rubin 2006), the share of edge-marginal cells inside the central
-80/90/95% credible intervals, noise-aware and naive; SBC rank histograms (Talts et al. 2018)
-for the first setting. ``pgm-dp bayes example``: NUTS on the third-order chain, with
-R-hat, ESS, divergences, time, ESS/s and the PPC, trace and rank plots.
+``python -m reproductions bayes calibration``: over ``releases`` synthetic releases per
+(mechanism, epsilon) of a small chain whose log-potentials are drawn from the prior (so
+coverage is exact in expectation; Cook, Gelman & Rubin 2006), the share of edge-marginal
+cells inside the central 80/90/95% credible intervals, noise-aware and naive; SBC rank
+histograms (Talts et al. 2018) for the first setting. ``python -m reproductions bayes
+example``: NUTS on the third-order chain, with R-hat, ESS, divergences, time, ESS/s and the
+PPC, trace and rank plots.
 
 >>> res = run_calibration(("gaussian",), (1.0,), releases=2, N=300, num_samples=200,
 ...                       progress=False, out_dir=None)
@@ -24,12 +25,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..bayes import PRIOR_SCALE, posterior, site_name
-from ..bayes.checks import plot_check, predictive_check
-from ..domain import Domain
-from ..models import MarkovRandomField, third_order_chain
-from ..privacy import ZCDP, PureDP, release_marginals
-from ..rng import derived_generator
+from pgm_dp.bayes import PRIOR_SCALE, posterior, site_name
+from pgm_dp.bayes.checks import plot_check, predictive_check
+from pgm_dp.domain import Domain
+from pgm_dp.models import MarkovRandomField, third_order_chain
+from pgm_dp.privacy import ZCDP, PureDP, release_marginals
+from pgm_dp.rng import derived_generator
 
 __all__ = [
     "run_calibration",

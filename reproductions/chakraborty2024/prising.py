@@ -18,7 +18,7 @@ non-private MPLE and the private estimates for every ``ε`` use the same simulat
 The paper does not list the ``ε`` values of Fig. 2-5 and 11 nor the ``α`` grid; the defaults
 (``ε ∈ {5, 7.5, 10}``, ``α ∈ {0.1, ..., 0.9}``, cost ``ε ∈ {5, ..., 100}``, β grid of polblogs
 ``0, 0.2, ..., 3.2``) are our choice. ``quick=True`` shrinks every
-size for tests. :func:`run_experiment` runs one from ``pgm-dp prising``.
+size for tests. :func:`run_experiment` runs one from ``python -m reproductions chakraborty2024``.
 """
 
 from __future__ import annotations
@@ -34,17 +34,17 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
-from ..errors import DomainError
-from ..ising.gibbs import gibbs_ising
-from ..ising.networks import (
+from pgm_dp.errors import DomainError
+from pgm_dp.ising.gibbs import gibbs_ising
+from pgm_dp.ising.networks import (
     erdos_renyi_graph,
     karate_club,
     load_polblogs,
     scale_erdos_renyi,
     scale_symmetric,
 )
-from ..ising.prising import mple, prising_batch
-from ..rng import RngLike, as_generator
+from pgm_dp.ising.prising import mple, prising_batch
+from pgm_dp.rng import RngLike, as_generator
 
 __all__ = ["fig1", "mse_vs_n", "mse_vs_density", "real_networks", "run_experiment", "EXPERIMENTS"]
 
@@ -351,7 +351,8 @@ EXPERIMENTS = {
 
 
 def run_experiment(name: str, args) -> pd.DataFrame:
-    """Run ``pgm-dp prising NAME`` (``args``: reps, sweeps, seed, quick, progress, out)."""
+    """Run ``python -m reproductions chakraborty2024 NAME`` (``args``: reps, sweeps, seed,
+    quick, progress, out)."""
     fn = EXPERIMENTS[name][0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

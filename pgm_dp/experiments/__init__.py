@@ -1,1 +1,0 @@
-"""Experiments: each paper's figures as functions returning tables and plots."""

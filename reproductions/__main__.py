@@ -1,0 +1,5 @@
+"""``python -m reproductions PAPER EXPERIMENT [options]``."""
+
+from ._cli import main
+
+raise SystemExit(main())
