@@ -21,7 +21,7 @@ JOBS = {
 
 
 def _add_options(p) -> None:
-    """The options every job takes (as ``pgm-dp bayes JOB`` took them)."""
+    """The options every job takes (every ``python -m reproductions bayes JOB``)."""
     p.add_argument(
         "--mechanisms", nargs="+", default=["laplace", "gaussian"],
         help="release mechanisms (example: gaussian unless given)",
