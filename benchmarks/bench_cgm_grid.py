@@ -1,4 +1,4 @@
-"""Benchmark: compiled time per fit of naive MLE, CGM-EM and mbi on ``python -m reproductions bernstein2017 cgm-grid`` cells.
+"""Benchmark: compiled time per fit of naive MLE, CGM-EM and mbi on cgm-grid cells.
 
 For each cell (graph, k, N, epsilon, Laplace or Gaussian release; T variables) one release
 is drawn and every learner is fitted twice, interleaved: the first fit compiles, the second

@@ -1,6 +1,6 @@
 """Benchmark: pgm_dp's noise-aware posterior vs NAPSU-MQ (twinify) on the same Gaussian releases.
 
-The releases are those of ``python -m reproductions bayes calibration`` (same seeds): a chain of 4 binary
+The releases are those of the bayes calibration reproduction (same seeds): a chain of 4 binary
 variables whose log-potentials are drawn from the prior, ``N`` records, a Gaussian release of
 the 3 edge tables at ``ZCDP(eps^2 / 2)``. Each is saved to ``OUT/releases/*.npz`` and fitted,
 one after the other (so a slow spell of the shared machine hits all contenders alike), by

@@ -203,7 +203,7 @@ def test_auto_init_starts_from_the_mle_of_the_shrunk_tables(rng):
 
 
 def test_the_shrunk_start_saves_iterations_where_the_noise_hides_cells():
-    """A ``python -m reproductions bernstein2017 cgm-grid`` cell (tree, k=4, N=1e5, Laplace epsilon = 0.1): from the
+    """A cgm-grid cell (tree, k=4, N=1e5, Laplace epsilon = 0.1): from the
     uniform start L-BFGS took 158 iterations, from the shrunk tables' MLE 9; same optimum."""
     from pgm_dp.models import random_tree
 
@@ -293,7 +293,7 @@ def test_very_stiff_releases_converge_with_the_default_e_step(epsilon):
 
 
 def test_dual_newton_e_step_converges_from_a_start_far_from_the_release():
-    """Regression (a ``python -m reproductions bernstein2017 cgm-grid`` release, N / sigma^2 = 2.3e5): from statistics far
+    """Regression (a cgm-grid release, N / sigma^2 = 2.3e5): from statistics far
     from ``y`` the dual start ``grad log p(y | n0)`` is huge and Newton stalled; the E-step
     now starts from the better of it and ``lambda = 0``."""
     from pgm_dp.models import erdos_renyi
