@@ -30,6 +30,7 @@ _LAZY = {
     "sufficient_statistics": "stats",
     "select_cliques": "selection",
     "load_adult": "datasets",
+    **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [
             "BudgetExceededError",
@@ -96,7 +97,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("io", "selection", "bayes"),
+    ("io", "selection", "bayes", "binning", "columns", "prepare"),
     ("experiments",),
     ("cli",),
 )
@@ -107,6 +108,8 @@ __all__ = [
     "sufficient_statistics",
     "select_cliques",
     "load_adult",
+    "prepare_plan",
+    "Preparation",
     "PureDP",
     "ZCDP",
     "ApproxDP",
