@@ -288,7 +288,7 @@ def make_options(categories, bounds, missing, other, drop_identifiers, kw) -> Op
     max_states = count_arg(kw["max_states"], "max_states", 1, 10**7)
     return Options(
         categories, bounds, missing, other, drop_identifiers,
-        n_bins=count_arg(kw["n_bins"], "n_bins", 1, max_states),
+        n_bins=count_arg(kw["n_bins"], "n_bins", 1, 10**7),
         grid=count_arg(kw["grid"], "grid", 2, MAX_GRID),
         quantile_share=float(share), threshold=float(thr), max_states=max_states,
         identifier_fraction=float(frac),
@@ -431,7 +431,7 @@ def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
     if bounds is None:
         raise DataValidationError(
             f"numeric column {name!r} needs public bounds: spec={{{name!r}: {{'bounds': [lo, "
-            "hi]}}}} or bins; bounds='data' reads them from the data without privacy"
+            "hi]}} or bins; bounds='data' reads them from the data without privacy"
         )
     if isinstance(bounds, str) and bounds == "data":
         if x.size == 0 or not np.isfinite(x).all():

@@ -86,7 +86,12 @@ from .columns import (
     parse_entry,
 )
 from .domain import Domain, check_table_cells
-from .errors import DataValidationError, DomainError, PrivacyParameterError
+from .errors import (
+    BudgetExceededError,
+    DataValidationError,
+    DomainError,
+    PrivacyParameterError,
+)
 from .privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
 from .privacy.accountant import check_accountant
 from .privacy.budget import Budget
@@ -329,17 +334,23 @@ def _private_steps(drafts, budget, compress, mechanism, share) -> tuple:
     return (_scale(b_q, 1 / len(quant)) if quant else None), b_m, mechanism
 
 
-def _precheck(acc: Accountant, drafts, b_col, b_m) -> None:
+def _precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
     """Charge every planned cost to a copy of ``acc``: BudgetExceededError before anything
     is spent if they do not all fit."""
     sim = copy.deepcopy(acc)
-    for d in drafts:
-        if d.values is not None:
-            each = per_quantile_budget(b_col, d.n_bins - 1)
-            for _ in range(d.n_bins - 1):
-                sim.charge(each, what=f"prepare: quantiles of {d.plan.name!r}", mechanism="check")
-    if b_m is not None:
-        sim.charge(b_m, what="prepare: one-way marginals", mechanism="check")
+    try:
+        for d in drafts:
+            if d.values is not None:
+                each = per_quantile_budget(b_col, d.n_bins - 1)
+                for _ in range(d.n_bins - 1):
+                    sim.charge(each, what="quantile", mechanism="check")
+        if b_m is not None:
+            sim.charge(b_m, what="one-way marginals", mechanism="check")
+    except BudgetExceededError:
+        raise BudgetExceededError(
+            f"privacy budget exceeded: the preparation needs {budget}, the accountant has "
+            f"{acc.remaining} left of {acc.total}; nothing was charged or released"
+        ) from None
 
 
 def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
@@ -416,7 +427,7 @@ def prepare_plan(
     acc = None
     if b_col is not None or b_m is not None:
         acc = accountant if accountant is not None else Accountant(budget)
-        _precheck(acc, drafts, b_col, b_m)
+        _precheck(acc, budget, drafts, b_col, b_m)
     if reads:
         warnings.warn(
             "read from the data WITHOUT differential privacy: " + "; ".join(reads),
