@@ -97,7 +97,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("io", "selection", "bayes", "binning", "columns", "prepare"),
+    ("io", "selection", "bayes", "binning", "columns", "_spec", "prepare"),
     ("experiments",),
     ("cli",),
 )

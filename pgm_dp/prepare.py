@@ -66,25 +66,20 @@ Domain(sex: ['F', 'M', '<missing>'], age: ['[0, 30)', '[30, 50)', '[50, 120]', '
 from __future__ import annotations
 
 import copy
+import json
 import math
 import warnings
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._frames import encode_column
+from ._spec import check_frame, draft_column, keep_columns, make_options, parse_spec
 from .binning import per_quantile_budget, quantile_edges
-from .columns import (
-    ColumnPlan,
-    draft_column,
-    identifier_reason,
-    is_declared,
-    make_options,
-    parse_entry,
-)
+from .columns import ColumnPlan
 from .domain import Domain, check_table_cells
 from .errors import (
     BudgetExceededError,
@@ -124,6 +119,7 @@ class Preparation:
 
     @property
     def names(self) -> tuple[Hashable, ...]:
+        """The prepared columns, in order."""
         return tuple(c.name for c in self.columns)
 
     @property
@@ -141,6 +137,7 @@ class Preparation:
         )
 
     def column(self, name: Hashable) -> ColumnPlan:
+        """The plan of one column."""
         for c in self.columns:
             if c.name == name:
                 return c
@@ -151,7 +148,7 @@ class Preparation:
         columns ignored; ``df`` is not modified). Raises :class:`DataValidationError` for a
         missing column, a value outside declared categories (without ``other``), a missing
         value without a missing state, a number outside the bins without ``clip``."""
-        df = _frame(df)
+        df = check_frame(df)
         lack = [n for n in self.names if n not in df.columns]
         if lack:
             raise DataValidationError(f"data lack columns {lack}")
@@ -195,11 +192,11 @@ class Preparation:
         return np.column_stack(cols)
 
     def _expand_weights(self, c: ColumnPlan) -> np.ndarray | None:
+        """``expand="noisy"``: the merged states' noisy counts clipped at 0, normalised."""
         if not c.merged or self.one_way is None:
             return None
-        y = np.maximum(np.asarray(self.one_way.noisy[(c.name,)], dtype=np.float64), 0)[
-            list(c.merged)
-        ]
+        y = np.asarray(self.one_way.noisy[(c.name,)], dtype=np.float64)[list(c.merged)]
+        y = np.maximum(y, 0.0)
         return y / y.sum() if y.sum() > 0 else None
 
     def compressed_measurements(self) -> dict[Hashable, tuple[np.ndarray, np.ndarray]]:
@@ -248,53 +245,50 @@ class Preparation:
     def __str__(self) -> str:
         return self.report()
 
+    def to_json(self) -> str:
+        """JSON text of the plan, its charges and its one-way release (exact float round trip);
+        see :meth:`from_json`. Holds no record, only what the report shows."""
+        doc = {
+            "format": "pgm_dp.Preparation",
+            "version": 1,
+            "columns": [c.to_dict() for c in self.columns],
+            "dropped": list(self.dropped),
+            "nonprivate_reads": list(self.nonprivate_reads),
+            "notes": list(self.notes),
+            "charges": [{**asdict(ch), "cost": _budget_dict(ch.cost)} for ch in self.charges],
+            "budget_spent": None if self.budget_spent is None else _budget_dict(self.budget_spent),
+            "one_way": None if self.one_way is None else json.loads(self.one_way.to_json()),
+        }
+        return json.dumps(doc, allow_nan=False)
 
-# -- input checks ------------------------------------------------------------------------------
-def _frame(df: Any) -> pd.DataFrame:
-    if not isinstance(df, pd.DataFrame):
-        raise DataValidationError(f"data must be a pandas DataFrame, got {type(df).__name__}")
-    repeated = sorted({str(c) for c in df.columns if list(df.columns).count(c) > 1})
-    if repeated:
-        raise DataValidationError(f"data have more than one column named {repeated}")
-    return df
-
-
-def _spec(df: pd.DataFrame, spec: Any) -> dict:
-    if spec is None:
-        return {}
-    if not isinstance(spec, Mapping):
-        raise DomainError(f"spec must be a dict {{column: declaration}}, got {type(spec).__name__}")
-    unknown = [k for k in spec if k not in df.columns]
-    if unknown:
-        raise DataValidationError(f"spec names columns not in the data: {unknown}")
-    return {k: parse_entry(k, v) for k, v in spec.items()}
-
-
-def _keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
-    """The columns to prepare, and those dropped as identifier-like (refused unless
-    ``drop_identifiers``). Declared columns are exempt from the check."""
-    keep, found = [], []
-    for name in df.columns:
-        entry = spec.get(name, {})
-        if entry.get("drop"):
-            notes.append(f"{name!r} dropped as the spec asks")
-            continue
-        reason = None
-        if not is_declared(entry):
-            reason = identifier_reason(df[name], name, opts.identifier_fraction)
-        (found if reason else keep).append((name, reason) if reason else name)
-    if found and not opts.drop_identifiers:
-        listed = "; ".join(f"{n!r}: {r}" for n, r in found)
-        raise DataValidationError(
-            f"columns that look like record identifiers: {listed}. A model of an identifier "
-            "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
-            "or declare them in spec if they are variables"
+    @classmethod
+    def from_json(cls, text: str) -> Preparation:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        if d.get("format") != "pgm_dp.Preparation":
+            raise DataValidationError("not a pgm_dp.Preparation JSON document")
+        one_way = d["one_way"]
+        return cls(
+            columns=tuple(ColumnPlan.from_dict(c) for c in d["columns"]),
+            dropped=tuple(d["dropped"]),
+            nonprivate_reads=tuple(d["nonprivate_reads"]),
+            notes=tuple(d["notes"]),
+            charges=tuple(Charge(**{**c, "cost": _budget_of(c["cost"])}) for c in d["charges"]),
+            budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
+            one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
         )
-    for n, r in found:
-        reads.append(f"{n!r} dropped as identifier-like: {r}")
-    return keep, tuple(n for n, _ in found)
 
 
+def _budget_dict(b: Budget) -> dict:
+    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
+
+
+def _budget_of(d: dict) -> Budget:
+    kinds = {"PureDP": PureDP, "ZCDP": ZCDP}
+    return kinds[d["type"]](**{k: v for k, v in d.items() if k != "type"})
+
+
+# -- planning ---------------------------------------------------------------------------------
 def _scale(budget: Budget, f: float) -> Budget:
     return PureDP(budget.epsilon * f) if isinstance(budget, PureDP) else ZCDP(budget.rho * f)
 
@@ -357,7 +351,6 @@ def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
     names = [p.name for p in plans]
     full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
     cliques = [(n,) for n in names]
-    check_table_cells(full, cliques)
     codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
     rel = release_marginals(
         codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
@@ -412,18 +405,24 @@ def prepare_plan(
         max_states=max_states, n_bins=n_bins, grid=grid,
     )  # fmt: skip
     opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
-    df = _frame(df)
+    df = check_frame(df)
     if len(df) == 0:
         raise DataValidationError("data are empty (0 records)")
     check_accountant(accountant)
-    entries = _spec(df, spec)
+    entries = parse_spec(df, spec)
     reads: list[str] = []
     notes: list[str] = []
-    names, dropped = _keep_columns(df, entries, opts, reads, notes)
+    names, dropped = keep_columns(df, entries, opts, reads, notes)
     if not names:
         raise DataValidationError("no column is left to prepare")
     drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in names]
     b_col, b_m, mech = _private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
+    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
+        sizes = [
+            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
+            for d in drafts
+        ]
+        check_table_cells(Domain(names, sizes), [(n,) for n in names])
     acc = None
     if b_col is not None or b_m is not None:
         acc = accountant if accountant is not None else Accountant(budget)

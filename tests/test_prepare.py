@@ -372,6 +372,20 @@ def test_budget_needed_for_private_steps():
         prepare_plan(df, SPEC, budget=ApproxDP(1.0, 1e-6))
 
 
+def test_plan_json_round_trip():
+    df = _frame(n=5000, seed=7)
+    with pytest.warns(NonPrivateWarning):
+        plan = prepare_plan(
+            _to_csv_and_back(df), {**SPEC, "age": {"bounds": [0, 120]}}, drop_identifiers=True,
+            budget=ZCDP(1.0), rng=0,
+        )  # fmt: skip
+    again = Preparation.from_json(plan.to_json())
+    assert again.columns == plan.columns and again.domain == plan.domain
+    assert again.one_way == plan.one_way and again.charges == plan.charges
+    assert again.report() == plan.report()
+    pd.testing.assert_frame_equal(again.encode(df), plan.encode(df))
+
+
 def test_report_states_reads_and_charges():
     df = _frame()
     with pytest.warns(NonPrivateWarning):
