@@ -329,8 +329,15 @@ def _private_steps(drafts, budget, compress, mechanism, share) -> tuple:
 
 
 def _precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
-    """Charge every planned cost to a copy of ``acc``: BudgetExceededError before anything
-    is spent if they do not all fit."""
+    """Check the one-way tables' size and charge every planned cost to a copy of ``acc``:
+    ModelTooLargeError or BudgetExceededError before anything is spent."""
+    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
+        names = [d.plan.name for d in drafts]
+        sizes = [
+            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
+            for d in drafts
+        ]
+        check_table_cells(Domain(names, sizes), [(n,) for n in names])
     sim = copy.deepcopy(acc)
     try:
         for d in drafts:
@@ -417,12 +424,6 @@ def prepare_plan(
         raise DataValidationError("no column is left to prepare")
     drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in names]
     b_col, b_m, mech = _private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
-    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
-        sizes = [
-            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
-            for d in drafts
-        ]
-        check_table_cells(Domain(names, sizes), [(n,) for n in names])
     acc = None
     if b_col is not None or b_m is not None:
         acc = accountant if accountant is not None else Accountant(budget)
@@ -434,25 +435,32 @@ def prepare_plan(
             stacklevel=2,
         )
     start = 0 if acc is None else len(acc.charges)
-    gen = as_generator(rng)
-    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
-    one_way = None
-    if b_m is not None:
-        one_way = _one_way(df, plans, b_m, mech, gen, acc)
-        plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
-        notes.append("the number of records is treated as public (one-way release)")
-        notes += [
-            f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
-            "noise standard deviations merged into '<rare>'"
-            for p in plans
-            if p.merged
-        ]
+    plans, one_way = _spend(df, drafts, (b_col, b_m, mech), opts, as_generator(rng), acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
     return Preparation(
         columns=tuple(plans), dropped=dropped, nonprivate_reads=tuple(reads),
         notes=tuple(notes), charges=charges, budget_spent=_spent(budget, charges),
         one_way=one_way,
     )  # fmt: skip
+
+
+def _spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
+    """The private steps, in order: bins at private quantiles, then the one-way release and
+    the merging of rare states (MST)."""
+    b_col, b_m, mechanism = steps
+    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
+    if b_m is None:
+        return plans, None
+    one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
+    plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
+    notes.append("the number of records is treated as public (one-way release)")
+    notes += [
+        f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
+        "noise standard deviations merged into '<rare>'"
+        for p in plans
+        if p.merged
+    ]
+    return plans, one_way
 
 
 def _edges(d, b_col, grid, gen, acc) -> ColumnPlan:
