@@ -9,9 +9,9 @@ midpoints, :func:`bin_midpoints`).
 
 The edges come from the user (public bins or public bounds cut into equal widths, no privacy
 cost) or from :func:`private_quantiles`: the exponential mechanism for one quantile of Smith
-(2011, "Privacy-preserving statistical estimation with optimal convergence rates", STOC,
-Sec. 3), run independently for each quantile ("IndExp" in Gillenwater, Joseph & Kulesza 2021,
-"Differentially private quantiles", ICML, Sec. 3). Its output space is a public grid of
+(2011, "Privacy-preserving statistical estimation with optimal convergence rates", STOC),
+run independently for each quantile (the "IndExp" baseline of Gillenwater, Joseph & Kulesza
+2021, "Differentially private quantiles", ICML). Its output space is a public grid of
 ``G - 1`` interior points ``c_j = lo + j (hi - lo) / G`` of the public bounds (Smith's mechanism
 samples an interval between order statistics with weight proportional to its length; on an
 equally spaced grid the counting measure is that weighting, discretised). The utility of a

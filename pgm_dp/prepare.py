@@ -28,8 +28,9 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   refuses them; ``missing="data"`` adds the state only where the data have missing values
   (non-private). ``spec`` may set ``"missing"``, ``"other"`` and ``"clip"`` per column.
 * **Rare states are merged** as in MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
-  contest", Sec. 4; private-pgm ``mechanisms/mst.py``, ``compress_domain``): the one-way
-  marginals of every column are released with a share of the budget
+  contest: a scalable and general approach to differentially private synthetic data";
+  private-pgm ``mechanisms/mst.py``, ``compress_domain``): the one-way marginals of every
+  column are released with a share of the budget
   (:func:`pgm_dp.privacy.release_marginals`, Gaussian noise for a zCDP budget as in MST), and
   the states whose noisy count is below ``threshold`` (3) noise standard deviations are merged
   into one ``"<rare>"`` state (when there are at least two such states; one alone is already
