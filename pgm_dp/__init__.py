@@ -33,6 +33,7 @@ _LAZY = {
     "sufficient_statistics": "stats",
     "select_cliques": "selection",
     "load_adult": "datasets",
+    **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [
             "BudgetExceededError",
@@ -99,7 +100,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("io", "selection", "bayes"),
+    ("io", "selection", "bayes", "binning", "columns", "_spec", "prepare"),
     ("compare",),
     ("cli",),
 )
@@ -110,6 +111,8 @@ __all__ = [
     "sufficient_statistics",
     "select_cliques",
     "load_adult",
+    "prepare_plan",
+    "Preparation",
     "PureDP",
     "ZCDP",
     "ApproxDP",

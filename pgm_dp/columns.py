@@ -1,0 +1,247 @@
+"""One column of a user's table as a discrete variable: :class:`ColumnPlan` and the checks
+behind :func:`pgm_dp.prepare.prepare_plan` (identifier-like columns, missing values).
+
+A column is **categorical** (its states are declared categories, then ``"<other>"`` for values
+outside them when asked, then ``"<missing>"``) or **numeric** (its states are the bins of
+:mod:`pgm_dp.binning`, then ``"<missing>"``). Missing values are ``NaN``, ``None``, ``NaT``
+and empty or blank strings. Rare states may be merged into one ``"<rare>"`` state (the plan's
+compression, McKenna et al. 2021); ``merged`` lists their codes. Codes before merging are the
+*full* codes, after it the *compressed* codes that models see.
+
+Error messages name columns and count records; they never show a cell's value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .binning import (
+    bin_codes,
+    bin_labels,
+    bin_midpoints,
+)
+from .errors import DataValidationError, DomainError
+
+__all__ = [
+    "MISSING",
+    "OTHER",
+    "RARE",
+    "RESERVED",
+    "ColumnPlan",
+    "missing_mask",
+    "numeric_values",
+    "identifier_reason",
+]
+
+MISSING = "<missing>"
+OTHER = "<other>"
+RARE = "<rare>"
+#: Labels the package adds; a declared category may not use them.
+RESERVED = (MISSING, OTHER, RARE)
+
+#: Fewest distinct values for the distinct-count rule of :func:`identifier_reason`.
+MIN_ID_DISTINCT = 16
+_UNNAMED = re.compile(r"Unnamed: \d+")
+
+
+def missing_mask(col: pd.Series) -> np.ndarray:
+    """Boolean mask of the missing cells: NA values and empty or blank strings."""
+    miss = col.isna().to_numpy(dtype=bool)
+    dtype = col.dtype
+    if getattr(dtype, "kind", "") == "O" or isinstance(dtype, pd.StringDtype):
+        obj = col.astype(object)
+        try:
+            blank = obj.str.strip().eq("").to_numpy(dtype=bool)
+        except AttributeError:  # no string at all
+            return miss
+        miss = miss | blank
+    return miss
+
+
+def numeric_values(col: pd.Series, name: Hashable) -> tuple[np.ndarray, np.ndarray]:
+    """``(values of the non-missing cells as float64, missing mask)`` of a numeric column;
+    :class:`DataValidationError` when a non-missing cell is not a number."""
+    miss = missing_mask(col)
+    present = col[~miss]
+    if present.dtype.kind in "biuf":
+        x = present.to_numpy(dtype=np.float64)
+    else:
+        x = pd.to_numeric(present.astype(object), errors="coerce").to_numpy(dtype=np.float64)
+        bad = int(np.isnan(x).sum())
+        if bad:
+            raise DataValidationError(
+                f"column {name!r} is declared numeric but {bad} of its records are not numbers "
+                "(values not shown)"
+            )
+    return x, miss
+
+
+def identifier_reason(col: pd.Series, name: Hashable, fraction: float) -> str | None:
+    """Why ``col`` looks like a record identifier, or ``None``: the name pandas gives the row
+    index written by ``DataFrame.to_csv()`` (``"Unnamed: 0"``); integers that are the row
+    numbers ``0..n-1`` or ``1..n``; integers all distinct; other non-numeric values with at
+    least ``fraction * n`` distinct values. Continuous (non-integer) numbers and booleans are
+    variables, not identifiers. One pass of hashing: fast on large tables."""
+    n = len(col)
+    if isinstance(name, str) and _UNNAMED.fullmatch(name):
+        return (
+            f"its name {name!r} is what pandas gives an unnamed column, such as the row index "
+            "written by DataFrame.to_csv()"
+        )
+    dtype = col.dtype
+    if dtype.kind == "b" or n < MIN_ID_DISTINCT:
+        return None
+    if dtype.kind in "iuf":
+        x = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        x = x[~np.isnan(x)]
+        if x.size == 0 or not np.all(x == np.round(x)):
+            return None
+        distinct = pd.unique(x).size
+        if distinct == n and x.min() in (0, 1) and x.max() - x.min() == n - 1:
+            return f"its values are the row numbers {int(x.min())}..{int(x.max())}"
+        if distinct == x.size:
+            return f"its {distinct:,} integers are all distinct"
+        return None
+    distinct = col[~missing_mask(col)].astype(object).nunique()
+    if distinct >= max(fraction * n, MIN_ID_DISTINCT):
+        return f"it has {distinct:,} distinct values in {n:,} records"
+    return None
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How one column becomes a discrete variable.
+
+    ``kind`` is ``"categorical"`` or ``"numeric"``; ``states`` the full labels (categories or
+    interval labels, then ``"<other>"`` when ``other``, then ``"<missing>"`` when
+    ``missing``); ``source`` where the categories or bins come from (``"declared"``,
+    ``"data (non-private)"``, ``"bool"``, ``"public bins"``, ``"public bounds, equal
+    widths"``, ``"private quantiles"``); ``edges`` the bin edges of a numeric column;
+    ``clip`` whether out-of-range numbers go to the end bins; ``merged`` the full codes
+    merged into one ``"<rare>"`` state (empty: no merging).
+    """
+
+    name: Hashable
+    kind: str
+    states: tuple
+    source: str
+    missing: bool
+    other: bool = False
+    edges: tuple[float, ...] | None = None
+    clip: bool = True
+    merged: tuple[int, ...] = ()
+
+    @classmethod
+    def numeric(cls, name, edges, source, missing, clip=True) -> ColumnPlan:
+        states = bin_labels(edges) + ((MISSING,) if missing else ())
+        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip)
+
+    @classmethod
+    def categorical(cls, name, categories, source, missing, other) -> ColumnPlan:
+        states = tuple(categories) + ((OTHER,) if other else ()) + ((MISSING,) if missing else ())
+        return cls(name, "categorical", states, source, missing, other)
+
+    @property
+    def n_categories(self) -> int:
+        """Number of categories or bins (without ``"<other>"`` and ``"<missing>"``)."""
+        return len(self.states) - self.missing - self.other
+
+    @property
+    def kept(self) -> np.ndarray:
+        """The full codes that keep a state of their own, in order."""
+        keep = np.ones(len(self.states), dtype=bool)
+        keep[list(self.merged)] = False
+        return np.flatnonzero(keep)
+
+    @property
+    def labels(self) -> tuple:
+        """The labels of the compressed states (kept labels, then ``"<rare>"``)."""
+        kept = tuple(self.states[i] for i in self.kept)
+        return kept + ((RARE,) if self.merged else ())
+
+    @property
+    def code_map(self) -> np.ndarray:
+        """Compressed code of each full code."""
+        out = np.full(len(self.states), len(self.kept), dtype=np.int64)
+        out[self.kept] = np.arange(len(self.kept))
+        return out
+
+    # -- JSON --------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The plan with JSON types (str or int column names; see :meth:`from_dict`)."""
+        if isinstance(self.name, bool) or not isinstance(self.name, str | int):
+            raise DomainError(f"saving needs str or int column names, got {self.name!r}")
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {**d, "states": list(self.states), "merged": list(self.merged),
+                "edges": None if self.edges is None else list(self.edges)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ColumnPlan:
+        """Inverse of :meth:`to_dict`."""
+        edges = d.get("edges")
+        return cls(**{**d, "states": tuple(d["states"]), "merged": tuple(d.get("merged", ())),
+                      "edges": None if edges is None else tuple(edges)})  # fmt: skip
+
+    # -- encoding ------------------------------------------------------------------------------
+    def encode_full(self, col: pd.Series) -> np.ndarray:
+        """Full codes of a column (a new int64 array; the column is not modified)."""
+        if self.kind == "numeric":
+            x, miss = numeric_values(col, self.name)
+            codes = np.empty(len(col), dtype=np.int64)
+            codes[~miss] = bin_codes(x, self.edges, self.clip, self.name)
+        else:
+            miss = missing_mask(col)
+            index = pd.Index(list(self.states[: self.n_categories]), dtype=object)
+            codes = index.get_indexer(col.astype(object).to_numpy()).astype(np.int64)
+            unknown = (codes < 0) & ~miss
+            if unknown.any():
+                if not self.other:
+                    raise DataValidationError(
+                        f"column {self.name!r}: {int(unknown.sum())} records have values outside "
+                        "its declared categories (values not shown); declare every category "
+                        "or pass other=True"
+                    )
+                codes[unknown] = self.n_categories
+        if miss.any():
+            if not self.missing:
+                raise DataValidationError(
+                    f"column {self.name!r} has {int(miss.sum())} missing values but no "
+                    "missing state (missing=False)"
+                )
+            codes[miss] = len(self.states) - 1
+        return codes
+
+    def encode(self, col: pd.Series) -> np.ndarray:
+        """Compressed codes of a column."""
+        return self.code_map[self.encode_full(col)]
+
+    # -- decoding ------------------------------------------------------------------------------
+    def expand(self, codes: np.ndarray, gen: np.random.Generator, weights=None) -> np.ndarray:
+        """Full codes of compressed ``codes``: a ``"<rare>"`` record gets one of the merged
+        states at random, uniformly (MST's ``reverse_data``) or with probabilities
+        ``weights`` (one per merged state)."""
+        kept = self.kept
+        out = np.empty(codes.shape, dtype=np.int64)
+        is_rare = codes == len(kept)
+        out[~is_rare] = kept[codes[~is_rare]]
+        if is_rare.any():
+            merged = np.asarray(self.merged)
+            out[is_rare] = gen.choice(merged, size=int(is_rare.sum()), p=weights)
+        return out
+
+    def values(self, full: np.ndarray, numeric: str = "interval") -> np.ndarray:
+        """The user's values of full codes: categories (``"<other>"`` kept as is), interval
+        labels or, with ``numeric="midpoint"``, bin midpoints; missing as ``NaN``."""
+        if self.kind == "numeric" and numeric == "midpoint":
+            table = np.append(bin_midpoints(self.edges), np.nan)
+        else:
+            table = np.array(list(self.states) + [np.nan], dtype=object)
+            if self.missing:
+                table[len(self.states) - 1] = np.nan
+        miss = full == len(self.states) - 1 if self.missing else np.zeros(full.shape, bool)
+        return table[np.where(miss, len(table) - 1, full)]

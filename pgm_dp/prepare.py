@@ -1,0 +1,487 @@
+"""From a user's table to private discrete data: :func:`prepare_plan` and :class:`Preparation`.
+
+A sensitive CSV rarely arrives as integer codes: it has strings, numbers, missing cells and,
+when written by ``DataFrame.to_csv()``, a row-number column. :func:`prepare_plan` turns it into
+a frozen :class:`Preparation`, one :class:`~pgm_dp.columns.ColumnPlan` per column, with a
+labelled :class:`~pgm_dp.Domain`, :meth:`~Preparation.encode` (table → codes) and
+:meth:`~Preparation.decode` (codes → the user's values). Nothing about the data is read without
+privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``:
+
+* **Identifiers.** A column not declared in ``spec`` that looks like a record identifier
+  (:func:`~pgm_dp.columns.identifier_reason`: ``"Unnamed: 0"``, row numbers, all-distinct
+  integers, strings with ``>= identifier_fraction * n`` distinct values) is refused with a
+  :class:`~pgm_dp.errors.DataValidationError` naming it, or dropped with a note when
+  ``drop_identifiers=True``.
+* **Categorical columns** use the categories declared in ``spec`` (``{"sex": ["F", "M"]}``).
+  ``categories="data"`` reads undeclared ones from the data (non-private; one
+  :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
+  state when ``other=True``, else they are refused. Boolean columns are ``(False, True)``.
+  An integer column is categorical only when declared so (``{"children": [0, 1, 2, 3]}``).
+* **Numeric columns** are binned (:mod:`pgm_dp.binning`): public edges
+  (``{"age": {"bins": [0, 18, 30, 45, 65, 120]}}``), public bounds cut into equal widths
+  (``{"age": {"bounds": [0, 120], "n_bins": 10}}``), or public bounds cut at private
+  quantiles (``{"age": {"bounds": [0, 120]}}``, optionally ``"quantiles": 8``: Smith's
+  exponential mechanism, charged to the budget). A numeric column without bounds is refused
+  unless ``bounds="data"``, which reads its minimum and maximum without privacy (warns).
+* **Missing values** (NaN, None, empty strings) are a ``"<missing>"`` state of every column
+  (``missing=True``, the default: decided without looking at the data); ``missing=False``
+  refuses them; ``missing="data"`` adds the state only where the data have missing values
+  (non-private). ``spec`` may set ``"missing"``, ``"other"`` and ``"clip"`` per column.
+* **Rare states are merged** as in MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
+  contest: a scalable and general approach to differentially private synthetic data";
+  private-pgm ``mechanisms/mst.py``, ``compress_domain``): the one-way marginals of every
+  column are released with a share of the budget
+  (:func:`pgm_dp.privacy.release_marginals`, Gaussian noise for a zCDP budget as in MST), and
+  the states whose noisy count is below ``threshold`` (3) noise standard deviations are merged
+  into one ``"<rare>"`` state (when there are at least two such states; one alone is already
+  its own group). :meth:`Preparation.decode` expands a ``"<rare>"`` record back to one of its
+  states uniformly at random (MST's ``reverse_data``), or in proportion to the clipped noisy
+  counts (``expand="noisy"``). The noisy one-way tables are returned (``plan.one_way``, and
+  on the compressed domain :meth:`~Preparation.compressed_measurements`) for a fit to reuse.
+
+Decoding: categories come back as declared; binned numbers as interval labels ``"[20, 30)"``
+(``numeric="interval"``, the default: the honest answer, since only the bin was modelled) or
+as the bins' midpoints (``numeric="midpoint"``); ``"<missing>"`` as ``NaN``.
+
+Privacy: the budget (``PureDP`` or ``ZCDP``) is spent only on private quantiles and the
+one-way release, ``quantile_share`` of it on the quantiles when both run. Everything, including
+the accountant's room for every charge, is checked before the first charge. The number of
+records is treated as public (as by :func:`~pgm_dp.privacy.release_marginals`).
+
+Example
+-------
+>>> import pandas as pd
+>>> from pgm_dp.privacy import ZCDP
+>>> df = pd.DataFrame({"sex": ["F", "M", None, "F"] * 500, "age": [23, 41.5, 67, None] * 500})
+>>> spec = {"sex": ["F", "M"], "age": {"bins": [0, 30, 50, 120]}}
+>>> plan = prepare_plan(df, spec, budget=ZCDP(0.5), rng=0)
+>>> plan.domain
+Domain(sex: ['F', 'M', '<missing>'], age: ['[0, 30)', '[30, 50)', '[50, 120]', '<missing>'])
+>>> codes = plan.encode(df)
+>>> codes.iloc[:4].to_numpy().tolist()
+[[0, 0], [1, 1], [2, 2], [0, 3]]
+>>> plan.decode(codes.iloc[:3], rng=0).age.tolist()
+['[0, 30)', '[30, 50)', '[50, 120]']
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import warnings
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._frames import encode_column
+from ._spec import check_frame, draft_column, keep_columns, make_options, parse_spec
+from .binning import per_quantile_budget, quantile_edges
+from .columns import ColumnPlan
+from .domain import Domain, check_table_cells
+from .errors import (
+    BudgetExceededError,
+    DataValidationError,
+    DomainError,
+    PrivacyParameterError,
+)
+from .privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
+from .privacy.accountant import check_accountant
+from .privacy.budget import Budget
+from .privacy.mechanisms import perturb
+from .privacy.release import MECHANISMS
+from .rng import RngLike, as_generator
+
+__all__ = ["prepare_plan", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+
+
+class NonPrivateWarning(UserWarning):
+    """Something was read from the data without differential privacy (asked for explicitly)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Preparation:
+    """A frozen preparation of a table (see the module docstring): ``columns`` (one
+    :class:`ColumnPlan` each, in the table's order), ``dropped`` identifier columns,
+    ``nonprivate_reads`` and ``notes`` (printed by :meth:`report`), the ``charges`` made and
+    ``budget_spent`` (``None`` when nothing private ran), ``one_way`` (the noisy one-way
+    marginals on :attr:`full_domain`, or ``None``)."""
+
+    columns: tuple[ColumnPlan, ...]
+    dropped: tuple[Hashable, ...] = ()
+    nonprivate_reads: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    charges: tuple[Charge, ...] = ()
+    budget_spent: Budget | None = None
+    one_way: NoisyMarginals | None = None
+
+    @property
+    def names(self) -> tuple[Hashable, ...]:
+        """The prepared columns, in order."""
+        return tuple(c.name for c in self.columns)
+
+    @property
+    def domain(self) -> Domain:
+        """The labelled domain of the encoded (compressed) codes."""
+        return Domain(
+            self.names, [len(c.labels) for c in self.columns], [c.labels for c in self.columns]
+        )
+
+    @property
+    def full_domain(self) -> Domain:
+        """The labelled domain before rare states are merged (that of ``one_way``)."""
+        return Domain(
+            self.names, [len(c.states) for c in self.columns], [c.states for c in self.columns]
+        )
+
+    def column(self, name: Hashable) -> ColumnPlan:
+        """The plan of one column."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise DomainError(f"unknown column {name!r}; the plan has {list(self.names)}")
+
+    def encode(self, df: Any) -> pd.DataFrame:
+        """Codes of ``df``'s columns on :attr:`domain` (int64, same index; extra and dropped
+        columns ignored; ``df`` is not modified). Raises :class:`DataValidationError` for a
+        missing column, a value outside declared categories (without ``other``), a missing
+        value without a missing state, a number outside the bins without ``clip``."""
+        df = check_frame(df)
+        lack = [n for n in self.names if n not in df.columns]
+        if lack:
+            raise DataValidationError(f"data lack columns {lack}")
+        cols = {c.name: c.encode(df[c.name]) for c in self.columns}
+        return pd.DataFrame(cols, index=df.index, columns=list(self.names))
+
+    def decode(
+        self, codes: Any, *, rng: RngLike = None, expand: str = "uniform", numeric: str = "interval"
+    ) -> pd.DataFrame:
+        """The user's values of codes on :attr:`domain` (a DataFrame with the plan's columns
+        or an ``(n, d)`` array): see the module docstring for ``expand`` and ``numeric``.
+        ``rng`` draws the states of ``"<rare>"`` records."""
+        if expand not in ("uniform", "noisy"):
+            raise DomainError(f"expand must be 'uniform' or 'noisy', got {expand!r}")
+        if numeric not in ("interval", "midpoint"):
+            raise DomainError(f"numeric must be 'interval' or 'midpoint', got {numeric!r}")
+        arr = self._codes(codes)
+        gen = as_generator(rng)
+        out = {}
+        for j, c in enumerate(self.columns):
+            weights = self._expand_weights(c) if expand == "noisy" else None
+            out[c.name] = c.values(c.expand(arr[:, j], gen, weights), numeric)
+        index = codes.index if isinstance(codes, pd.DataFrame) else None
+        return pd.DataFrame(out, index=index, columns=list(self.names)).infer_objects()
+
+    def _codes(self, codes: Any) -> np.ndarray:
+        """Validated ``(n, d)`` codes: integer columns are codes, ``category`` columns (as from
+        :meth:`Domain.decode`) are read by label."""
+        dom = self.domain
+        if not isinstance(codes, pd.DataFrame):
+            return Domain(dom.attributes, dom.shape).encode(codes)
+        lack = [n for n in self.names if n not in codes.columns]
+        if lack:
+            raise DataValidationError(f"codes lack columns {lack}")
+        if len(codes) == 0:
+            raise DataValidationError("codes are empty (0 records)")
+        cols = []
+        for name, size, labels in zip(dom.attributes, dom.shape, dom.labels, strict=True):
+            by_label = isinstance(codes[name].dtype, pd.CategoricalDtype)
+            cols.append(encode_column(codes[name], name, size, labels if by_label else None))
+        return np.column_stack(cols)
+
+    def _expand_weights(self, c: ColumnPlan) -> np.ndarray | None:
+        """``expand="noisy"``: the merged states' noisy counts clipped at 0, normalised."""
+        if not c.merged or self.one_way is None:
+            return None
+        y = np.asarray(self.one_way.noisy[(c.name,)], dtype=np.float64)[list(c.merged)]
+        y = np.maximum(y, 0.0)
+        return y / y.sum() if y.sum() > 0 else None
+
+    def compressed_measurements(self) -> dict[Hashable, tuple[np.ndarray, np.ndarray]]:
+        """The noisy one-way counts on :attr:`domain`: ``{column: (counts, variances)}``. A
+        ``"<rare>"`` cell holds the sum of its merged noisy counts, with ``m`` times the noise
+        variance (MST re-expresses the same sum, scaled by ``1/sqrt(m)``)."""
+        if self.one_way is None:
+            return {}
+        out = {}
+        for c in self.columns:
+            y = np.asarray(self.one_way.noisy[(c.name,)], dtype=np.float64)
+            var = self.one_way.noise[(c.name,)].variance
+            counts = np.append(y[c.kept], y[list(c.merged)].sum()) if c.merged else y.copy()
+            variances = np.full(counts.size, var)
+            if c.merged:
+                variances[-1] = var * len(c.merged)
+            out[c.name] = (counts, variances)
+        return out
+
+    def report(self) -> str:
+        """A readable account of the plan (``print(plan.report())``)."""
+        lines = [f"Preparation of {len(self.columns)} columns"]
+        lines.append(f"  {'column':<20} {'kind':<12} {'states':>6}  {'merged':>6}  source")
+        for c in self.columns:
+            merged = str(len(c.merged)) if c.merged else "-"
+            extra = (" +other" if c.other else "") + (" +missing" if c.missing else "")
+            lines.append(
+                f"  {str(c.name):<20} {c.kind:<12} {len(c.labels):>6}  {merged:>6}  "
+                f"{c.source}{extra}"
+            )
+        for head, items in (
+            ("Dropped identifier-like columns", [repr(d) for d in self.dropped]),
+            ("Read from the data WITHOUT privacy", self.nonprivate_reads),
+            ("Notes", self.notes),
+        ):
+            if items:
+                lines.append(f"{head}:")
+                lines.extend(f"  - {s}" for s in items)
+        if self.budget_spent is None:
+            lines.append("Privacy budget spent: none")
+        else:
+            lines.append(f"Privacy budget spent: {self.budget_spent}")
+            lines.extend(f"  - {ch.what}: {ch.mechanism}, {ch.cost}" for ch in self.charges)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def to_json(self) -> str:
+        """JSON text of the plan, its charges and its one-way release (exact float round trip);
+        see :meth:`from_json`. Holds no record, only what the report shows."""
+        doc = {
+            "format": "pgm_dp.Preparation",
+            "version": 1,
+            "columns": [c.to_dict() for c in self.columns],
+            "dropped": list(self.dropped),
+            "nonprivate_reads": list(self.nonprivate_reads),
+            "notes": list(self.notes),
+            "charges": [{**asdict(ch), "cost": _budget_dict(ch.cost)} for ch in self.charges],
+            "budget_spent": None if self.budget_spent is None else _budget_dict(self.budget_spent),
+            "one_way": None if self.one_way is None else json.loads(self.one_way.to_json()),
+        }
+        return json.dumps(doc, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Preparation:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        if d.get("format") != "pgm_dp.Preparation":
+            raise DataValidationError("not a pgm_dp.Preparation JSON document")
+        one_way = d["one_way"]
+        return cls(
+            columns=tuple(ColumnPlan.from_dict(c) for c in d["columns"]),
+            dropped=tuple(d["dropped"]),
+            nonprivate_reads=tuple(d["nonprivate_reads"]),
+            notes=tuple(d["notes"]),
+            charges=tuple(Charge(**{**c, "cost": _budget_of(c["cost"])}) for c in d["charges"]),
+            budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
+            one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
+        )
+
+
+def _budget_dict(b: Budget) -> dict:
+    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
+
+
+def _budget_of(d: dict) -> Budget:
+    kinds = {"PureDP": PureDP, "ZCDP": ZCDP}
+    return kinds[d["type"]](**{k: v for k, v in d.items() if k != "type"})
+
+
+# -- planning ---------------------------------------------------------------------------------
+def _scale(budget: Budget, f: float) -> Budget:
+    return PureDP(budget.epsilon * f) if isinstance(budget, PureDP) else ZCDP(budget.rho * f)
+
+
+def _private_steps(drafts, budget, compress, mechanism, share) -> tuple:
+    """``(budget per quantile column, budget of the one-way release or None, mechanism)``;
+    every budget option checked before anything is spent."""
+    quant = [d for d in drafts if d.values is not None]
+    if compress is None:
+        compress = budget is not None
+    if compress not in (True, False):
+        raise DomainError(f"compress must be None, True or False, got {compress!r}")
+    if not quant and not compress:
+        return None, None, None
+    if budget is None:
+        need = [f"private quantiles of {[d.plan.name for d in quant]}"] if quant else []
+        raise PrivacyParameterError(
+            "a budget is needed for "
+            + " and ".join(need + ["compression"] * compress)
+            + " (or declare bins, and pass compress=False)"
+        )
+    if not isinstance(budget, PureDP | ZCDP):
+        raise PrivacyParameterError(
+            f"budget must be PureDP or ZCDP, got {budget!r} (convert an (epsilon, delta) "
+            "budget with pgm_dp.privacy.zcdp_rho_within)"
+        )
+    b_q = _scale(budget, share) if quant and compress else (budget if quant else None)
+    b_m = None
+    if compress:
+        b_m = _scale(budget, 1 - share) if quant else budget
+        mechanism = mechanism or (
+            "discrete_laplace" if isinstance(budget, PureDP) else "discrete_gaussian"
+        )
+        if mechanism not in MECHANISMS:
+            raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+        perturb([], kind=mechanism, sensitivity=1.0, budget=b_m)  # the notion fits the kind
+    return (_scale(b_q, 1 / len(quant)) if quant else None), b_m, mechanism
+
+
+def _precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
+    """Check the one-way tables' size and charge every planned cost to a copy of ``acc``:
+    ModelTooLargeError or BudgetExceededError before anything is spent."""
+    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
+        names = [d.plan.name for d in drafts]
+        sizes = [
+            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
+            for d in drafts
+        ]
+        check_table_cells(Domain(names, sizes), [(n,) for n in names])
+    sim = copy.deepcopy(acc)
+    try:
+        for d in drafts:
+            if d.values is not None:
+                each = per_quantile_budget(b_col, d.n_bins - 1)
+                for _ in range(d.n_bins - 1):
+                    sim.charge(each, what="quantile", mechanism="check")
+        if b_m is not None:
+            sim.charge(b_m, what="one-way marginals", mechanism="check")
+    except BudgetExceededError:
+        raise BudgetExceededError(
+            f"privacy budget exceeded: the preparation needs {budget}, the accountant has "
+            f"{acc.remaining} left of {acc.total}; nothing was charged or released"
+        ) from None
+
+
+def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
+    names = [p.name for p in plans]
+    full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
+    cliques = [(n,) for n in names]
+    codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
+    rel = release_marginals(
+        codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
+        accountant=acc, what="prepare: one-way marginals",
+    )  # fmt: skip
+    return replace(rel, domain=full)
+
+
+def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> ColumnPlan:
+    """MST's ``compress_domain``: states whose noisy count is below ``threshold`` noise
+    standard deviations are merged (when there are at least two of them)."""
+    y = np.asarray(one_way.noisy[(plan.name,)], dtype=np.float64)
+    sigma = math.sqrt(one_way.noise[(plan.name,)].variance)
+    rare = np.flatnonzero(y < threshold * sigma)
+    return replace(plan, merged=tuple(int(i) for i in rare)) if rare.size >= 2 else plan
+
+
+def prepare_plan(
+    df: Any,
+    spec: Mapping | None = None,
+    *,
+    budget: Budget | None = None,
+    rng: RngLike = None,
+    accountant: Accountant | None = None,
+    categories: str | None = None,
+    bounds: str | None = None,
+    missing: bool | str = True,
+    other: bool = False,
+    drop_identifiers: bool = False,
+    compress: bool | None = None,
+    mechanism: str | None = None,
+    n_bins: int = 8,
+    grid: int = 1000,
+    quantile_share: float = 0.5,
+    threshold: float = 3.0,
+    max_states: int = 1000,
+    identifier_fraction: float = 0.5,
+) -> Preparation:
+    """Plan how ``df`` (a pandas DataFrame, never modified) becomes discrete codes; see the
+    module docstring. ``spec``: ``{column: [categories] | {"categories"|"bins"|"bounds"|
+    "n_bins"|"quantiles"|"missing"|"other"|"clip": ...} | "drop"}``. ``budget`` (``PureDP``
+    or ``ZCDP``) pays for private quantiles and, when ``compress`` (default: whenever a budget
+    is given), the one-way release (``mechanism``: default discrete Laplace for ``PureDP``,
+    discrete Gaussian for ``ZCDP``) that merges states below ``threshold`` noise standard
+    deviations. ``n_bins``: private-quantile bins of a numeric column given only bounds;
+    ``grid``: candidate quantiles per column; ``max_states``: most states of a column.
+    ``rng``: ``None`` for a real release (ChaCha20, OS-keyed); seeds are for tests.
+    Every input error is raised before the budget is touched.
+    """
+    kw = dict(
+        quantile_share=quantile_share, threshold=threshold, identifier_fraction=identifier_fraction,
+        max_states=max_states, n_bins=n_bins, grid=grid,
+    )  # fmt: skip
+    opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
+    df = check_frame(df)
+    if len(df) == 0:
+        raise DataValidationError("data are empty (0 records)")
+    check_accountant(accountant)
+    entries = parse_spec(df, spec)
+    reads: list[str] = []
+    notes: list[str] = []
+    names, dropped = keep_columns(df, entries, opts, reads, notes)
+    if not names:
+        raise DataValidationError("no column is left to prepare")
+    drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in names]
+    b_col, b_m, mech = _private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
+    acc = None
+    if b_col is not None or b_m is not None:
+        acc = accountant if accountant is not None else Accountant(budget)
+        _precheck(acc, budget, drafts, b_col, b_m)
+    if reads:
+        warnings.warn(
+            "read from the data WITHOUT differential privacy: " + "; ".join(reads),
+            NonPrivateWarning,
+            stacklevel=2,
+        )
+    start = 0 if acc is None else len(acc.charges)
+    plans, one_way = _spend(df, drafts, (b_col, b_m, mech), opts, as_generator(rng), acc, notes)
+    charges = () if acc is None else tuple(acc.charges[start:])
+    return Preparation(
+        columns=tuple(plans), dropped=dropped, nonprivate_reads=tuple(reads),
+        notes=tuple(notes), charges=charges, budget_spent=_spent(budget, charges),
+        one_way=one_way,
+    )  # fmt: skip
+
+
+def _spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
+    """The private steps, in order: bins at private quantiles, then the one-way release and
+    the merging of rare states (MST)."""
+    b_col, b_m, mechanism = steps
+    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
+    if b_m is None:
+        return plans, None
+    one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
+    plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
+    notes.append("the number of records is treated as public (one-way release)")
+    notes += [
+        f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
+        "noise standard deviations merged into '<rare>'"
+        for p in plans
+        if p.merged
+    ]
+    return plans, one_way
+
+
+def _edges(d, b_col, grid, gen, acc) -> ColumnPlan:
+    """The column's plan, its edges drawn at private quantiles when still open."""
+    if d.values is None:
+        return d.plan
+    edges = quantile_edges(
+        d.values, d.n_bins, d.bounds, budget=b_col, grid=grid, rng=gen, accountant=acc,
+        what=f"prepare: quantile of {d.plan.name!r} at",
+    )  # fmt: skip
+    return ColumnPlan.numeric(
+        d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,
+        d.plan.clip,
+    )  # fmt: skip
+
+
+def _spent(budget: Budget | None, charges: tuple[Charge, ...]) -> Budget | None:
+    if not charges:
+        return None
+    fresh = Accountant(budget)
+    for ch in charges:
+        fresh.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
+    return fresh.spent
