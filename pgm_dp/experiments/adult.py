@@ -53,6 +53,7 @@ from ..metrics import log_likelihood
 from ..models import MarkovRandomField
 from ..privacy import PureDP, release_marginals
 from ..rng import RngLike, as_generator, derived_generator
+from .compare import paper_learner
 from .plotting import median_errorbar
 
 __all__ = [
@@ -138,14 +139,14 @@ def _private_fits(specs, train, mrf, base, eps, trial):
         budget = spec.budget(eps, len(train))
         if spec.kind == "release" and release is None:
             gen = derived_generator(base, "release", eps, trial)
-            release = release_marginals(train, mrf, budget=budget, rng=gen)
+            release = release_marginals(train, mrf, budget=budget, rng=gen, total="public")
         start = time.perf_counter()
         if spec.kind == "release":
             fit = spec.make().fit(release, mrf)
         else:
             gen = derived_generator(base, spec.name, eps, trial)
             try:
-                fit = spec.make().fit(train, mrf, budget=budget, rng=gen)
+                fit = paper_learner(spec).fit(train, mrf, budget=budget, rng=gen)
             except PgmDpError:
                 fit = None
         yield spec, fit, time.perf_counter() - start
