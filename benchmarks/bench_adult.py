@@ -48,7 +48,7 @@ def release_row(train, test, mrf, eps: float, trial: int, options: dict, iters) 
     """Seconds and held-out log-likelihood of CGM-EM and mbi on one release."""
     budget = budget_for(registry.get("cgm"), eps, len(train))
     gen = derived_generator(0, "release", eps, trial)  # run_adult(seed=0)'s release
-    release = release_marginals(train, mrf, budget=budget, rng=gen)
+    release = release_marginals(train, mrf, budget=budget, rng=gen, total="public")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is reported below, not warned
         CGMEM(**options).fit(release, mrf)  # compiles

@@ -51,7 +51,9 @@ def cell(graph: str, T: int, k: int, N: int, eps: float, mechanism: str, previou
     data = truth.sample(N, derived_generator(0, "bench-data", graph, T, k, N))
     budget = ApproxDP(eps, 1.0 / N) if mechanism == "gaussian" else PureDP(eps)
     gen = derived_generator(0, "bench-release", graph, T, k, N, eps, mechanism)
-    release = release_marginals(data, truth, budget=budget, mechanism=mechanism, rng=gen)
+    release = release_marginals(
+        data, truth, budget=budget, mechanism=mechanism, rng=gen, total="public"
+    )
     row = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is the grid's business, not timing's

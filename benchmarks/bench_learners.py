@@ -34,12 +34,12 @@ def main() -> None:
     truth = third_order_chain(10, 10, rng)
     data = truth.sample(args.N, rng)
     for eps in args.eps:
-        release = release_marginals(data, truth, budget=PureDP(eps), rng=rng)
+        release = release_marginals(data, truth, budget=PureDP(eps), rng=rng, total="public")
         learners = {
             "naive": lambda r=release: NaiveMLE().fit(r, truth).model,
             "cgm": lambda r=release: CGMEM().fit(r, truth).model,
             "psgd": lambda e=eps: (
-                PSGD().fit(data, truth, budget=ApproxDP(e, 1 / args.N), rng=1).model
+                PSGD(total="public").fit(data, truth, budget=ApproxDP(e, 1 / args.N), rng=1).model
             ),
         }
         if args.mbi:

@@ -50,7 +50,9 @@ def make_release(eps: float, rep: int, N: int, seed: int):
     truth = small_chain(4, 2, derived_generator(seed, "truth", "gaussian", eps, rep))
     data = truth.sample(N, derived_generator(seed, "data", "gaussian", eps, rep))
     budget = budget_for("gaussian", eps)
-    rel = release_marginals(data, truth, budget=budget, mechanism="gaussian", rng=rep + 7919 * seed)
+    rel = release_marginals(
+        data, truth, budget=budget, mechanism="gaussian", rng=rep + 7919 * seed, total="public"
+    )
     return truth, rel
 
 

@@ -254,7 +254,7 @@ def grid(n: int, k: int, records: int, kl: bool, args) -> None:
             f"{time.perf_counter() - start:.2f} s"
         )
     data = grid_records(truth, records, args.records_cache)
-    release = release_marginals(data, truth, budget=PureDP(1.0), rng=2)
+    release = release_marginals(data, truth, budget=PureDP(1.0), rng=2, total="public")
     counts = sufficient_statistics(data, truth.cliques, truth.domain)
     empirical = {c: np.asarray(t) / len(data) for c, t in counts.items()}
     noisy = marginal_l1_error(noisy_pseudo_marginals(release, project=True), empirical)

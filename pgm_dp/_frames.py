@@ -81,19 +81,15 @@ def _by_label(col: Any, labels: tuple) -> bool:
     return all(_is_number(v) for v in labels)  # numeric column: by label if labels are numbers
 
 
-def _encode_labels(col: Any, name: Hashable, labels: tuple, offset: int = 0) -> np.ndarray:
+def _encode_labels(col: Any, name: Hashable, labels: tuple) -> np.ndarray:
     found, uniques = pd.factorize(col)  # -1 marks missing values
     pos = pd.Index(list(labels), dtype=object).get_indexer(np.asarray(uniques, dtype=object))
     codes = np.where(found >= 0, pos[found], -1)
     if codes.size and codes.min() < 0:
-        r = int(np.argmax(codes < 0))
-        value = np.asarray(col, dtype=object)[r]
-        if pd.isna(value):
-            raise DataValidationError(
-                f"data contain a missing value (record {r + offset}, {name!r})"
-            )
+        if (found < 0).any():
+            raise DataValidationError(f"variable {name!r} has missing values in the data")
         raise DataValidationError(
-            f"value {value!r} of variable {name!r} (record {r + offset}) is not one of its labels "
+            f"variable {name!r} has values in the data that are not one of its labels "
             f"{list(labels)}"
         )
     return codes
@@ -102,10 +98,14 @@ def _encode_labels(col: Any, name: Hashable, labels: tuple, offset: int = 0) -> 
 def encode_column(
     col: Any, name: Hashable, size: int, labels: tuple | None, offset: int = 0
 ) -> np.ndarray:
-    """Codes ``0..size-1`` of one column (see the module docstring); a new array. ``offset``:
-    the record number of the column's first row (a chunk's), for the error messages."""
+    """Codes ``0..size-1`` of one column (see the module docstring); a new array.
+
+    A refusal names the variable and what was expected, never the offending value nor its
+    record (either would disclose a record of private data in a log or traceback);
+    ``offset`` (the record number of a chunk's first row) is accepted for the callers and
+    not shown."""
     if labels is not None and _by_label(col, labels):
-        return _encode_labels(col, name, labels, offset)
+        return _encode_labels(col, name, labels)
     arr = np.asarray(col)
     if arr.dtype == object:
         if any(isinstance(x, str | bytes) for x in arr):
@@ -122,19 +122,20 @@ def encode_column(
     if arr.dtype.kind == "f":
         finite = np.isfinite(arr)
         if not finite.all():
-            r = int(np.argmin(finite))
             raise DataValidationError(
-                f"data contain NaN or inf (record {r + offset}, variable {name!r})"
+                f"variable {name!r} has NaN or inf in the data; expected integer codes "
+                f"0..{size - 1}"
             )
         if np.any(arr != np.round(arr)):
-            raise DataValidationError("data contain non-integer values; expected integer codes")
+            raise DataValidationError(
+                f"variable {name!r} has non-integer values in the data; expected integer codes "
+                f"0..{size - 1}"
+            )
     elif arr.dtype.kind not in "iu":
         raise DataValidationError(f"data must be integer codes, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 0 or arr.max() >= size):  # in the data's own dtype
-        r = int(np.argmax((arr < 0) | (arr >= size)))
         raise DataValidationError(
-            f"value {arr[r]} of variable {name!r} (record {r + offset}) is outside its domain "
-            f"0..{size - 1}"
+            f"variable {name!r} has values in the data outside its domain 0..{size - 1}"
         )
     return arr.astype(np.int64)
 

@@ -184,10 +184,22 @@ def _iteration_postfix(bar, every: float = 0.5):
     return hook
 
 
+#: Options keeping a learner on its paper's conventions, so the reproductions' numbers do not
+#: change: PSGD's ``N`` is public (``q = L / N``; Bernstein et al. 2017, Sec. 4, after Abadi
+#: et al. 2016), as is every release's (``total="public"`` below). Both are outside the
+#: privacy guarantee; the library's defaults keep ``N`` private.
+PAPER_OPTIONS = {"psgd": {"total": "public"}}
+
+
+def paper_learner(spec: LearnerSpec):
+    """A new learner of ``spec`` with :data:`PAPER_OPTIONS`."""
+    return spec.make(**PAPER_OPTIONS.get(spec.name, {}))
+
+
 def _timed_fit(spec: LearnerSpec, *args, **kwargs) -> tuple[Fit, float]:
     """A new learner of ``spec`` fitted to ``args``, and the seconds the fit took."""
     start = time.perf_counter()
-    fit = spec.make().fit(*args, **kwargs)
+    fit = paper_learner(spec).fit(*args, **kwargs)
     return fit, time.perf_counter() - start
 
 
@@ -204,7 +216,9 @@ def _fits(specs, truth, data, N, pop, e, eps, rep, seed, mechanism=None):
                 extra = () if not releases else (repr(budget),)
                 extra += () if mechanism is None else (mechanism,)
                 gen = derived_generator(seed, "release", N, pop, e, rep, *extra)
-                releases[budget] = release_marginals(data, truth, budget=budget, rng=gen, **how)
+                releases[budget] = release_marginals(
+                    data, truth, budget=budget, rng=gen, total="public", **how
+                )
             yield (spec, *_timed_fit(spec, releases[budget], truth))
         else:
             gen = derived_generator(seed, spec.name, N, pop, e, rep)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .domain import Clique, Domain
+from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from .errors import DomainError, PrivacyParameterError
 from .privacy import (
     Accountant,
@@ -83,7 +83,10 @@ def select_cliques(
 
     ``domain`` defaults to :meth:`Domain.from_dataframe` of ``data`` (which reads the
     categories from the data: declare it for a fully private pipeline). ``candidates``
-    restricts the pairs (default: all); they must connect every variable.
+    restricts the pairs (default: all); they must connect every variable. Everything is
+    refused before the accountant is charged: candidates that do not connect every variable,
+    a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release estimates ``N`` from its
+    noisy tables (``total="estimate"``, no extra cost).
     """
     if not isinstance(budget, PureDP):
         raise PrivacyParameterError(f"select_cliques needs a PureDP budget, got {budget!r}")
@@ -96,6 +99,9 @@ def select_cliques(
     pairs = [domain.canonical(p) for p in (candidates or combinations(attrs, 2))]
     if any(len(p) != 2 for p in pairs):
         raise DomainError("candidates must be pairs of distinct variables")
+    for p in pairs:  # each pair table is counted on its own (pair_scores)
+        check_table_cells(domain, [p], MAX_TABLE_CELLS)
+    _check_connected(attrs, pairs)
     if accountant is not None:
         accountant.check(budget, what="select_cliques")
     codes = domain.encode(data)
@@ -109,6 +115,7 @@ def select_cliques(
         rng=gen,
         accountant=accountant,
         what="select_cliques: one-way marginals",
+        total="estimate",
     )
     scores = pair_scores(codes, domain, one_way, pairs)
     step = PureDP((budget.epsilon - eps1) / (len(attrs) - 1))
@@ -140,22 +147,54 @@ def select_cliques(
     return Selection(tuple(chosen), one_way, budget)
 
 
+def _check_connected(attrs: list, pairs: Sequence[Clique]) -> None:
+    """DomainError unless the candidate pairs connect every variable (checked before any
+    charge: the spanning tree needs ``d - 1`` of them)."""
+    graph = {a: {a} for a in attrs}
+    for a, b in pairs:
+        if graph[a] is not graph[b]:
+            merged = graph[a] | graph[b]
+            for v in merged:
+                graph[v] = merged
+    if len(graph[attrs[0]]) != len(attrs):
+        raise DomainError("candidates do not connect every variable")
+
+
+def _joint_total(one: NoisyMarginals, release: NoisyMarginals) -> dict:
+    """The total ``N`` of the joined release: the clique release's when the one-way total is
+    an estimate and the other is not (public, given or a noisy count); both estimates pooled
+    (inverse-variance weights over all tables) when both are; else both must agree."""
+    if one.total_source == "estimate" and release.total_source == "estimate":
+        tables = [(t, one.noise[c]) for c, t in one.noisy.items()]
+        tables += [(t, release.noise[c]) for c, t in release.noisy.items()]
+        sums = np.array([float(np.sum(t)) for t, _ in tables])
+        wts = np.array([1.0 / max(t.size * m.variance, 1e-300) for t, m in tables])
+        return {"total": max(float(np.sum(wts * sums) / np.sum(wts)), 1.0)}
+    if one.total_source == "estimate":
+        return {}
+    if (one.total, one.total_source) != (release.total, release.total_source):
+        raise PrivacyParameterError("the one-way and clique releases differ in their total")
+    return {}
+
+
 def with_one_way(selection: Selection, release: NoisyMarginals) -> NoisyMarginals:
     """One release of the selection's noisy one-way tables (already paid for) and
     ``release`` (the chosen cliques' tables), so that a learner fits both, as MST's final
     estimate uses its one-way measurements too (McKenna et al. 2021). The budget is the
-    composition of both; the domains and mechanisms must agree."""
+    composition of the whole selection's (its one-way tables and the choice of the cliques,
+    both made on the data) and the release's; the domains and mechanisms must agree. The total
+    ``N``: :func:`_joint_total`."""
     one = selection.one_way
     if one.domain != release.domain or one.mechanism != release.mechanism:
         raise PrivacyParameterError("the one-way and clique releases differ in domain or mechanism")
-    if one.total != release.total:
-        raise PrivacyParameterError("the one-way and clique releases differ in their total")
+    joint = _joint_total(one, release)
     cliques = one.cliques + tuple(c for c in release.cliques if c not in one.cliques)
     return replace(
         release,
         cliques=cliques,
         noisy={**one.noisy, **release.noisy},
         noise={**one.noise, **release.noise},
-        budget=compose(one.budget, release.budget),
+        budget=compose(selection.budget, release.budget),
         sensitivity=one.sensitivity + release.sensitivity,
+        **joint,
     )

@@ -89,7 +89,7 @@ def test_from_dataframe_keeps_labels_and_unknown_labels_are_errors():
     assert dom.labels == (("a", "b"), ("y", "x"), (False, True), None)
     assert dom.shape == (2, 2, 2, 4)
     np.testing.assert_array_equal(dom.encode(df), [[1, 1, 1, 0], [0, 1, 0, 3], [1, 0, 1, 1]])
-    with pytest.raises(DataValidationError, match="'zz' of variable 's' .* not one of"):
+    with pytest.raises(DataValidationError, match="variable 's' .* not one of"):
         dom.encode(df.assign(s=["a", "zz", "b"]))
     with pytest.raises(DataValidationError, match="missing value"):
         dom.encode(df.assign(s=["a", None, "b"]))

@@ -35,5 +35,6 @@ def test_with_one_way_joins_the_selection_tables():
     rel = release_marginals(data, sel.cliques, truth.domain, budget=PureDP(0.5), rng=3)
     both = with_one_way(sel, rel)
     assert both.cliques == sel.one_way.cliques + rel.cliques
-    assert both.budget == PureDP(0.75)  # the tables: one-way 0.25 + cliques 0.5
+    assert both.budget == PureDP(1.0)  # the whole selection 0.5 (it chose the cliques) + 0.5
+    assert both.total_source == "estimate"  # pooled over the one-way and clique tables
     assert np.array_equal(both.noisy[("X0",)], sel.one_way.noisy[("X0",)])

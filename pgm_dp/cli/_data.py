@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["read_data", "domain_of", "read_structure", "say"]
+__all__ = ["read_data", "domain_of", "read_structure", "say", "streams", "describe_total"]
 
 
 def say(message: str) -> None:
@@ -50,3 +50,27 @@ def read_structure(path: str, domain):
     if ext not in reader:
         raise ValueError(f"unknown model file type .{ext}; use .bif, .xmlbif, .uai or .npz")
     return MarkovRandomField.from_pgmpy(reader[ext](path).get_model(), domain=domain)
+
+
+def streams(seed: int | None, count: int) -> list:
+    """``count`` independent generators from ``seed`` (``SeedSequence.spawn``), one per step of
+    a run that draws noise more than once, or ``None`` each (the OS's randomness) unless a
+    seed is given: two steps seeded alike would draw the same noise."""
+    if seed is None:
+        return [None] * count
+    import numpy as np
+
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(count)]
+
+
+def describe_total(release) -> str:
+    """What a release says about ``N``: exact only when it was declared public."""
+    how = {
+        "public": "public, outside the guarantee",
+        "given": "given",
+        "estimate": "estimated from the noisy tables",
+        "private": "a noisy count",
+    }[release.total_source]
+    if release.total_is_public:
+        return f"N = {release.total:,.0f} ({how})"
+    return f"N about {release.total:,.0f} ({how})"

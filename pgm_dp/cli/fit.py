@@ -6,13 +6,16 @@ more is spent. From ``--data``: without ``--cliques`` the cliques are chosen pri
 marginals, half on the selection), the chosen tables are released with the rest and the
 learner fits them together with the one-way tables (already paid for, as MST does); with
 ``--cliques`` all of ``--epsilon`` goes to the release (or, for a record learner
-such as psgd, to the learner). The fit (model, history, budget) is saved as ``.npz``.
+such as psgd, to the learner). ``--total``: the release's ``N`` (default estimated from its
+noisy tables), for psgd the ``N`` of its sampling rate (default a noisy count). One
+accountant records everything spent; the fit (model, history, and as ``budget`` that total)
+is saved as ``.npz``. ``--seed`` seeds each step from its own stream.
 """
 
 from __future__ import annotations
 
 from . import _args
-from ._data import domain_of, read_data, say
+from ._data import domain_of, read_data, say, streams
 from .release import add_budget_arguments, budget_of
 
 __all__ = ["add_parser", "SELECTION_FRACTION"]
@@ -21,31 +24,65 @@ __all__ = ["add_parser", "SELECTION_FRACTION"]
 SELECTION_FRACTION = 0.2
 
 
+def _record_options(spec, args) -> dict:
+    """A record learner's options from the command line: ``--total`` for one that takes it
+    (PSGD, whose sampling rate needs ``N``: ``estimate`` means its noisy count)."""
+    if "total" not in getattr(spec.factory, "__dataclass_fields__", {}):
+        return {}
+    return {"total": "private" if args.total == "estimate" else args.total}
+
+
+def _check_budget_kind(spec, budget) -> None:
+    """Refuse, before the data are read, a record learner whose budget notion (that of its
+    registry entry) is not the one ``--epsilon``/``--delta`` give."""
+    from ..errors import PrivacyParameterError
+
+    if spec.kind != "records" or not spec.private:
+        return
+    wanted = type(spec.budget(1.0, 2))
+    if not isinstance(budget, wanted):
+        hint = "; give --delta" if wanted.__name__ == "ApproxDP" else ""
+        raise PrivacyParameterError(
+            f"learner {spec.name!r} needs a {wanted.__name__} budget, got {budget!r}{hint}"
+        )
+
+
 def _from_data(args, spec):
+    """The fit of ``--data``; one accountant holds everything spent (selection, release or
+    learner) and its total is the fit's recorded ``budget``."""
+    from dataclasses import replace
+
     from ..models import MarkovRandomField
-    from ..privacy import PureDP, release_marginals
+    from ..privacy import Accountant, PureDP, release_marginals
     from ..selection import select_cliques, with_one_way
 
-    data = read_data(args.data)
-    domain = domain_of(data, args.domain)
     budget, mechanism = budget_of(args)
     cliques = args.cliques
+    if cliques is None and (spec.kind != "release" or args.delta is not None):
+        raise ValueError("clique selection needs a release learner and pure epsilon")
+    _check_budget_kind(spec, budget)
+    data = read_data(args.data)
+    domain = domain_of(data, args.domain)
+    accountant = Accountant(budget)
+    select_rng, rng = streams(args.seed, 2)  # independent noise for each step
     if cliques is None:
-        if spec.kind != "release" or args.delta is not None:
-            raise ValueError("clique selection needs a release learner and pure epsilon")
         eps = args.epsilon * args.selection_fraction
         say(f"selecting cliques (MST) with epsilon {eps:.4g} ...")
-        sel = select_cliques(data, PureDP(eps), domain, rng=args.seed)
+        sel = select_cliques(data, PureDP(eps), domain, rng=select_rng, accountant=accountant)
         cliques, budget = sel.cliques, PureDP(args.epsilon - eps)
         say(f"chosen: {' '.join(','.join(c) for c in cliques)}")
     mrf = MarkovRandomField(domain, cliques)
     if spec.kind == "records":
-        return spec.make().fit(data, mrf, budget=budget, rng=args.seed)
-    rel = release_marginals(data, mrf, budget=budget, mechanism=mechanism, rng=args.seed)
-    if args.cliques is None:
-        rel = with_one_way(sel, rel)
-        mrf = MarkovRandomField(domain, rel.cliques)
-    return spec.make().fit(rel, mrf)
+        learner = spec.make(**_record_options(spec, args))
+        fit = learner.fit(data, mrf, budget=budget, rng=rng, accountant=accountant)
+    else:
+        rel = release_marginals(data, mrf, budget=budget, mechanism=mechanism, rng=rng,
+                                accountant=accountant, total=args.total)  # fmt: skip
+        if args.cliques is None:
+            rel = with_one_way(sel, rel)
+            mrf = MarkovRandomField(domain, rel.cliques)
+        fit = spec.make().fit(rel, mrf)
+    return replace(fit, info={**fit.info, "budget": accountant.spent})
 
 
 def _run(args) -> None:

@@ -1,24 +1,38 @@
 """``pgm-dp release``: noisy clique tables of a data file, written as JSON.
 
 Bernstein et al. (2017, Sec. 3.1): one Laplace (or Gaussian) release of all clique tables.
+The number of records is estimated from the noisy tables unless ``--total`` says otherwise;
+``--total public`` (the paper's convention) writes and prints the exact ``N``, which the
+privacy guarantee does not cover.
 """
 
 from __future__ import annotations
 
 from . import _args
-from ._data import domain_of, read_data, read_structure, say
+from ._data import describe_total, domain_of, read_data, read_structure, say
 
-__all__ = ["add_parser", "add_budget_arguments", "budget_of"]
+__all__ = ["add_parser", "add_budget_arguments", "budget_of", "TOTALS"]
+
+
+TOTALS = ("estimate", "private", "public")
 
 
 def add_budget_arguments(p) -> None:
-    """``--epsilon``, ``--delta``, ``--seed`` (shared with ``fit``)."""
+    """``--epsilon``, ``--delta``, ``--seed``, ``--total`` (shared with ``fit``)."""
     p.add_argument("--epsilon", type=_args.positive_float, default=1.0, help="privacy budget")
     p.add_argument(
         "--delta", type=_args.probability, default=None, help="delta: Gaussian noise if given"
     )
     p.add_argument(
         "--seed", type=int, default=None, help="seed of the noise (experiments only; unset: OS)"
+    )
+    p.add_argument(
+        "--total",
+        choices=TOTALS,
+        default="estimate",
+        help="the number of records N: estimated from the noisy tables (no extra cost), a "
+        "noisy count (private; part of epsilon), or public: released exactly, outside the "
+        "guarantee (the papers' convention)",
     )
 
 
@@ -43,11 +57,11 @@ def _run(args) -> None:
         cliques = args.cliques
     budget, mechanism = budget_of(args)
     rel = release_marginals(
-        data, cliques, domain, budget=budget, mechanism=mechanism, rng=args.seed
+        data, cliques, domain, budget=budget, mechanism=mechanism, rng=args.seed, total=args.total
     )
     with open(args.out, "w") as fh:
         fh.write(rel.to_json())
-    say(f"released {len(rel.cliques)} tables of {len(data):,} records at {budget}")
+    say(f"released {len(rel.cliques)} tables at {budget}; {describe_total(rel)}")
     say(f"written: {args.out}")
 
 

@@ -36,7 +36,7 @@ from ..errors import DataValidationError, DomainError
 from ..privacy import ZCDP, Accountant, compose
 from ..rng import RngLike, as_generator
 from .base import Fit
-from .frank_wolfe import frank_wolfe_batch
+from .frank_wolfe import check_steps, frank_wolfe_batch
 from .pmw import pmw_release
 from .zhang import _budget_rho, _check_lam, _rho, _spins, as_model, check_spins
 
@@ -112,6 +112,7 @@ def learn_binary_mrf(
         raise DataValidationError(f"t must be an integer >= 2, got {t!r}")
     if norm not in ("l1", "linf"):
         raise DataValidationError(f"norm must be 'l1' or 'linf', got {norm!r}")
+    check_steps(steps, max_steps)  # Alg. 5 charges PMW before the regressions run
     t, p = int(t), z.shape[1]
     opts = {"steps": steps, "max_steps": max_steps, "accountant": accountant}
     gen = as_generator(rng)

@@ -63,6 +63,7 @@ __all__ = [
     "FWResult",
     "Loss",
     "frank_wolfe_batch",
+    "check_steps",
     "lemma33_steps",
     "pfw_lipschitz",
     "pfw_noise_scale",
@@ -85,13 +86,21 @@ LOGISTIC = Loss("logistic", lambda m, y: jnp.logaddexp(0.0, -y * m), 1.0)
 
 @dataclass(frozen=True)
 class FWResult:
-    """Frank-Wolfe output: ``w`` ``(d,)`` or ``(B, d)``, the steps, the Laplace scale (per
-    problem for a batch) and the zCDP cost."""
+    """Frank-Wolfe output: ``w`` ``(d,)`` or ``(B, d)``, the steps, the Laplace scale of Alg. 1
+    line 3 (per problem for a batch), the zCDP cost and ``sum_scale``.
+
+    ``scale`` is ``... / (n_b sqrt(rho))``: it reveals each problem's number of records
+    ``n_b`` exactly, so it is for analysis, not for release. ``sum_scale`` (``scale * n_b``,
+    the same for every problem) is the equivalent scale on the summed scores ``n_b <s, grad
+    L_b>`` (the noisy arg-min is unchanged by that rescaling): it depends on ``T``, ``rho``
+    and ``||C||_1`` only, and is what the accountant records.
+    """
 
     w: np.ndarray
     steps: int
     scale: float | np.ndarray
     spent: ZCDP | None
+    sum_scale: float = 0.0
 
 
 def pfw_lipschitz(grad_bound: float) -> float:
@@ -124,6 +133,22 @@ def lemma33_steps(
     gamma = radius**2 if curvature is None else curvature
     t = gamma ** (2 / 3) * (n * math.sqrt(rho)) ** (2 / 3) / (lipschitz * radius ** (2 / 3))
     return max(2, math.ceil(t - 1e-9))
+
+
+def check_steps(steps: int | None, max_steps: int) -> None:
+    """DataValidationError unless ``steps`` (or, when it is ``None``, ``max_steps``) is an
+    integer ``>= 2``: callers that spend budget before Frank-Wolfe runs check it first."""
+    for name, value in (("steps", steps), ("max_steps", max_steps)):
+        if value is None:
+            continue
+        try:
+            ok = not isinstance(value, bool) and int(value) == value and value >= 2
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise DataValidationError(f"{name} must be an integer >= 2, got {value!r}")
+        if name == "steps":
+            return
 
 
 def _gradients(loss: Loss):
@@ -187,6 +212,7 @@ def frank_wolfe_batch(
         raise DataValidationError("every problem must have the same number of coordinates")
     if not math.isfinite(radius) or radius <= 0:
         raise DataValidationError(f"radius must be finite and > 0, got {radius}")
+    check_steps(steps, max_steps)
     private = rho is not None and math.isfinite(rho)
     if rho is not None and not rho > 0:
         raise PrivacyParameterError(f"rho must be > 0 (or None / inf: non-private), got {rho}")
@@ -195,8 +221,6 @@ def frank_wolfe_batch(
     lip = pfw_lipschitz(loss.grad_bound)
     if steps is None:
         steps = min(max_steps, lemma33_steps(n_min, rho, lip, radius)) if private else max_steps
-    if isinstance(steps, bool) or int(steps) != steps or steps < 2:
-        raise DataValidationError(f"steps must be an integer >= 2, got {steps!r}")
     steps = int(steps)
     B = Y.shape[1]
     base = pfw_noise_scale(lip, radius, steps, n_min, rho) if private else 0.0
@@ -205,8 +229,9 @@ def frank_wolfe_batch(
     stretch = counts / n_min
     spent = ZCDP(B * rho) if private else None
     gen = as_generator(rng)
+    sum_scale = pfw_noise_scale(lip, radius, steps, 1, rho) if private else 0.0  # FWResult
     if private and accountant is not None:
-        accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=base)
+        accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=sum_scale)
     step_budget = frank_wolfe_step_budget(rho, steps) if private else None
     sensitivity = base * step_budget.epsilon / 2 if private else 0.0  # scale = 2 Delta / eps
     grads = _gradients(loss)
@@ -227,7 +252,7 @@ def frank_wolfe_batch(
         picks = jnp.asarray(idx[rows_b, k % width])
         signs = jnp.asarray(np.where(k < width, 1.0, -1.0))
         w, margins = _step(w, margins, Fj, picks, signs, radius, 2.0 / (t + 2))
-    return FWResult(np.asarray(w).T, steps, base / stretch, spent)
+    return FWResult(np.asarray(w).T, steps, base / stretch, spent, sum_scale)
 
 
 def private_frank_wolfe(
@@ -258,4 +283,4 @@ def private_frank_wolfe(
         rng=rng,
         accountant=accountant,
     )
-    return FWResult(res.w[0], res.steps, float(res.scale[0]), res.spent)
+    return FWResult(res.w[0], res.steps, float(res.scale[0]), res.spent, res.sum_scale)

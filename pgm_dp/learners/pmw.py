@@ -8,7 +8,11 @@ Online PMW, one pass over the queries in the given order, with at most ``K`` upd
 
 * a sparse-vector test (AboveThreshold, Lyu et al. 2017, Alg. 1 with ``eps_1 = eps_2 =
   eps_0 / 2``): ``|a_q(D) - a_q(x)| + Lap(4 Delta / eps_0) >= alpha + Lap(2 Delta / eps_0)``,
-  threshold noise redrawn after every update; ``eps_0``-DP per update;
+  threshold noise redrawn after every update; ``eps_0``-DP per update. Floating-point safe
+  (Mironov 2012): the gap and ``alpha`` are rounded to one lattice ``g Z`` (``g <= 2^-20
+  Delta``) and both noises are exact discrete Laplace on it
+  (:mod:`~pgm_dp.privacy.lattice`), with ``Delta`` raised to ``Delta + g`` (the rounded gap's
+  sensitivity) in both scales, so the comparison is exact and the proof holds as written;
 * on a hit, the Laplace measurement ``m = a_q(D) + Lap(Delta / eps_0)`` (``eps_0``-DP) and the
   multiplicative-weights update ``x(u) <- x(u) exp(q(u) (m - a_q(x)) / 2)`` (the update of MWEM,
   Hardt, Ligett & McSherry 2012 — our choice of step), renormalised.
@@ -35,6 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -42,8 +47,9 @@ import numpy as np
 from ..errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
 from ..models.mrf import MarkovRandomField
 from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
+from ..privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy
 from ..privacy.noise import zcdp_rho_within
-from ..privacy.samplers import sample_laplace
+from ..privacy.samplers import discrete_laplace_rational_scale
 from ..rng import RngLike, as_generator
 from .base import Fit
 
@@ -96,6 +102,26 @@ def _rho_of(budget: Budget) -> float:
     raise PrivacyParameterError(f"PMW needs a ZCDP or ApproxDP budget, got {budget!r}")
 
 
+def _svt_plans(sens: float, eps0: float, alpha: float) -> tuple[LatticePlan, LatticePlan]:
+    """Lattice plans of the sparse-vector noises on one lattice ``g Z``: the threshold's
+    ``2 (Delta + g) / eps_0`` and the queries' ``4 (Delta + g) / eps_0`` (module docstring);
+    PrivacyParameterError (before any charge) when a gap in ``[0, 2]`` or ``alpha`` would not
+    fit the exact lattice range."""
+    k = math.frexp(sens)[1] - 1 - LAPLACE_BITS  # g <= 2^-20 Delta
+    g = Fraction(2) ** k
+    if max(2.0, alpha) / g >= 2**50:
+        raise PrivacyParameterError(f"PMW: alpha = {alpha:.3g} is too large for the exact noise")
+    plans = []
+    for factor in (2, 4):
+        units = discrete_laplace_rational_scale(factor * (Fraction(sens) + g) / Fraction(eps0) / g)
+        plans.append(LatticePlan("laplace", k, units, float(units * g), float(g)))
+    return plans[0], plans[1]
+
+
+def _noisy(value: float, plan: LatticePlan, gen: np.random.Generator) -> float:
+    return float(lattice_noisy(np.array([value]), plan, gen)[0])
+
+
 def _checked(data: Any, queries, max_updates: int):
     z = np.array(data, dtype=np.float64)
     if z.ndim != 2 or z.shape[0] < 1 or not np.all((z == 1.0) | (z == -1.0)):
@@ -133,6 +159,7 @@ def pmw_release(
     alpha = query_scale * math.log(2 * m) if alpha is None else float(alpha)
     if not math.isfinite(alpha) or alpha < 0:
         raise DataValidationError(f"alpha must be finite and >= 0, got {alpha}")
+    threshold_plan, query_plan = _svt_plans(sens, eps0, alpha)
     gen = as_generator(rng)
     spent = ZCDP(rho)
     if accountant is not None:
@@ -144,10 +171,10 @@ def pmw_release(
     x = np.full(1 << p, 1.0 / (1 << p))
     synthetic = walsh(x)
     answers, updates = np.empty(m), 0
-    threshold = alpha + sample_laplace(2 * sens / eps0, 1, gen)[0]
+    threshold = _noisy(alpha, threshold_plan, gen)
     for j, mask in enumerate(masks):
         gap = abs(truth[mask] - synthetic[mask])
-        if updates < K and gap + sample_laplace(query_scale, 1, gen)[0] >= threshold:
+        if updates < K and _noisy(gap, query_plan, gen) >= threshold:
             measured = laplace_mechanism(
                 truth[mask], l1_sensitivity=sens, budget=PureDP(eps0), rng=gen
             )
@@ -156,7 +183,7 @@ def pmw_release(
             x /= x.sum()
             synthetic = walsh(x)
             updates += 1
-            threshold = alpha + sample_laplace(2 * sens / eps0, 1, gen)[0]
+            threshold = _noisy(alpha, threshold_plan, gen)
             answers[j] = float(measured)
         else:
             answers[j] = synthetic[mask]

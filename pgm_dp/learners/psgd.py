@@ -29,9 +29,9 @@ cost is charged to the accountant after every input is validated and before any 
 noise is drawn. Every ``epsilon`` is reached by enough noise (``sigma`` grows as
 ``epsilon`` shrinks), so no cell is omitted as in the paper; where even ``sigma = 0.05``
 (the floor) meets the target, the run spends less than asked and reports what it spent.
-The number of records ``N`` is treated as public, as by the releases' default
-(``total="public"``) and by Abadi et al., whose ``q = L / N`` it sets:
-``fit.info["sampling_rate"]`` and the lot sizes in ``fit.history`` reveal it.
+The number of records ``N`` sets ``q = L / N`` (Abadi et al. treat it as public): by default
+it is a noisy count paid from the budget (:class:`PSGD`, ``total``); ``total="public"``
+uses the true ``N`` as the papers do, outside the guarantee.
 
 Hyper-parameters (our defaults — learning rate 3, clip 3, lot 1000, 5 epochs — were the best
 of a small grid on a synthetic third-order chain, not on any user data; the paper
@@ -66,9 +66,17 @@ import numpy as np
 
 from .._config import jit_program
 from .._progress import tick, tqdm
+from ..errors import PrivacyParameterError
 from ..inference.junction_tree import marginals_and_log_z
 from ..models.mrf import MarkovRandomField
-from ..privacy import Accountant, ApproxDP, calibrate_noise_multiplier, dpsgd_cost
+from ..privacy import (
+    Accountant,
+    ApproxDP,
+    PureDP,
+    calibrate_noise_multiplier,
+    discrete_laplace_mechanism,
+    dpsgd_cost,
+)
 from ..privacy.lattice import lattice_noisy, plan_gaussian
 from ..rng import RngLike, as_generator
 from .base import Fit, concat_tables, unflatten_tables
@@ -191,6 +199,50 @@ _BUCKET = 256  # lots are padded to a multiple of this, so few shapes are compil
 _CHUNK_CELLS = 1 << 22  # host arrays of one scan call: about this many numbers at most
 
 
+_TOTALS = ("private", "public")
+
+
+def _check_total(total: Any, fraction: float) -> None:
+    """PrivacyParameterError unless ``total`` is ``"private"``, ``"public"`` or a number ``> 0``
+    and ``fraction`` is in ``(0, 1)``."""
+    if isinstance(total, str):
+        if total not in _TOTALS:
+            raise PrivacyParameterError(f"total must be a number or one of {_TOTALS}: {total!r}")
+    elif isinstance(total, bool) or not isinstance(total, int | float | np.integer | np.floating):
+        raise PrivacyParameterError(f"total must be a number or one of {_TOTALS}: {total!r}")
+    elif not math.isfinite(total) or total <= 0:
+        raise PrivacyParameterError(f"a given total must be finite and > 0, got {total!r}")
+    if not (isinstance(fraction, int | float) and 0 < fraction < 1):
+        raise PrivacyParameterError(f"total_fraction must be in (0, 1), got {fraction!r}")
+
+
+def _number_of_records(total, fraction, budget, n, gen, accountant):
+    """``(N used for q, its source, the DP-SGD target, the count's cost or None)``: a noisy
+    count (exact discrete Laplace, sensitivity 1, ``fraction`` of ``epsilon``; at least 1),
+    the true ``n`` (``"public"``) or a given number."""
+    if total == "public":
+        return float(n), "public", budget, None
+    if total != "private":
+        return float(total), "given", budget, None
+    cost = PureDP(budget.epsilon * fraction)
+    noisy = discrete_laplace_mechanism(
+        [n], l1_sensitivity=1, budget=cost, rng=gen, accountant=accountant,
+        what="PSGD: number of records",
+    )  # fmt: skip
+    target = ApproxDP(budget.epsilon * (1 - fraction), budget.delta)
+    return max(float(noisy[0]), 1.0), "private", target, cost
+
+
+def _history(lots: list[np.ndarray], public: bool) -> list[dict]:
+    """About 20 steps; their lot sizes only when ``N`` is public (they reveal it)."""
+    every = max(1, len(lots) // 20)
+    return [
+        {"step": t, "lot_size": int(lot.size)} if public else {"step": t}
+        for t, lot in enumerate(lots)
+        if t % every == 0 or t == len(lots) - 1
+    ]
+
+
 @dataclass(frozen=True)
 class PSGD:
     """DP-SGD learner from records (:class:`~pgm_dp.learners.RecordLearner`).
@@ -199,12 +251,29 @@ class PSGD:
     :class:`~pgm_dp.privacy.ApproxDP` (DP-SGD is not pure DP; the paper uses
     ``delta = 1/N``).
 
+    The number of records ``N`` sets the sampling rate ``q = L / N``, hence the number of
+    steps and the gradient's divisor, and the lot sizes are ``Binomial(N, q)``: all reveal
+    ``N``, which is not protected by DP-SGD's noise. ``total`` says where ``N`` comes from:
+
+    * ``"private"`` (default): a noisy count, the exact discrete Laplace with sensitivity 1
+      and ``total_fraction`` of ``epsilon`` (charged through the mechanism layer); DP-SGD is
+      calibrated to the rest, ``ApproxDP((1 - total_fraction) epsilon, delta)``;
+    * a number: a known public population size;
+    * ``"public"``: the true ``N`` (Bernstein et al. and Abadi et al.'s convention, outside
+      the guarantee; the reproductions pass it). Only then does ``fit.history`` give the
+      lot sizes.
+
+    ``fit.info``: ``noise_multiplier``, ``noise_std``, ``sampling_rate``, ``steps``, ``total``
+    (the ``N`` used) and ``total_source``, ``spent`` (everything, the count included) and
+    ``budget``. (With ``delta = 1/N`` the budget itself names ``N``: pick ``delta`` from a
+    public bound.)
+
     >>> from pgm_dp.models import third_order_chain
     >>> truth = third_order_chain(4, 2, rng=0)
     >>> fit = PSGD(epochs=1).fit(truth.sample(2000, rng=1), truth,
-    ...                          budget=ApproxDP(1.0, 1 / 2000), rng=2)
-    >>> fit.info["spent"].epsilon <= 1.0
-    True
+    ...                          budget=ApproxDP(1.0, 1e-4), rng=2)
+    >>> fit.info["spent"].epsilon <= 1.0, fit.info["total_source"]
+    (True, 'private')
     """
 
     epochs: float = 5.0
@@ -213,6 +282,18 @@ class PSGD:
     learning_rate: float = 3.0
     accountant_kind: str = "rdp"
     progress: bool = False
+    total: str | float = "private"
+    total_fraction: float = 0.05
+
+    def _check(self, budget: Any) -> None:
+        if not isinstance(budget, ApproxDP):
+            raise PrivacyParameterError(
+                f"PSGD needs an ApproxDP (epsilon, delta) budget, got {budget!r}"
+            )
+        positive = (self.epochs, self.batch_size, self.clip, self.learning_rate)
+        if not all(math.isfinite(v) and v > 0 for v in positive) or self.batch_size < 1:
+            raise ValueError("epochs, batch_size, clip and learning_rate must be finite, > 0")
+        _check_total(self.total, self.total_fraction)
 
     def fit(
         self,
@@ -223,19 +304,20 @@ class PSGD:
         rng: RngLike = None,
         accountant: Accountant | None = None,
     ) -> Fit:
-        if not isinstance(budget, ApproxDP):
-            raise TypeError(f"PSGD needs an ApproxDP budget, got {budget!r}")
-        positive = (self.epochs, self.batch_size, self.clip, self.learning_rate)
-        if not all(math.isfinite(v) and v > 0 for v in positive) or self.batch_size < 1:
-            raise ValueError("epochs, batch_size, clip and learning_rate must be finite, > 0")
+        self._check(budget)
         # Everything that can fail is done before anything is spent.
         codes = mrf.domain.encode(data)
         gen = as_generator(rng)
         jt = mrf.junction_tree()
+        if accountant is not None:
+            accountant.check(budget, what="PSGD")  # the count and DP-SGD together
         n = codes.shape[0]
-        q = min(1.0, self.batch_size / n)
+        n_used, source, target, count_cost = _number_of_records(
+            self.total, self.total_fraction, budget, n, gen, accountant
+        )
+        q = min(1.0, self.batch_size / n_used)
         steps = max(1, math.ceil(self.epochs / q))
-        sigma = calibrate_noise_multiplier(budget, q, steps, self.accountant_kind)
+        sigma = calibrate_noise_multiplier(target, q, steps, self.accountant_kind)
         cost = dpsgd_cost(sigma, q, steps, budget.delta, self.accountant_kind)
         shapes = tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
         dim = sum(math.prod(s) for s in shapes)
@@ -246,14 +328,38 @@ class PSGD:
             accountant.charge(
                 cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=plan.scale
             )
-        axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
         lots = [np.flatnonzero(gen.random(n) < q) for _ in range(steps)]  # Poisson sampling
+        theta = self._steps(jt, mrf, codes, lots, plan, q * n_used, gen)
+        spent = cost
+        if count_cost is not None:
+            spent = ApproxDP(count_cost.epsilon + cost.epsilon, cost.delta)
+        return Fit(
+            model=mrf.replace(unflatten_tables(theta, shapes)),
+            history=_history(lots, source == "public"),
+            info={
+                "noise_multiplier": sigma,
+                "noise_std": plan.scale,
+                "sampling_rate": q,
+                "steps": steps,
+                "total": n_used,
+                "total_source": source,
+                "spent": spent,
+                "budget": budget,
+            },
+        )
+
+    def _steps(self, jt, mrf, codes, lots, plan, denom, gen) -> np.ndarray:
+        """Run the ``len(lots)`` steps in jit-compiled chunks (module docstring); ``theta``."""
+        shapes = tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
+        axes = tuple(tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques)
+        dim, steps = sum(math.prod(s) for s in shapes), len(lots)
         width = max(_BUCKET, -(-max(lot.size for lot in lots) // _BUCKET) * _BUCKET)
         per_step = dim + width * (codes.shape[1] + 1) + 1
         chunks = -(-steps // max(1, _CHUNK_CELLS // per_step))
         length = -(-steps // chunks)  # balanced chunks: padding is under one step per chunk
         run = _run_steps_fn(jt, axes, shapes)
         theta = jnp.zeros(dim)
+        g = math.ldexp(1.0, plan.exponent)
         bar = tqdm(total=steps, desc="PSGD", disable=not self.progress)
         for start in range(0, steps, length):
             stop = min(steps, start + length)
@@ -267,30 +373,11 @@ class PSGD:
                 noise[j] = lattice_noisy(np.zeros(dim), plan, gen)
             rates = np.zeros(length)
             rates[: stop - start] = self.learning_rate / np.sqrt(np.arange(start, stop) + 1.0)
-            g = math.ldexp(1.0, plan.exponent)
-            theta = run(theta, lot_codes, masks, noise, rates, self.clip, q * n, g)
+            theta = run(theta, lot_codes, masks, noise, rates, self.clip, denom, g)
             bar.update(stop - start)
             tick("psgd", stop - start)
         bar.close()
-        theta = np.asarray(theta)
-        every = max(1, steps // 20)
-        history = [
-            {"step": t, "lot_size": int(lot.size)}
-            for t, lot in enumerate(lots)
-            if t % every == 0 or t == steps - 1
-        ]
-        return Fit(
-            model=mrf.replace(unflatten_tables(theta, shapes)),
-            history=history,
-            info={
-                "noise_multiplier": sigma,
-                "noise_std": plan.scale,
-                "sampling_rate": q,
-                "steps": steps,
-                "spent": cost,
-                "budget": budget,
-            },
-        )
+        return np.asarray(theta)
 
 
 def grid_search(

@@ -11,8 +11,18 @@
   k}``; centering (Eq. 1) and ``W_ij(u, :) = (1/k) sum_v U_uv(j, :)`` (``U_uu = 0``). Our
   choices: ``Theta_i(u) = (1/k) sum_v U_uv(p, 1)`` (the same averaging on the constant's row);
   ``T`` (Lemma 3.3) from the smallest ``|S_uv|`` so that all sub-problems share it, each with
-  its own scale ``... / (|S_uv| sqrt(rho'))`` as in Alg. 3 line 5. Like the paper, we treat the
-  subset sizes ``|S_uv|`` as public.
+  its own scale ``... / (|S_uv| sqrt(rho'))`` as in Alg. 3 line 5.
+
+What a fit exposes. Alg. 1's scale on the mean loss of ``S_uv`` is ``c / |S_uv|`` with
+``c = L1 ||C||_1 sqrt(T) / sqrt(rho')``: it would give every ``|S_uv|`` (the one-way counts)
+exactly, and Alg. 2's ``c / n`` the number of records. The noisy arg-min is the same as
+report-noisy-min on the summed scores ``|S_uv| <s, grad L>`` (sensitivity at most
+``2 ||C||_1`` whether a record is replaced, added or removed) with the data-independent scale
+``c``, so ``fit.info`` and the accountant show ``c`` (``"sum_scale"``), never the per-problem
+scales (kept on :class:`IsingEstimate` / :class:`PairwiseEstimate` for analysis only). The
+number of steps ``T`` (Lemma 3.3, ``fit.info["steps"]``), unless given, is a function of ``n``
+(Alg. 2) and of the smallest ``|S_uv|`` (Alg. 3): the papers' convention (the sample size is
+public); pass ``steps`` for a run whose every public quantity is fixed in advance.
 
 Both return estimates of the paper's parameters; the registered learners
 (:class:`ZhangIsing`, :class:`ZhangPairwise`) turn them into a
@@ -37,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Domain
-from ..errors import DataValidationError, DomainError
+from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from ..models.mrf import MarkovRandomField
 from ..privacy import ZCDP, Accountant, Budget
 from ..rng import RngLike
@@ -59,24 +69,29 @@ __all__ = [
 
 @dataclass(frozen=True)
 class IsingEstimate:
-    """Alg. 2's ``A`` ``(p, p)`` (row ``i`` from node ``i``), fields, steps, scale, cost."""
+    """Alg. 2's ``A`` ``(p, p)`` (row ``i`` from node ``i``), fields, steps, Alg. 1's scale
+    (reveals ``n``: not for release), cost, the data-independent ``sum_scale`` (module doc)."""
 
     A: np.ndarray
     theta: np.ndarray
     steps: int
     scale: float
     spent: ZCDP | None
+    sum_scale: float = 0.0
 
 
 @dataclass(frozen=True)
 class PairwiseEstimate:
-    """Alg. 3's ``W`` ``(p, p, k, k)`` (``W[i, j]`` from node ``i``), ``Theta`` ``(p, k)``."""
+    """Alg. 3's ``W`` ``(p, p, k, k)`` (``W[i, j]`` from node ``i``), ``Theta`` ``(p, k)``;
+    ``scale`` per sub-problem reveals every ``|S_uv|`` (not for release); ``sum_scale`` does
+    not (module doc)."""
 
     W: np.ndarray
     Theta: np.ndarray
     steps: int
     scale: np.ndarray
     spent: ZCDP | None
+    sum_scale: float = 0.0
 
 
 def check_spins(samples: Any) -> np.ndarray:
@@ -134,7 +149,9 @@ def learn_ising(
     )
     A = res.w[:, :p] / 2
     A[np.diag_indices(p)] = 0.0
-    return IsingEstimate(A, res.w[:, p] / 2, res.steps, float(res.scale[0]), res.spent)
+    return IsingEstimate(
+        A, res.w[:, p] / 2, res.steps, float(res.scale[0]), res.spent, res.sum_scale
+    )
 
 
 def _pairwise_problems(z: np.ndarray, k: int):
@@ -207,7 +224,7 @@ def learn_pairwise(
         what="Zhang et al. Alg. 3 (k(k-1)p private Frank-Wolfe runs)",
     )
     W, Theta = _center_and_average(res.w, triples, p, k)
-    return PairwiseEstimate(W, Theta, res.steps, res.scale, res.spent)
+    return PairwiseEstimate(W, Theta, res.steps, res.scale, res.spent, res.sum_scale)
 
 
 def zcdp_for_epsilon(epsilon: float, n: int) -> ZCDP:
@@ -225,7 +242,7 @@ def _budget_rho(budget: Budget | None, learner: str) -> float | None:
     if budget is None:
         return None
     if not isinstance(budget, ZCDP):
-        raise TypeError(f"{learner} needs a ZCDP budget (or None), got {budget!r}")
+        raise PrivacyParameterError(f"{learner} needs a ZCDP budget (or None), got {budget!r}")
     return budget.rho
 
 
@@ -293,7 +310,7 @@ class ZhangIsing:
         model = model_from_tables(
             mrf, lambda i: est.theta[i] * spin, lambda i, j: A[i, j] * np.outer(spin, spin)
         )
-        info = {"A": est.A, "theta": est.theta, "steps": est.steps, "scale": est.scale}
+        info = {"A": est.A, "theta": est.theta, "steps": est.steps, "sum_scale": est.sum_scale}
         return Fit(model, info=info | {"spent": est.spent, "budget": budget})
 
 
@@ -318,5 +335,5 @@ class ZhangPairwise:
         )  # fmt: skip
         W = (est.W + est.W.transpose(1, 0, 3, 2)) / 2
         model = model_from_tables(mrf, lambda i: est.Theta[i], lambda i, j: W[i, j])
-        info = {"W": est.W, "Theta": est.Theta, "steps": est.steps, "scale": est.scale}
+        info = {"W": est.W, "Theta": est.Theta, "steps": est.steps, "sum_scale": est.sum_scale}
         return Fit(model, info=info | {"spent": est.spent, "budget": budget})

@@ -65,7 +65,39 @@ __all__ = [
     "report_noisy_min",
     "frank_wolfe_step_budget",
     "perturb",
+    "MAX_NOISE_SCALE",
 ]
+
+#: Largest noise scale (Laplace ``b`` or Gaussian ``σ``) a mechanism accepts: beyond it the
+#: exact samplers leave int64 (and a release that noisy says nothing). A smaller budget is
+#: refused with :class:`~pgm_dp.errors.PrivacyParameterError` before anything is charged.
+MAX_NOISE_SCALE = 2.0**40
+
+
+def _refuse_huge_scale(scale: float, kind: str, budget: Budget) -> None:
+    if not scale <= MAX_NOISE_SCALE:  # also catches inf and nan
+        raise PrivacyParameterError(
+            f"{budget!r} is too small for the {kind} mechanism: its noise scale "
+            f"{scale:.3g} exceeds 2**40"
+        )
+
+
+def _nominal_scale(kind: str, sensitivity: Any, budget: Budget) -> float:
+    """``Δ/ε`` (Laplace kinds) or ``Δ/sqrt(2ρ)`` (Gaussian kinds, zCDP) in floats, ``inf`` on
+    overflow; 0 when the arguments are for the calibration to refuse (wrong notion, bad Δ)."""
+    try:
+        sens = float(sensitivity)
+        if isinstance(sensitivity, bool) or not math.isfinite(sens) or sens < 0:
+            return 0.0
+        if kind.endswith("laplace") and isinstance(budget, PureDP):
+            return sens / budget.epsilon
+        if kind.endswith("gaussian") and isinstance(budget, ZCDP):
+            return sens / math.sqrt(2 * budget.rho)
+    except (TypeError, ValueError):
+        return 0.0
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+    return 0.0
 
 
 def _plan(
@@ -126,6 +158,7 @@ def perturb(
             "kind must be 'laplace', 'gaussian', 'discrete_laplace' or 'discrete_gaussian', "
             f"got {kind!r}"
         )
+    _refuse_huge_scale(_nominal_scale(kind, sensitivity, budget), kind, budget)
     if kind == "discrete_laplace":
         b = discrete_laplace_parameter(sensitivity, budget)  # type: ignore[arg-type]
         model = NoiseModel(kind, float(b))
@@ -139,6 +172,7 @@ def perturb(
         model = NoiseModel(kind, plan.scale)  # type: ignore[arg-type]
         if plan.scale:
             to_lattice(arr, plan.exponent)  # refuse values off the exact range before charging
+    _refuse_huge_scale(model.scale, kind, budget)  # (ε, δ) Gaussians: known only now
     gen = as_generator(rng)
     label = kind if kind.startswith("discrete") else f"{kind} (lattice 2^{plan.exponent})"
     _charge(accountant, budget, what, label, model.scale)

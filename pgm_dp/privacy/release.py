@@ -26,13 +26,16 @@ Sensitivity options
 
 The total ``N``
 ---------------
-``total="public"`` (default) treats ``N`` (the number of records, or the sum of the weights) as
-public, as Bernstein et al. do; it is stored with ``total_source="public"``. Pass a number to
-use a known public population size instead (``"given"``). ``total="estimate"`` uses the
-inverse-variance weighted mean of the noisy table sums (post-processing, no extra cost).
-``total="private"`` spends ``total_fraction`` of the budget on a noisy count (same mechanism,
-sensitivity ``K`` or 1; the cliques get the rest; refused under replace-one neighbours, where
-``N`` does not change).
+``total="estimate"`` (default) releases no exact ``N``: it is the inverse-variance weighted mean
+of the noisy table sums (post-processing, no extra cost; at least 1), stored with
+``total_source="estimate"``. ``total="private"`` spends ``total_fraction`` of the budget on a
+noisy count (same mechanism, sensitivity ``K`` or 1; the cliques get the rest; refused under
+replace-one neighbours, where ``N`` does not change). Pass a number for a known public
+population size (``"given"``). ``total="public"`` is the papers' convention (Bernstein et al.
+treat ``N`` as public): the exact number of records (or sum of the weights) is stored in the
+release, **outside the guarantee** — under add/remove-one neighbours ``N`` is exactly what
+differs, so a release with ``total="public"`` tells ``D`` from ``D`` plus one record every time.
+The reproductions of the papers pass it explicitly.
 
 Example
 -------
@@ -308,12 +311,13 @@ def _noisy_tables(dom, cliques, data, weights, sens, budget, what, how):
 
 def _public_total(total, n_true: float, noisy: dict, model) -> tuple[float, str]:
     """``(N, source)`` when N is not released with noise: the true count (``"public"``), the
-    given number, or the inverse-variance weighted mean of the noisy tables' sums."""
+    given number, or the inverse-variance weighted mean of the noisy tables' sums (at least 1,
+    since every consumer divides by it)."""
     if total == "estimate":
         sums = np.array([t.sum() for t in noisy.values()], dtype=np.float64)
         var = np.array([t.size for t in noisy.values()], dtype=np.float64) * model.variance
         wts = 1.0 / np.maximum(var, 1e-300)
-        return float(np.sum(wts * sums) / np.sum(wts)), "estimate"
+        return max(float(np.sum(wts * sums) / np.sum(wts)), 1.0), "estimate"
     if total == "public":
         return n_true, "public"
     return float(total), "given"
@@ -330,7 +334,7 @@ def release_marginals(
     accountant: Accountant | None = None,
     weights: Sequence[float] | np.ndarray | None = None,
     max_records_per_person: int | None = None,
-    total: str | float = "public",
+    total: str | float = "estimate",
     total_fraction: float = 0.1,
     neighbouring: str = "add_remove",
     calibration: str = "analytic",

@@ -103,8 +103,9 @@ def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts, covariance="a
     truth = small_chain(T, k, derived_generator(seed, "truth", mech, eps, rep))
     data = truth.sample(N, derived_generator(seed, "data", mech, eps, rep))
     rel = release_marginals(
-        data, truth, budget=budget_for(mech, eps), mechanism=mech, rng=rep + 7919 * seed
-    )
+        data, truth, budget=budget_for(mech, eps), mechanism=mech, rng=rep + 7919 * seed,
+        total="public",
+    )  # fmt: skip
     extra = [("nuts", True)] if nuts and method != "nuts" else []
     runs = [(method, True), (method, False), *extra]
     for how, aware in runs:
@@ -280,8 +281,9 @@ def run_example(
     truth = third_order_chain(T, k, derived_generator(seed, "truth"))
     data = truth.sample(N, derived_generator(seed, "data"))
     rel = release_marginals(
-        data, truth, budget=budget_for(mechanism, epsilon), mechanism=mechanism, rng=seed
-    )
+        data, truth, budget=budget_for(mechanism, epsilon), mechanism=mechanism, rng=seed,
+        total="public",
+    )  # fmt: skip
     start, cpu = time.perf_counter(), time.process_time()
     idata = posterior(
         rel, truth, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,

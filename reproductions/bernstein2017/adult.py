@@ -45,7 +45,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import budget_for
+from pgm_dp.compare import budget_for, paper_learner
 from pgm_dp.datasets import load_adult
 from pgm_dp.domain import Domain
 from pgm_dp.errors import DomainError, PgmDpError
@@ -139,14 +139,14 @@ def _private_fits(specs, train, mrf, base, eps, trial):
         budget = budget_for(spec, eps, len(train))
         if spec.kind == "release" and release is None:
             gen = derived_generator(base, "release", eps, trial)
-            release = release_marginals(train, mrf, budget=budget, rng=gen)
+            release = release_marginals(train, mrf, budget=budget, rng=gen, total="public")
         start = time.perf_counter()
         if spec.kind == "release":
             fit = spec.make().fit(release, mrf)
         else:
             gen = derived_generator(base, spec.name, eps, trial)
             try:
-                fit = spec.make().fit(train, mrf, budget=budget, rng=gen)
+                fit = paper_learner(spec).fit(train, mrf, budget=budget, rng=gen)
             except PgmDpError:
                 fit = None
         yield spec, fit, time.perf_counter() - start

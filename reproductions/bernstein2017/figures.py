@@ -136,7 +136,9 @@ def fig1a(
         for trial in range(trials):
             data = truth.sample(N, gen)
             for eps in epsilons:
-                release = release_marginals(data, truth, budget=PureDP(eps), rng=gen)
+                release = release_marginals(
+                    data, truth, budget=PureDP(eps), rng=gen, total="public"
+                )
                 start = time.perf_counter()
                 fit = NaiveMLE(project=True, l2=l2).fit(release, truth)
                 seconds = time.perf_counter() - start
@@ -199,7 +201,7 @@ def fig1b(
     for N in Ns:
         for trial in range(trials):
             release = release_marginals(
-                truth.sample(N, gen), truth, budget=PureDP(epsilon), rng=gen
+                truth.sample(N, gen), truth, budget=PureDP(epsilon), rng=gen, total="public"
             )
             for project in (True, False):
                 start = time.perf_counter()
@@ -258,7 +260,7 @@ def fig1c(
     bar = tqdm(total=trials * len(lambdas), desc="fig1c", disable=not progress)
     for trial in range(trials):
         data = truth.sample(int(N), gen)
-        release = release_marginals(data, truth, budget=PureDP(epsilon), rng=gen)
+        release = release_marginals(data, truth, budget=PureDP(epsilon), rng=gen, total="public")
         for lam in lambdas:
             for stats in ("true", "noisy"):
                 start = time.perf_counter()
@@ -322,7 +324,7 @@ def fig3a(
     truth = erdos_renyi(T, k, p=p, rng=gen)
     mu = _marginals(truth)
     data = truth.sample(int(N), gen)
-    release = release_marginals(data, truth, budget=PureDP(epsilon), rng=gen)
+    release = release_marginals(data, truth, budget=PureDP(epsilon), rng=gen, total="public")
     learners: dict[str, Callable[[], object]] = {
         "naive": lambda: NaiveMLE().fit(release, truth),
         "cgm": lambda: CGMEM().fit(release, truth),

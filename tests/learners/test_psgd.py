@@ -3,7 +3,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pgm_dp import Accountant, ApproxDP, BudgetExceededError, DataValidationError, PureDP
+from pgm_dp import (
+    Accountant,
+    ApproxDP,
+    BudgetExceededError,
+    DataValidationError,
+    PrivacyParameterError,
+    PureDP,
+)
 from pgm_dp.learners import psgd
 from pgm_dp.learners.psgd import PSGD, per_example_gradients
 from pgm_dp.metrics import kl_divergence
@@ -30,7 +37,7 @@ def test_spent_budget_equals_dp_accounting():
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
     acct = Accountant(ApproxDP(2.0, 1e-3))
-    fit = PSGD(epochs=2, batch_size=200).fit(
+    fit = PSGD(epochs=2, batch_size=200, total="public").fit(
         data, truth, budget=ApproxDP(1.0, 1 / 2000), rng=2, accountant=acct
     )
     info = fit.info
@@ -62,8 +69,13 @@ def test_psgd_refuses_bad_input_before_spending():
     with pytest.raises(DataValidationError):
         PSGD().fit(np.full((10, 4), 5), truth, budget=ApproxDP(1.0, 1e-5), accountant=acct)
     assert not acct.charges
-    with pytest.raises(TypeError):
-        PSGD().fit(truth.sample(10, rng=0), truth, budget=PureDP(1.0))
+    with pytest.raises(PrivacyParameterError):  # a ValueError: the CLI's one-line refusal
+        PSGD().fit(truth.sample(10, rng=0), truth, budget=PureDP(1.0), accountant=acct)
+    for bad in ({"total": "estimate"}, {"total": -5}, {"total": True}, {"total_fraction": 1}):
+        with pytest.raises(PrivacyParameterError):
+            PSGD(**bad).fit(truth.sample(10, rng=0), truth, budget=ApproxDP(1.0, 1e-5),
+                            accountant=acct)  # fmt: skip
+    assert not acct.charges
     data = truth.sample(1000, rng=0)
     for bad in ({"clip": np.inf}, {"learning_rate": np.nan}, {"epochs": -1.0}):
         with pytest.raises(ValueError, match="finite"):
@@ -113,7 +125,7 @@ def test_clipped_sum_matches_direct_clipping(clip):
 def test_chunked_scan_gives_the_same_run(monkeypatch):
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
-    learner, budget = PSGD(epochs=2, batch_size=200), ApproxDP(1.0, 1 / 2000)
+    learner, budget = PSGD(epochs=2, batch_size=200, total="public"), ApproxDP(1.0, 1 / 2000)
     whole = learner.fit(data, truth, budget=budget, rng=2)
     per_step = 24 + 256 * 5 + 1  # dim + width * (columns + 1) + 1
     monkeypatch.setattr(psgd, "_CHUNK_CELLS", 3 * per_step)  # 7 chunks of 3, one step padded
@@ -132,3 +144,44 @@ def test_noise_covers_the_lattice_rounding_of_the_clipped_sum():
     sigma = fit.info["noise_multiplier"]
     assert fit.info["noise_std"] >= sigma * 2.0
     assert fit.info["noise_std"] <= sigma * 2.0 * 1.01
+
+
+def _numbers(obj):
+    """Every number in a nested structure of dicts, lists, tuples and dataclasses."""
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _numbers(v)]
+    if isinstance(obj, list | tuple):
+        return [x for v in obj for x in _numbers(v)]
+    if hasattr(obj, "__dataclass_fields__"):
+        return [x for f in obj.__dataclass_fields__ for x in _numbers(getattr(obj, f))]
+    if isinstance(obj, int | float | np.integer | np.floating) and not isinstance(obj, bool):
+        return [float(obj)]
+    return []
+
+
+def test_default_fit_hides_the_number_of_records_and_pays_for_its_count():
+    """Audit finding: q = L/N, the steps and the lot sizes revealed N. By default N is a noisy
+    count (charged); the fit of D and of D plus one record shows neither N."""
+    truth = third_order_chain(4, 2, rng=0)
+    data = truth.sample(1000, rng=1)
+    for d in (data, data.iloc[:999]):
+        n = len(d)
+        acct = Accountant(ApproxDP(1.0, 1e-4))
+        fit = PSGD(epochs=1, batch_size=100).fit(d, truth, budget=ApproxDP(1.0, 1e-4), rng=2,
+                                                 accountant=acct)  # fmt: skip
+        assert fit.info["total_source"] == "private" and fit.info["total"] != n
+        assert float(n) not in _numbers([fit.info, fit.history])
+        assert all("lot_size" not in h for h in fit.history)
+        assert [c.mechanism for c in acct.charges] == ["discrete_laplace", "subsampled_gaussian"]
+        assert acct.charges[0].cost == PureDP(0.05)
+        spent = fit.info["spent"]
+        assert spent.epsilon == pytest.approx(acct.spent.epsilon) and spent.epsilon <= 1 + 1e-9
+        assert fit.info["sampling_rate"] == pytest.approx(100 / fit.info["total"])
+    given = PSGD(epochs=1, batch_size=100, total=5000).fit(data, truth, budget=ApproxDP(1.0, 1e-4),
+                                                           rng=2)  # fmt: skip
+    assert given.info["total_source"] == "given" and given.info["sampling_rate"] == 0.02
+    assert all("lot_size" not in h for h in given.history)
+    public = PSGD(epochs=1, batch_size=100, total="public").fit(
+        data, truth, budget=ApproxDP(1.0, 1e-4), rng=2
+    )
+    assert public.info["total"] == 1000 and "lot_size" in public.history[0]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pgm_dp.compare import budget_for
-from pgm_dp.errors import DataValidationError, DomainError
+from pgm_dp.errors import DataValidationError, DomainError, PrivacyParameterError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make
 from pgm_dp.learners.frank_wolfe import pfw_lipschitz, pfw_noise_scale
@@ -42,7 +42,7 @@ def test_registered_ising_learner_gives_an_mrf_of_the_given_structure(spins):
     rho = (np.sqrt(np.log(1000) + 1) - np.sqrt(np.log(1000))) ** 2  # Lemma 2.14 (2), delta=1/N
     assert budget_for(get("zhang_ising"), 1.0, 1000).rho == pytest.approx(rho)  # compare's
     assert not get("zhang_ising_np").private
-    with pytest.raises(TypeError):
+    with pytest.raises(PrivacyParameterError):  # a ValueError: the CLI's one-line refusal
         ZhangIsing().fit(codes, truth, budget=ApproxDP(1.0, 1e-5))
 
 

@@ -51,7 +51,8 @@ def test_laplace_scale_is_num_cliques_over_eps():
         assert rel.noise[c] == NoiseModel("laplace", 3 / 0.5)  # Eq. 3: |C|/eps
         assert rel.noisy[c].shape == DOM.sizes(c) and rel.noisy[c].dtype == np.float64
     assert rel.sensitivity == 3 and rel.budget == PureDP(0.5) and rel.mechanism == "laplace"
-    assert rel.total == 500 and rel.total_is_public and rel.total_source == "public"
+    assert rel.total_source == "estimate" and not rel.total_is_public  # the default
+    assert rel.total != 500 and abs(rel.total - 500) < 60
 
 
 def test_noise_is_added_to_true_tables():
@@ -200,7 +201,9 @@ def test_weights_sec_4_2():
     w = np.full(300, 0.25)
     w0 = w.copy()
     kw = {"mechanism": "laplace"}  # issue #16: weighted counts need the (lattice) Laplace
-    rel = release_marginals(data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w, **kw)
+    rel = release_marginals(
+        data, CLIQUES, DOM, budget=PureDP(1.0), rng=0, weights=w, total="public", **kw
+    )
     assert rel.sensitivity == 3 and rel.total == pytest.approx(75.0)
     np.testing.assert_array_equal(w, w0)
     for bad in [np.full(300, 1.5), np.full(300, -0.1), np.full(299, 0.5), np.full(300, np.nan)]:
