@@ -2,10 +2,12 @@
 
 ``prising estimate``: the private estimate of the inverse temperature β of one observed
 network (graph: edge-list CSV or GML; outcomes: CSV ``node,outcome`` of ±1 or 0/1), printed
-and written as JSON. ``prising posterior``: the posterior of β given a release written by
-``prising estimate``. Arguments only (checked while parsing); the heavy modules are imported
-to run. The paper's experiments (Fig. 1-5, real networks, the posterior's coverage) are
-reproductions: ``python -m reproductions chakraborty2024 ...`` in the repository.
+and written as JSON: the estimate snapped to the public grid ``--resolution`` (the release of
+:func:`pgm_dp.ising.prising`; the full-precision root is never written). ``prising posterior``:
+the posterior of β given a release written by ``prising estimate``. Arguments only (checked
+while parsing); the heavy modules are imported to run. The paper's experiments (Fig. 1-5, real
+networks, the posterior's coverage) are reproductions: ``python -m reproductions
+chakraborty2024 ...`` in the repository.
 """
 
 from __future__ import annotations
@@ -39,10 +41,13 @@ def _estimate(a: argparse.Namespace) -> dict:
 
     A, sigma, nodes = read_network_outcomes(a.graph, a.outcomes)
     J = {"symmetric": scale_symmetric, "regular": scale_regular, "none": lambda m: m}[a.scaling]
-    res = prising(sigma, J(A), epsilon=a.epsilon, delta=a.delta, rng=a.seed)
-    doc = {
+    res = prising(
+        sigma, J(A), epsilon=a.epsilon, delta=a.delta, rng=a.seed, resolution=a.resolution
+    )
+    doc = {  # the release is the grid-snapped estimate; no full-precision root, no noise
         "beta_private": res.estimate,
         "boundary": res.boundary,
+        "resolution": res.resolution,
         "epsilon": a.epsilon,
         "delta": a.delta,
         "mechanism": res.mechanism,
@@ -53,7 +58,10 @@ def _estimate(a: argparse.Namespace) -> dict:
         "edges": int(A.nnz // 2),
         "scaling": a.scaling,
     }
-    print(f"PrIsing estimate of beta: {res.estimate:.6g} ({res.mechanism}, eps={a.epsilon:g})")
+    print(
+        f"PrIsing estimate of beta: {res.estimate:.6g} (grid {res.resolution:g}, "
+        f"{res.mechanism}, eps={a.epsilon:g})"
+    )
     if a.out:
         with open(a.out, "w") as fh:
             json.dump(doc, fh, indent=2)
@@ -73,7 +81,8 @@ def _posterior(a: argparse.Namespace) -> dict:
     A, _ = read_graph(a.graph)
     J = {"symmetric": scale_symmetric, "regular": scale_regular, "none": lambda m: m}[a.scaling]
     J = J(A)
-    cal = prising_calibration(J, doc["epsilon"], doc["delta"], Delta=doc["Delta"])
+    res = doc.get("resolution", 1e-3)  # files written before the grid release: the default
+    cal = prising_calibration(J, doc["epsilon"], doc["delta"], Delta=doc["Delta"], resolution=res)
     release = PrIsingResult(float(doc["beta_private"]), bool(doc["boundary"]), cal)
     betas = np.linspace(0.0, a.beta_max, a.grid)
     ref = score_reference(J, betas=betas, draws=a.draws, sweeps=a.sweeps, rng=a.seed)
@@ -116,6 +125,10 @@ def _add_estimate(sub) -> None:
     q.add_argument(
         "--scaling", choices=SCALINGS, default="symmetric",
         help="J from A: D^-1/2 A D^-1/2 (Eq. 7), A/D (regular graphs) or A itself",
+    )  # fmt: skip
+    q.add_argument(
+        "--resolution", type=positive_float, default=1e-3,
+        help="spacing of the public grid the estimate is released on",
     )  # fmt: skip
     q.add_argument("--seed", type=int_at_least(0), default=None, help="noise seed (unset: OS)")
     q.add_argument("--out", type=output_file, default=None, help="JSON file for the estimate")

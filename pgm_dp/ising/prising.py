@@ -11,7 +11,10 @@ Model", AISTATS 2024. Model (Eq. 1-2): ``P_β(σ) ∝ exp(β/2 · σᵀ J_n σ)`
 * :func:`mple` — ``β̂ = inf{β >= 0 : L_σ(β) = 0}`` (Eq. 6).
 * :func:`prising` — Algorithm 1 (one release, optional accountant); :func:`prising_batch` runs
   it independently on many outcome vectors (simulations); :func:`prising_calibration` gives
-  ``ζ``, ``Δ`` and the noise scale.
+  ``ζ``, ``Δ`` and the noise scale. Both release the root's cell on a public grid of spacing
+  ``resolution`` (default ``1e-3``), decided exactly from exact lattice noise, never the
+  full-precision root: Theorem 3.1 needs ``b`` to have a density, and a full-precision root
+  of lattice noise reveals σ (:mod:`pgm_dp.ising.prising_cells` has the argument).
 
 Monotonicity (why a bracketing root finder is exact here). For
 ``G(β) = L_σ(β) + Δβ/n + b/n``, ``G'(β) = (1/n) Σ_i m_i² sech²(β m_i) + Δ/n >= 0`` (the
@@ -46,9 +49,9 @@ import scipy.sparse as sp
 
 from ..errors import DataValidationError, PrivacyParameterError
 from ..privacy import Accountant, ApproxDP, PureDP
-from ..privacy.lattice import sample_lattice_gaussian, sample_lattice_laplace
 from ..privacy.samplers import as_generator
 from .networks import check_coupling
+from .prising_cells import FINE_BITS, draw_units, find_cells, lattice_eta, roundoff_bound
 
 __all__ = [
     "PrIsingCalibration",
@@ -62,6 +65,7 @@ __all__ = [
 
 NoRoot = Literal["boundary", "inf"]
 _DELTA_RTOL = 1e-12  # a user Delta this close below the minimum is raised to the minimum
+DEFAULT_RESOLUTION = 1e-3  # spacing of the public grid the estimate is released on
 
 
 def _sigma(sigma, n: int | None, *, batch: bool) -> np.ndarray:
@@ -119,9 +123,17 @@ def _g(beta: np.ndarray, m: np.ndarray, a: np.ndarray, slope: float, shift: np.n
 
 
 def _first_root(
-    m: np.ndarray, sig: np.ndarray, slope: float, shift: np.ndarray, no_root: str
+    m: np.ndarray,
+    sig: np.ndarray,
+    slope: float,
+    shift: np.ndarray,
+    no_root: str,
+    xtol: float = 1e-13,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``inf{β >= 0 : G_r(β) = 0}`` per row; returns (roots, boundary flags). See module doc."""
+    """``inf{β >= 0 : G_r(β) = 0}`` per row; returns (roots, boundary flags). See module doc.
+
+    ``xtol``: relative bracket width at which to stop (a Newton step below ``1e-15``
+    relative stops it too)."""
     r = shift.shape[0]
     if m.shape[0] == 1 and r > 1:
         m, sig = np.broadcast_to(m, (r, m.shape[1])), np.broadcast_to(sig, (r, m.shape[1]))
@@ -168,9 +180,10 @@ def _first_root(
         hi = np.where(g > 0, x, hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = x - g / dg
+        done |= np.abs(newton - x) <= min(xtol, 1e-15) * np.maximum(1.0, x)  # converged
         ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
         nxt = np.where(ok, newton, 0.5 * (lo + hi))
-        done |= (hi - lo) <= 1e-13 * np.maximum(1.0, hi)
+        done |= (hi - lo) <= xtol * np.maximum(1.0, hi)
         done |= np.abs(nxt - x) <= 1e-15 * np.maximum(1.0, x)
         x = np.where(done, x, nxt)
         if np.all(done):
@@ -208,9 +221,14 @@ def mple(sigma, J, *, no_root: NoRoot = "boundary"):
 class PrIsingCalibration:
     """Public constants of Algorithm 1 for a given ``J``, ``ε``, ``δ`` (no data involved).
 
-    ``zeta = max_j 8 d_j / n`` with ``d_j = n Σ_k J_jk``; ``Delta_min = max_j (24/(ε n))
-    Σ_i d_i J_ij``; ``noise_scale`` is ``γ = ζ √(8 log(2/δ) + 4ε) / ε`` (Gaussian, ``δ > 0``)
-    or the Laplace scale ``2ζ/ε`` (``δ = 0``).
+    ``zeta = max_j 8 d_j / n`` with ``d_j = n Σ_k J_jk``; ``Delta_min = max_j (24/(ε' n))
+    Σ_i d_i J_ij``; ``noise_scale`` is ``γ = ζ √(8 log(2/δ') + 4ε') / ε'`` (Gaussian, ``δ > 0``)
+    or the Laplace scale ``2ζ/ε'`` (``δ = 0``). ``epsilon``/``delta``/``budget`` are the
+    claimed guarantee; the noise is calibrated at ``epsilon_noise = ε' = ε - 3η`` and
+    ``delta_noise = δ' = δ (1 - 10^-12)/(1 + η)``, where ``eta`` bounds the relative error of
+    the exact lattice noise (spacing ``noise_spacing = scale · 2^-40``) and of the float
+    evaluation of ``L`` on each cell of the public grid of spacing ``resolution``
+    (:mod:`pgm_dp.ising.prising_cells`).
     """
 
     n: int
@@ -222,63 +240,112 @@ class PrIsingCalibration:
     mechanism: Literal["gaussian", "laplace"]
     noise_scale: float
     budget: PureDP | ApproxDP
+    resolution: float = DEFAULT_RESOLUTION
+    eta: float = 0.0
+    epsilon_noise: float = math.nan
+    delta_noise: float = math.nan
+
+    @property
+    def noise_spacing(self) -> float:
+        """Spacing ``h = noise_scale · 2^-40`` of the noise lattice."""
+        return math.ldexp(self.noise_scale, -FINE_BITS)
 
 
-def _calibrate(Jc, n: int, epsilon, delta, Delta) -> PrIsingCalibration:
+def _resolution(resolution) -> float:
+    try:
+        g = float(resolution)
+    except (TypeError, ValueError):
+        g = math.nan
+    if isinstance(resolution, bool) or not (math.isfinite(g) and g > 0):
+        raise PrivacyParameterError(f"resolution must be a finite number > 0, got {resolution!r}")
+    return g
+
+
+def _user_delta(Delta, delta_min: float) -> float | None:
+    """A user ``Delta`` checked against Algorithm 1's minimum at the claimed ``ε``."""
+    if Delta is None:
+        return None
+    try:
+        big_delta = float(Delta)
+    except (TypeError, ValueError):
+        big_delta = math.nan
+    if isinstance(Delta, bool) or not math.isfinite(big_delta):
+        raise PrivacyParameterError(f"Delta must be a finite number, got {Delta!r}")
+    if big_delta < delta_min * (1 - _DELTA_RTOL):
+        raise PrivacyParameterError(
+            f"Delta={big_delta:.6g} is below the minimum {delta_min:.6g} permitted by "
+            "Algorithm 1 (max_j 24/(eps n) sum_i d_i J_ij)"
+        )
+    return big_delta
+
+
+def _calibrate(Jc, n: int, epsilon, delta, Delta, resolution) -> PrIsingCalibration:
     budget = ApproxDP(epsilon, delta)  # validates ε > 0 finite, 0 <= δ < 1
     eps, dlt = budget.epsilon, budget.delta
+    g = _resolution(resolution)
     row = np.asarray(Jc.sum(axis=1), dtype=np.float64).ravel()
     if not np.any(row > 0):
         raise DataValidationError("J has no non-zero entry: β is not identifiable (ζ = 0)")
     d = n * row  # d_i = n Σ_j J_ij
     zeta = float(np.max(8.0 * d / n))
-    delta_min = float(np.max(24.0 / (eps * n) * np.asarray(Jc @ d).ravel()))
-    if Delta is None:
-        big_delta = delta_min
-    else:
-        try:
-            big_delta = float(Delta)
-        except (TypeError, ValueError):
-            big_delta = math.nan
-        if isinstance(Delta, bool) or not math.isfinite(big_delta):
-            raise PrivacyParameterError(f"Delta must be a finite number, got {Delta!r}")
-        if big_delta < delta_min * (1 - _DELTA_RTOL):
-            raise PrivacyParameterError(
-                f"Delta={big_delta:.6g} is below the minimum {delta_min:.6g} permitted by "
-                "Algorithm 1 (max_j 24/(eps n) sum_i d_i J_ij)"
-            )
-        big_delta = max(big_delta, delta_min)
-    if dlt > 0:
-        scale = zeta * math.sqrt(8.0 * math.log(2.0 / dlt) + 4.0 * eps) / eps
-        return PrIsingCalibration(
-            n, eps, dlt, zeta, delta_min, big_delta, "gaussian", scale, budget
+    jd = float(np.max(np.asarray(Jc @ d).ravel()))
+    user = _user_delta(Delta, 24.0 / (eps * n) * jd)
+    mech = "gaussian" if dlt > 0 else "laplace"
+    tau = roundoff_bound(n, float(row.sum()))
+
+    def at(e: float, dl: float) -> tuple[float, float, float, float]:
+        delta_min = 24.0 / (e * n) * jd
+        big_delta = delta_min if user is None else max(user, delta_min)
+        if mech == "gaussian":
+            scale = zeta * math.sqrt(8.0 * math.log(2.0 / dl) + 4.0 * e) / e
+        else:
+            scale = 2.0 * zeta / e
+        # cells are >= Delta_min g wide whatever Delta is used: eta does not depend on Delta
+        eta = lattice_eta(mech, scale, delta_min * g, tau, epsilon=eps, delta=dlt or 1.0)
+        return delta_min, big_delta, scale, eta
+
+    eta = 2.0 * at(eps, dlt)[3]  # margin for the shift of Δ and the scale with ε'
+    eps_n, dlt_n = eps - 3.0 * eta, dlt * (1.0 - 1e-12) / (1.0 + eta)
+    if eps_n < 0.9 * eps:
+        raise PrivacyParameterError(
+            f"epsilon={eps:g} is too small for resolution={g:g} on this J (eta={eta:.3g}); "
+            "use a coarser resolution"
         )
+    delta_min, big_delta, scale, eta_n = at(eps_n, dlt_n)
+    if eta_n > eta:  # cannot happen for the changes of order eta above
+        raise PrivacyParameterError(f"internal: lattice error {eta_n:.3g} above {eta:.3g}")
+    cost = ApproxDP(eps, dlt) if mech == "gaussian" else PureDP(eps)
     return PrIsingCalibration(
-        n, eps, dlt, zeta, delta_min, big_delta, "laplace", 2.0 * zeta / eps, PureDP(eps)
+        n, eps, dlt, zeta, delta_min, big_delta, mech, scale, cost, g, eta, eps_n, dlt_n
     )
 
 
-def prising_calibration(J, epsilon: float, delta: float, *, Delta=None) -> PrIsingCalibration:
+def prising_calibration(
+    J, epsilon: float, delta: float, *, Delta=None, resolution: float = DEFAULT_RESOLUTION
+) -> PrIsingCalibration:
     """``ζ``, ``Δ`` (the minimum of Algorithm 1 unless a larger ``Delta`` is given) and the
-    noise scale for a non-negative symmetric zero-diagonal ``J`` (dense or sparse).
+    noise scale for a non-negative symmetric zero-diagonal ``J`` (dense or sparse), with the
+    noise calibrated at ``ε' = ε - 3η`` (``η`` ~ 1e-8: :class:`PrIsingCalibration`).
 
     >>> c = prising_calibration(np.array([[0.0, 0.5], [0.5, 0.0]]), 1.0, 0.0)
-    >>> c.zeta, c.Delta, c.mechanism, c.noise_scale
-    (4.0, 6.0, 'laplace', 8.0)
+    >>> c.zeta, round(c.Delta, 6), c.mechanism, round(c.noise_scale, 6), c.eta < 1e-6
+    (4.0, 6.0, 'laplace', 8.0, True)
     """
     Jc = check_coupling(J, nonnegative=True)
-    return _calibrate(Jc, Jc.shape[0], epsilon, delta, Delta)
+    return _calibrate(Jc, Jc.shape[0], epsilon, delta, Delta, resolution)
 
 
 @dataclass(frozen=True)
 class PrIsingResult:
     """Output of :func:`prising`. Only ``estimate`` is the private release.
 
-    The noise draw ``b`` is deliberately not kept: with ``estimate`` and the public ``J`` it
-    would reveal ``L_σ(β̂)``, a function of σ. ``boundary`` is True when ``G(0) > 0`` and the
-    boundary value (``0.0``, or ``inf`` with ``no_root="inf"``) was returned. ``calibration``
-    holds ``ζ``, ``Δ``, the noise scale (``γ`` or the Laplace scale), the mechanism and the
-    budget ``PureDP(ε)``/``ApproxDP(ε, δ)``.
+    ``estimate`` is the midpoint ``(k + 1/2) g`` of the cell ``(k g, (k+1) g]`` of the public
+    grid (``g = calibration.resolution``) holding the root, or the boundary value (``0.0``, or
+    ``inf`` with ``no_root="inf"``) when ``boundary`` (``G(0) >= 0``). Neither the
+    full-precision root nor the noise ``b`` is kept: with the public ``J`` either would reveal
+    ``L_σ`` at a known point, a function of σ (:mod:`pgm_dp.ising.prising_cells`).
+    ``calibration`` holds ``ζ``, ``Δ``, the noise scale (``γ`` or the Laplace scale), the
+    mechanism, the budget ``PureDP(ε)``/``ApproxDP(ε, δ)`` and the resolution.
     """
 
     estimate: float
@@ -305,15 +372,24 @@ class PrIsingResult:
     def budget(self) -> PureDP | ApproxDP:
         return self.calibration.budget
 
+    @property
+    def resolution(self) -> float:
+        return self.calibration.resolution
 
-def _draw(cal: PrIsingCalibration, size: int, gen: np.random.Generator) -> np.ndarray:
-    """``b`` drawn exactly on a lattice ``2^k Z`` (``2^20 <= scale/2^k < 2^21`` for Laplace,
-    ``2^10`` for Gaussian; CKS 2020 samplers), not by numpy's float sampler (Mironov 2012).
-    Our choice: Chakraborty et al.'s proof assumes a continuous density for ``b``; the lattice
-    draw has the same scale to within ``2^-20`` relative, and no float-sampler artefacts."""
-    if cal.mechanism == "gaussian":
-        return sample_lattice_gaussian(cal.noise_scale, size, gen)
-    return sample_lattice_laplace(cal.noise_scale, size, gen)
+
+def _release(m, sig, cal: PrIsingCalibration, gen, no_root: str) -> tuple[np.ndarray, ...]:
+    """Draw ``b`` (exact lattice noise, spacing ``scale 2^-40``) and return the snapped
+    estimates and boundary flags: the cell is decided by exact comparisons of ``b`` with
+    ``b_σ`` at grid points, started from the float root's cell (``prising_cells``)."""
+    r = sig.shape[0]
+    z = draw_units(cal.mechanism, r, gen)
+    h, n = cal.noise_spacing, sig.shape[1]
+    shift = z.astype(np.float64) * h / n
+    root, _ = _first_root(m, sig, cal.Delta / n, shift, "boundary", xtol=1e-9)  # a start only
+    k, bnd = find_cells(m, sig, z, h, cal.Delta, cal.resolution, root)
+    est = (k.astype(np.float64) + 0.5) * cal.resolution
+    est[bnd] = np.inf if no_root == "inf" else 0.0
+    return est, bnd
 
 
 def prising(
@@ -326,14 +402,23 @@ def prising(
     Delta=None,
     accountant: Accountant | None = None,
     no_root: NoRoot = "boundary",
+    resolution: float = DEFAULT_RESOLUTION,
 ) -> PrIsingResult:
     """Algorithm 1 of PrIsing: ``(ε, δ)``-node-outcome-DP estimate of β (Theorem 3.1).
 
     ``m_i = Σ_j J_ij σ_j``, ``d_i = n Σ_j J_ij``, ``ζ = max_j 8 d_j/n``; ``b ~ N(0, γ²)`` with
     ``γ = ζ √(8 log(2/δ) + 4ε)/ε`` if ``δ > 0``, ``b ~ Laplace(0, 2ζ/ε)`` if ``δ = 0``;
     ``Δ >= max_j (24/(ε n)) Σ_i d_i J_ij`` (the minimum unless a larger ``Delta`` is given;
-    a smaller one raises :class:`~pgm_dp.errors.PrivacyParameterError`); returns
+    a smaller one raises :class:`~pgm_dp.errors.PrivacyParameterError`);
     ``β̂_priv = inf{β >= 0 : L_σ(β) + Δβ/n + b/n = 0}`` (boundary case: module docstring).
+
+    Released: the cell of ``β̂_priv`` on the public grid of spacing ``resolution`` (its
+    midpoint; 0.0 at the boundary), a post-processing of the continuous mechanism. ``b`` is
+    exact lattice noise (spacing ``scale·2^-40``); the cell is decided exactly from ``b``.
+    Each cell's probability is then within ``1 ± η`` of the continuous one (``η`` ~ 1e-8,
+    :class:`PrIsingCalibration`), so the noise, ``Δ`` and ``ζ`` are calibrated at
+    ``ε - 3η`` and ``δ(1 - 10^-12)/(1 + η)`` and the claimed ``(ε, δ)`` holds
+    (derivation: :mod:`pgm_dp.ising.prising_cells`).
 
     All inputs are validated first; then ``accountant`` (if given) is charged
     ``PureDP(ε)``/``ApproxDP(ε, δ)``; only then is the noise drawn.
@@ -341,14 +426,14 @@ def prising(
     >>> from pgm_dp.ising.networks import karate_club, scale_symmetric
     >>> A, s = karate_club()
     >>> res = prising(s, scale_symmetric(A), epsilon=50.0, delta=1e-3, rng=0)
-    >>> res.mechanism, res.estimate >= 0
-    ('gaussian', True)
+    >>> res.mechanism, res.estimate >= 0, round(res.estimate / 1e-3 - 0.5, 9).is_integer()
+    ('gaussian', True, True)
     """
     _check_no_root(no_root)
     Jc = check_coupling(J, nonnegative=True)
     n = Jc.shape[0]
     sig = _sigma(sigma, n, batch=False)
-    cal = _calibrate(Jc, n, epsilon, delta, Delta)
+    cal = _calibrate(Jc, n, epsilon, delta, Delta, resolution)
     if accountant is not None and not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be a pgm_dp.privacy.Accountant, got {accountant!r}")
     gen = as_generator(rng)
@@ -357,11 +442,10 @@ def prising(
         accountant.charge(
             cal.budget,
             what="PrIsing: Ising inverse temperature beta (Algorithm 1)",
-            mechanism=f"objective perturbation ({cal.mechanism})",
+            mechanism=f"objective perturbation ({cal.mechanism}), grid {cal.resolution:g}",
             scale=cal.noise_scale,
         )
-    b = _draw(cal, 1, gen)
-    est, bnd = _first_root(m, sig[None, :], cal.Delta / n, b / n, no_root)
+    est, bnd = _release(m, sig[None, :], cal, gen, no_root)
     return PrIsingResult(float(est[0]), bool(bnd[0]), cal)
 
 
@@ -374,11 +458,13 @@ def prising_batch(
     *,
     Delta=None,
     no_root: NoRoot = "boundary",
+    resolution: float = DEFAULT_RESOLUTION,
 ) -> np.ndarray:
     """Independent runs of Algorithm 1 on the rows of ``sigmas`` ``(r, n)`` (fresh noise each).
 
     For simulations (each row is a separate data set, as in PrIsing Sec. 4), so no accountant
-    is involved; use :func:`prising` for a release. Returns the ``r`` private estimates.
+    is involved; use :func:`prising` for a release. Returns the ``r`` released (grid-snapped)
+    estimates, exactly as :func:`prising` releases them.
 
     >>> J = np.array([[0.0, 0.5], [0.5, 0.0]])
     >>> prising_batch([[1, 1], [1, -1]], J, 1.0, 0.1, rng=0).shape
@@ -388,8 +474,7 @@ def prising_batch(
     Jc = check_coupling(J, nonnegative=True)
     n = Jc.shape[0]
     sig = np.atleast_2d(_sigma(sigmas, n, batch=True))
-    cal = _calibrate(Jc, n, epsilon, delta, Delta)
+    cal = _calibrate(Jc, n, epsilon, delta, Delta, resolution)
     gen = as_generator(rng)
-    b = _draw(cal, sig.shape[0], gen)
-    est, _ = _first_root(_fields(Jc, sig), sig, cal.Delta / n, b / n, no_root)
+    est, _ = _release(_fields(Jc, sig), sig, cal, gen, no_root)
     return est

@@ -30,8 +30,8 @@ from pgm_dp.ising.prising import (
     prising_calibration,
     pseudo_likelihood_score,
 )
+from pgm_dp.ising.prising_cells import draw_units
 from pgm_dp.privacy import Accountant, ApproxDP, PureDP
-from pgm_dp.privacy.lattice import sample_lattice_gaussian, sample_lattice_laplace
 
 # 3-node weighted path, hand-checkable: row sums (.5, .75, .25), d = 3 * row = (1.5, 2.25, .75)
 J3 = np.array([[0.0, 0.5, 0.0], [0.5, 0.0, 0.25], [0.0, 0.25, 0.0]])
@@ -137,18 +137,28 @@ def test_calibration_formulas_on_hand_checkable_J(eps, delta):
 
 
 def test_prising_draws_through_samplers_and_solves_the_perturbed_equation():
+    """``b`` is exact lattice noise (spacing scale 2^-40, issue #16: not numpy's float
+    sampler); the release is the grid cell holding the root of Algorithm 1's equation."""
     sig = np.array([1.0, 1.0, -1.0])
-    # issue #16: b is drawn exactly on a lattice (floating-point safe), not by numpy
-    for delta, sampler in ((0.0, sample_lattice_laplace), (0.05, sample_lattice_gaussian)):
-        res = prising(sig, J3, 3.0, delta, rng=123)
-        b = sampler(res.noise_scale, 1, np.random.default_rng(123))[0]
-        if not res.boundary:
-            score = pseudo_likelihood_score(res.estimate, sig, J3)
-            lhs = score + (res.Delta * res.estimate + b) / 3
-            assert abs(lhs) < 1e-12
-        else:
-            assert res.estimate == 0.0
-            assert pseudo_likelihood_score(0.0, sig, J3) + b / 3 > 0
+    seen = set()
+    for delta in (0.0, 0.05):
+        for seed in range(6):
+            res = prising(sig, J3, 3.0, delta, rng=seed)
+            z = draw_units(res.mechanism, 1, np.random.default_rng(seed))[0]
+            b = float(z) * res.calibration.noise_spacing
+
+            def lhs(beta, b=b, res=res):
+                return pseudo_likelihood_score(beta, sig, J3) + (res.Delta * beta + b) / 3
+
+            seen.add(res.boundary)
+            if res.boundary:
+                assert res.estimate == 0.0 and lhs(0.0) > 0
+            else:
+                root = brentq(lhs, 0.0, 100.0, xtol=1e-14)
+                g = res.resolution
+                assert abs(res.estimate - root) <= g / 2 + 1e-12
+                assert (res.estimate / g - 0.5) == pytest.approx(round(res.estimate / g - 0.5))
+    assert seen == {True, False}
 
 
 def test_prising_bigger_Delta_allowed_smaller_rejected():
@@ -166,8 +176,12 @@ def test_private_estimate_tends_to_mple_as_epsilon_grows():
     J = _small_graph()
     s = np.array([1, 1, 1, 1, 1, -1, 1, 1, -1, -1, -1, 1.0])
     target = mple(s, J)  # 0.63
+    g = 2e-5  # the released grid; about the finest eps = 1e6 allows on this J
     for delta, tol in ((0.0, 1e-4), (1e-3, 1e-2)):
-        gaps = [abs(prising(s, J, e, delta, rng=4).estimate - target) for e in (1e2, 1e4, 1e6)]
+        gaps = [
+            abs(prising(s, J, e, delta, rng=4, resolution=g).estimate - target)
+            for e in (1e2, 1e4, 1e6)
+        ]
         assert gaps[2] < gaps[1] < gaps[0]
         assert gaps[2] < tol
     est = prising_batch(np.tile(s, (200, 1)), J, 1e5, 0.0, rng=5)
