@@ -46,7 +46,8 @@ as the bins' midpoints (``numeric="midpoint"``); ``"<missing>"`` as ``NaN``.
 Privacy: the budget (``PureDP`` or ``ZCDP``) is spent only on private quantiles and the
 one-way release, ``quantile_share`` of it on the quantiles when both run. Everything, including
 the accountant's room for every charge, is checked before the first charge. The number of
-records is treated as public (as by :func:`~pgm_dp.privacy.release_marginals`).
+records is not released: the one-way release estimates it from its noisy tables
+(:func:`~pgm_dp.privacy.release_marginals`' default ``total="estimate"``).
 
 Example
 -------
