@@ -35,11 +35,12 @@ def _record_options(spec, args) -> dict:
 def _check_budget_kind(spec, budget) -> None:
     """Refuse, before the data are read, a record learner whose budget notion (that of its
     registry entry) is not the one ``--epsilon``/``--delta`` give."""
+    from ..compare import budget_for
     from ..errors import PrivacyParameterError
 
     if spec.kind != "records" or not spec.private:
         return
-    wanted = type(spec.budget(1.0, 2))
+    wanted = type(budget_for(spec, 1.0, 2))
     if not isinstance(budget, wanted):
         hint = "; give --delta" if wanted.__name__ == "ApproxDP" else ""
         raise PrivacyParameterError(
