@@ -166,7 +166,7 @@ def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
     with ``exact_naive``, to the naive MLE fitted exactly."""
     from pgm_dp.inference.counting import method_counting_numbers
     from pgm_dp.learners import NaiveMLE
-    from pgm_dp.learners.conditioning import bethe_naive, bethe_start
+    from pgm_dp.learners.cgm.conditioning import bethe_naive, bethe_start
     from pgm_dp.metrics import kl_divergence
 
     start = time.perf_counter()

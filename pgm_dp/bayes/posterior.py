@@ -35,7 +35,7 @@ from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
 from ..learners.base import Fit
-from ..learners.conditioning import gauge_projector
+from ..learners.cgm.conditioning import gauge_projector
 from ..learners.mle import fit_marginals
 from ..models.mrf import MarkovRandomField
 from .model import (

@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 
 from ..ising import gibbs_ising
 from ..learners import make
-from ..learners.pmw import parity_queries, pmw_release
-from ..learners.structure import learn_structure
+from ..learners.zhang.pmw import parity_queries, pmw_release
+from ..learners.zhang.structure import learn_structure
 from ..models import ising, pairwise
 from ..privacy import ZCDP
 from ..rng import RngLike, as_generator

@@ -32,13 +32,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import DataValidationError, DomainError
-from ..privacy import ZCDP, Accountant, compose
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError, DomainError
+from ...privacy import ZCDP, Accountant, compose
+from ...rng import RngLike, as_generator
+from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
+from .pairwise import _budget_rho, _check_lam, _rho, _spins, as_model, check_spins
 from .pmw import pmw_release
-from .zhang import _budget_rho, _check_lam, _rho, _spins, as_model, check_spins
 
 __all__ = ["BinaryMRFEstimate", "ZhangBinaryMRF", "learn_binary_mrf", "monomials"]
 

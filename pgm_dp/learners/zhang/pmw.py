@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
-from ..models.mrf import MarkovRandomField
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
-from ..privacy.noise import zcdp_rho_within
-from ..privacy.samplers import sample_laplace
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
+from ...models.mrf import MarkovRandomField
+from ...privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
+from ...privacy.noise import zcdp_rho_within
+from ...privacy.samplers import sample_laplace
+from ...rng import RngLike, as_generator
+from ..base import Fit
 
 __all__ = ["PMW", "PMW_MAX_VARIABLES", "PMWResult", "parity_queries", "pmw_release", "walsh"]
 

@@ -6,7 +6,7 @@ from pgm_dp.inference.counting import trw_counting_numbers
 from pgm_dp.inference.loopy_bp import loopy_bp
 from pgm_dp.learners.base import flatten_tables, unflatten_tables
 from pgm_dp.learners.cgm import CGMEM
-from pgm_dp.learners.conditioning import bethe_start, diagonal_scale, gauge_projector
+from pgm_dp.learners.cgm.conditioning import bethe_start, diagonal_scale, gauge_projector
 from pgm_dp.models import third_order_chain
 
 
@@ -106,7 +106,7 @@ def test_trw_cgm_converges_on_a_small_grid():
 def test_a_fit_whose_bp_did_not_converge_is_not_reported_converged(monkeypatch):
     import importlib
 
-    nlbp_module = importlib.import_module("pgm_dp.learners.nlbp")
+    nlbp_module = importlib.import_module("pgm_dp.learners.cgm.nlbp")
     grid = _small_grid(3, 2)
     release = release_marginals(grid.sample(5000, rng=1), grid, budget=PureDP(1.0), rng=2)
     monkeypatch.setattr(nlbp_module, "_TRW_BP", (0.0, 1e-9, 1))  # one BP sweep per call

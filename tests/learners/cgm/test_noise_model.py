@@ -5,7 +5,7 @@ import pytest
 
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.inference.junction_tree import clique_marginals
-from pgm_dp.privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from pgm_dp.learners.cgm.noise import noise_curvature, noise_gradient, noise_log_density
 
 KINDS = ["laplace", "discrete_laplace", "gaussian", "discrete_gaussian"]
 

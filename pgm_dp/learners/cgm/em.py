@@ -57,17 +57,17 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from .._config import one_blas_thread
-from .._progress import tick
-from ..inference.counting import method_counting_numbers
-from ..models.mrf import MarkovRandomField
-from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from ..._config import one_blas_thread
+from ..._progress import tick
+from ...inference.counting import method_counting_numbers
+from ...models.mrf import MarkovRandomField
+from ..base import Fit, concat_tables, flatten_tables, unflatten_tables
+from ..mle import fit_marginals
+from ..naive_mle import noisy_pseudo_marginals
 from .anderson import AndersonState, anderson_init
-from .base import Fit, concat_tables, flatten_tables, unflatten_tables
 from .conditioning import Reparam, bethe_naive, em_reparam, shrunk_marginals
-from .mle import fit_marginals
-from .naive_mle import noisy_pseudo_marginals
 from .nlbp import clique_statistics, nlbp, prepare, start_statistics
+from .noise import noise_curvature, noise_gradient, noise_log_density
 
 __all__ = [
     "CGMEM",

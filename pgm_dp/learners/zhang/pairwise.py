@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import DataValidationError, DomainError
-from ..models.mrf import MarkovRandomField
-from ..privacy import ZCDP, Accountant, Budget
-from ..rng import RngLike
-from .base import Fit
+from ...domain import Domain
+from ...errors import DataValidationError, DomainError
+from ...models.mrf import MarkovRandomField
+from ...privacy import ZCDP, Accountant, Budget
+from ...rng import RngLike
+from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
 
 __all__ = [

@@ -37,13 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataValidationError
-from ..models.mrf import MarkovRandomField
-from ..privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError
+from ...models.mrf import MarkovRandomField
+from ...privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
+from ...rng import RngLike, as_generator
+from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
-from .zhang import _spins, as_model, check_spins
+from .pairwise import _spins, as_model, check_spins
 
 __all__ = ["StabilityStructure", "StructureResult", "block_graphs", "learn_structure"]
 

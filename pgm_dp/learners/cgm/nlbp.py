@@ -30,16 +30,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._config import jit_program
-from ..inference.counting import method_counting_numbers
-from ..inference.factor_graph import factor_graph
-from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
-from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
-from ..models.mrf import MarkovRandomField
-from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from ..._config import jit_program
+from ...inference.counting import method_counting_numbers
+from ...inference.factor_graph import factor_graph
+from ...inference.junction_tree import build_junction_tree, marginals_and_log_z
+from ...inference.loopy_bp import loopy_bp_flat, uniform_messages
+from ...models.mrf import MarkovRandomField
+from ..base import check_release_matches, concat_tables, unflatten_tables
 from .anderson import anderson_init, anderson_reset, anderson_step
-from .base import check_release_matches, concat_tables, unflatten_tables
-from .dual_estep import newton_loop
+from .newton import newton_loop
+from .noise import noise_curvature, noise_gradient, noise_log_density
 
 __all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 

@@ -6,7 +6,7 @@ import pytest
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make
-from pgm_dp.learners.frank_wolfe import pfw_lipschitz, pfw_noise_scale
+from pgm_dp.learners.zhang.frank_wolfe import pfw_lipschitz, pfw_noise_scale
 from pgm_dp.models import ising, pairwise, third_order_chain
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP
 

@@ -39,8 +39,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..domain import Clique, Domain
-from .naive_mle import noisy_pseudo_marginals
+from ...domain import Clique, Domain
+from ..naive_mle import noisy_pseudo_marginals
 
 __all__ = [
     "Reparam",
