@@ -48,13 +48,18 @@ def _graph() -> nx.DiGraph:
 
 
 def _layer(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYER[parts[1]] if len(parts) > 1 else None  # the root package is the facade
+    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``models.tables``
+    before ``models``); ``None`` for the root package, the facade."""
+    parts = module.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYER:
+            return LAYER[".".join(parts[:n])]
+    return None
 
 
 def test_every_module_has_a_layer():
     for module in _graph():
-        assert module == "pgm_dp" or module.split(".")[1] in LAYER, module
+        assert module == "pgm_dp" or _layer(module) is not None, module
 
 
 def test_no_module_imports_upward():
@@ -87,3 +92,11 @@ def test_modules_and_functions_are_small():
                     long_functions.append(f"{path.name}:{node.name}")
     assert not long_modules, long_modules
     assert not long_functions, long_functions
+
+
+def test_a_module_listed_below_its_folder_takes_that_layer():
+    """``models.tables`` (the flat table layout) sits below ``inference``, which uses it,
+    and the rest of ``models`` above it."""
+    assert _layer("pgm_dp.models.tables") < _layer("pgm_dp.inference.loopy_bp")
+    assert _layer("pgm_dp.inference.loopy_bp") < _layer("pgm_dp.models.mrf")
+    assert _layer("pgm_dp") is None

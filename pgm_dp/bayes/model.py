@@ -50,6 +50,7 @@ from ..errors import DomainError, ModelTooLargeError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..inference.scaled_pass import scaled_marginals
 from ..models.mrf import MarkovRandomField
+from ..models.tables import concat_tables, unflatten_tables
 
 __all__ = [
     "FrozenGaussian",
@@ -133,20 +134,14 @@ def mean_map(problem: Problem, fast: bool = False):
     ``fast``: the probability-space pass alone, ``NaN`` where it reports itself unsound
     (instead of a ``lax.cond`` to the log-space pass, which ``vmap`` turns into running
     both passes); NUTS rejects a ``NaN`` potential as a divergence."""
-    sizes = [math.prod(s) for s in problem.shapes]
-    starts = np.cumsum([0, *sizes])
 
     def mu(theta):
-        tables = [
-            theta[a:b].reshape(s)
-            for a, b, s in zip(starts, starts[1:], problem.shapes, strict=False)
-        ]
+        tables = unflatten_tables(theta, problem.shapes)
         if fast:
             margs, _, ok = scaled_marginals(problem.jt, problem.cliques, tuple(tables))
-            flat = jnp.concatenate([jnp.ravel(m) for m in margs])
-            return jnp.where(ok, flat, jnp.nan)
+            return jnp.where(ok, concat_tables(margs), jnp.nan)
         margs, _ = marginals_and_log_z(problem.jt, problem.cliques, tuple(tables))
-        return jnp.concatenate([jnp.ravel(m) for m in margs])
+        return concat_tables(margs)
 
     return mu
 

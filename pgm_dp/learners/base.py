@@ -38,12 +38,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..errors import ConvergenceWarning, DomainError
 from ..models.mrf import MarkovRandomField
+from ..models.tables import concat_tables, flatten_tables, unflatten_tables
 from ..rng import RngLike
 
 if TYPE_CHECKING:
@@ -140,24 +139,3 @@ def check_release_matches(release, mrf: MarkovRandomField) -> None:
         )
     if not np.isfinite(release.total) or release.total <= 0:
         raise DomainError(f"release total N must be positive, got {release.total}")
-
-
-def flatten_tables(tables) -> np.ndarray:
-    """Concatenate clique tables into one float64 vector (the optimisers' parameter)."""
-    return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tables])
-
-
-def concat_tables(tables) -> jax.Array:
-    """Concatenate tables into one flat JAX vector (traceable; the inverse of
-    :func:`unflatten_tables`)."""
-    return jnp.concatenate([jnp.ravel(t) for t in tables])
-
-
-def unflatten_tables(flat, shapes) -> list:
-    """Split a flat vector (numpy or JAX, traceable) back into tables of ``shapes``."""
-    out, start = [], 0
-    for shape in shapes:
-        size = int(np.prod(shape))
-        out.append(flat[start : start + size].reshape(shape))
-        start += size
-    return out

@@ -2,7 +2,7 @@
 
 The true sufficient statistics ``n`` are latent and the release ``y`` is observed through
 the known noise mechanism ``p(y | n)``. The E-step is NLBP (Alg. 1,
-:mod:`pgm_dp.learners.nlbp`), solving the approximate MAP problem (Eq. 6); the M-step is the
+:mod:`pgm_dp.learners.cgm.nlbp`), solving the approximate MAP problem (Eq. 6); the M-step is the
 MLE ``argmax_theta theta^T n - N A(theta)`` on the inferred statistics. Alternating them is
 coordinate ascent on
 
@@ -61,7 +61,8 @@ from ..._config import one_blas_thread
 from ..._progress import tick
 from ...inference.counting import method_counting_numbers
 from ...models.mrf import MarkovRandomField
-from ..base import Fit, concat_tables, flatten_tables, unflatten_tables
+from ...models.tables import concat_tables, flatten_tables, unflatten_tables
+from ..base import Fit
 from ..mle import fit_marginals
 from ..naive_mle import noisy_pseudo_marginals
 from .anderson import AndersonState, anderson_init
@@ -183,7 +184,7 @@ class CGMEM:
     counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
     ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``, ``nlbp_anderson``: the
-    E-step's (:func:`~pgm_dp.learners.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
+    E-step's (:func:`~pgm_dp.learners.cgm.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
     ``max(nlbp_tol, min(1e-4, nlbp_forcing * g))``, ``g`` the largest entry of the last EM
     gradient; ``0`` gives exact E-steps throughout. ``info["converged"]`` is false (and a
     :class:`~pgm_dp.ConvergenceWarning` raised) unless the final, exact E-step converged

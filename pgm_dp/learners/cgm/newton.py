@@ -28,7 +28,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ..base import concat_tables, unflatten_tables
+from ...models.tables import concat_tables, unflatten_tables
 
 __all__ = ["dual_terms", "newton_loop"]
 

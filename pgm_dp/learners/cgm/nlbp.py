@@ -36,7 +36,8 @@ from ...inference.factor_graph import factor_graph
 from ...inference.junction_tree import build_junction_tree, marginals_and_log_z
 from ...inference.loopy_bp import loopy_bp_flat, uniform_messages
 from ...models.mrf import MarkovRandomField
-from ..base import check_release_matches, concat_tables, unflatten_tables
+from ...models.tables import concat_tables, flatten_tables, table_layout, unflatten_tables
+from ..base import check_release_matches
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
 from .noise import noise_curvature, noise_gradient, noise_log_density
@@ -139,7 +140,7 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
 
 
 def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
-    """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there);
+    """The EM objective of ``pgm_dp.learners.cgm.em`` around one NLBP E-step (see there);
     ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
 
     def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
@@ -253,8 +254,8 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
     )
     y = [np.asarray(release.noisy[c], dtype=np.float64) for c in mrf.cliques]
     if _flat(inference):
-        sizes = [mrf.domain.size(c) for c in mrf.cliques]
-        y, scales = [np.concatenate([t.ravel() for t in y])], np.repeat(scales, sizes)[None, :]
+        layout = table_layout(mrf.domain, mrf.cliques)
+        y, scales = [layout.flatten(y)], layout.per_cell(scales)[None, :]
     return programs, [jnp.asarray(t) for t in y], jnp.asarray(scales)
 
 
@@ -263,7 +264,7 @@ def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> li
     margs = mrf.marginals(inference)
     tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
     if _flat(inference):
-        return [jnp.asarray(np.concatenate([t.ravel() for t in tables]))]
+        return [jnp.asarray(flatten_tables(tables))]
     return [jnp.asarray(t) for t in tables]
 
 
@@ -290,7 +291,7 @@ def nlbp(
     exact BP the map's Jacobian is ``-N Cov(theta') diag(c)``, so in that norm a small
     enough damped step always shrinks ``f``), and regrow it by 10% per shrinking step.
     ``anderson`` (our choice): memory of the Anderson acceleration of the damped map
-    (:mod:`pgm_dp.learners.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
+    (:mod:`pgm_dp.learners.cgm.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
     accelerated step after which the residual grows is undone and the history dropped.
     When the noise is far below one count (``N / b^2`` of 1e6 and more) neither iteration
     is reliable: see ``docs/cgm_em.md``.

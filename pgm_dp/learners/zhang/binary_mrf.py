@@ -10,12 +10,12 @@ at most ``t`` variables; Lemma 4.1: ``Pr(z_i = 1 | z_-i) = sigma(2 d_i h(z))``.
 * Alg. 5 (``norm="linf"``): the records are split (``n_1`` for the regressions, ``n_2`` for the
   parities; the split is open in the paper, ours is half and half); all parities
   ``Q(I)``, ``|I| <= t``, of the second part are released by PMW
-  (:func:`~pgm_dp.learners.pmw.pmw_release`) with ``rho / 2``; the regressions spend
+  (:func:`~.pmw.pmw_release`) with ``rho / 2``; the regressions spend
   ``rho / (2p)`` each; with ``v_i(J) = w(J) / 2``, line 9's derivative correction is
   ``u(I ∪ {i}) = sum_{J ⊇ I} v_i(J) Q_hat(J \\ I)`` (``d_I v_i`` has coefficient
   ``v_i(I' ∪ I)`` at ``I'``; ``Q_hat({}) = 1``). PMW limits Alg. 5 to ``p <=`` 20.
 
-Both vectorise the ``p`` regressions (:func:`~pgm_dp.learners.frank_wolfe.frank_wolfe_batch`).
+Both vectorise the ``p`` regressions (:func:`~.frank_wolfe.frank_wolfe_batch`).
 
 >>> z = np.where(np.random.default_rng(0).random((3000, 3)) < 0.5, 1.0, -1.0)
 >>> u = learn_binary_mrf(z, 3, lam=1.0, rho=None, max_steps=100).coefficients

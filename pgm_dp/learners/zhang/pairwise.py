@@ -3,7 +3,7 @@
 * :func:`learn_ising` — Alg. 2: for every node ``i`` a sparse logistic regression of
   ``y = z_i`` on ``x = [z_-i, 1]`` by private Frank-Wolfe (Alg. 1) with ``rho' = rho / p`` and
   ``C = {||w||_1 <= 2 lambda}``; ``A_ij = w_j / 2``. The ``p`` problems run together (one
-  ``jax.vmap`` of the per-node gradient, :func:`~pgm_dp.learners.frank_wolfe.frank_wolfe_batch`).
+  ``jax.vmap`` of the per-node gradient, :func:`~.frank_wolfe.frank_wolfe_batch`).
   The paper outputs ``A`` only; we also read the field ``theta_i = w_bias / 2`` (Lemma 3.7).
 * :func:`learn_pairwise` — Alg. 3 over ``[k]``: for every node ``i`` and ordered pair
   ``u != v`` the records ``S_uv`` with ``z_i in {u, v}``, ``x = OneHot([z_-i, 1])`` (the
