@@ -51,6 +51,7 @@ from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..inference.scaled_pass import scaled_marginals
 from ..models.mrf import MarkovRandomField
 from ..models.tables import concat_tables, unflatten_tables
+from ..privacy.measurements import flat_release
 
 __all__ = [
     "FrozenGaussian",
@@ -71,7 +72,6 @@ __all__ = [
 
 #: Prior standard deviation of each log-potential: ``pi / sqrt(6)`` (see module docstring).
 PRIOR_SCALE = math.pi / math.sqrt(6.0)
-_LAPLACE = ("laplace", "discrete_laplace")
 _JITTER = 1e-6  # relative diagonal jitter of the covariance (numerical only)
 #: Largest joint state space :func:`enumerated_covariance` enumerates.
 MAX_STATES = 4096
@@ -109,22 +109,15 @@ def prepare(release, mrf: MarkovRandomField) -> Problem:
         raise DomainError("the release's domain and cliques must match the model's")
     if not np.isfinite(release.total) or release.total <= 0:
         raise DomainError(f"release total N must be positive, got {release.total}")
-    ys, var, lap = [], [], []
-    for c in mrf.cliques:
-        table = np.asarray(release.noisy[c], dtype=np.float64).ravel()
-        noise = release.noise[c]
-        ys.append(table)
-        var.append(np.full(table.size, noise.variance))
-        lap.append(np.full(table.size, noise.kind in _LAPLACE))
-    shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+    view = flat_release(release, mrf.cliques)
     return Problem(
-        np.concatenate(ys),
-        float(release.total),
-        np.concatenate(var),
-        tuple(bool(b) for b in np.concatenate(lap)),
+        np.array(view.y),
+        view.total,
+        np.array(view.variance),
+        tuple(bool(b) for b in view.laplace),
         mrf.junction_tree(),
         mrf.cliques,
-        shapes,
+        view.layout.shapes,
     )
 
 

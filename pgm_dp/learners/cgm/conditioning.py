@@ -30,7 +30,7 @@ import numpy as np
 
 from ...domain import Domain
 from ...models.gauge import gauge_projector
-from ...models.tables import table_layout
+from ...privacy.measurements import flat_release
 from ..naive_mle import noisy_pseudo_marginals
 
 __all__ = [
@@ -42,17 +42,15 @@ __all__ = [
     "shrunk_marginals",
 ]
 
-_LAPLACE = ("laplace", "discrete_laplace")
-
 
 def diagonal_scale(
-    mu: np.ndarray, scales: np.ndarray, kinds, total: float, lam: float, rho: float = 0.0
+    mu: np.ndarray, scales: np.ndarray, laplace, total: float, lam: float, rho: float = 0.0
 ):
     """Per-cell ``sqrt(h / mean h)`` of the module docstring; ``mu`` the model's flat
-    marginals, ``scales`` the noise scale of each cell, ``kinds`` one per cell or one;
-    ``rho = beta / N`` adds the conjugate prior's curvature ``rho mu (1 - mu)``."""
+    marginals, ``scales`` the noise scale of each cell, ``laplace`` whether the noise is of
+    a Laplace kind (one per cell or one); ``rho = beta / N`` adds the conjugate prior's
+    curvature ``rho mu (1 - mu)``."""
     mu = np.clip(np.asarray(mu, dtype=np.float64), 0.0, 1.0)
-    laplace = np.isin(np.asarray(kinds), _LAPLACE)
     noise_var = np.where(laplace, 2.0, 1.0) * np.asarray(scales, dtype=np.float64) ** 2 / total
     var = mu * (1.0 - mu)
     h = var * var / np.maximum(var + noise_var, 1e-300) + rho * var + 2.0 * lam
@@ -125,13 +123,10 @@ def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
     return bethe_start(mrf.domain, mrf.cliques, targets, [0.0] * len(mrf.cliques), rho)
 
 
-def em_reparam(release, mrf, mu: np.ndarray, scales, lam: float, rho: float = 0.0) -> Reparam:
-    """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with
-    noise ``scales`` per cell (loopy BP) or per clique (junction tree) and the per-record
-    priors ``lam`` (Gaussian) and ``rho`` (conjugate)."""
-    kind = release.noise[mrf.cliques[0]].kind
-    scales = np.ravel(scales)
-    if scales.size != np.size(mu):
-        scales = table_layout(mrf.domain, mrf.cliques).per_cell(scales)
-    scale = diagonal_scale(mu, scales, kind, float(release.total), lam, rho)
+def em_reparam(release, mrf, mu: np.ndarray, lam: float, rho: float = 0.0) -> Reparam:
+    """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with the
+    release's noise per cell (:func:`~pgm_dp.privacy.measurements.flat_release`) and the
+    per-record priors ``lam`` (Gaussian) and ``rho`` (conjugate)."""
+    view = flat_release(release, mrf.cliques)
+    scale = diagonal_scale(mu, view.scale, view.laplace, view.total, lam, rho)
     return Reparam(gauge_projector(mrf.domain, mrf.cliques), scale)

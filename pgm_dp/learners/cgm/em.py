@@ -409,7 +409,7 @@ class CGMEM:
         )
         if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
             mu = np.asarray(concat_tables(state.n)) / total
-            problem = problem._replace(reparam=em_reparam(release, mrf, mu, scales, lam, rho))
+            problem = problem._replace(reparam=em_reparam(release, mrf, mu, lam, rho))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
         with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)

@@ -29,10 +29,10 @@ import jax
 import jax.numpy as jnp
 
 from ...models.tables import concat_tables, unflatten_tables
+from ...privacy.noise import LAPLACE_KINDS
 
 __all__ = ["dual_terms", "newton_loop"]
 
-_LAPLACE = ("laplace", "discrete_laplace")
 _CG_ITERS = 100
 _BACKTRACKS = 40
 
@@ -52,7 +52,7 @@ def dual_terms(laplace, b, s, y, lam):
 def _cells(kinds, smoothing, shapes, scales, y):
     """Per-cell ``(laplace, b, s, y)`` of the flat tables."""
     sizes = [math.prod(sh) for sh in shapes]
-    flags = [jnp.full(n, k in _LAPLACE) for k, n in zip(kinds, sizes, strict=True)]
+    flags = [jnp.full(n, k in LAPLACE_KINDS) for k, n in zip(kinds, sizes, strict=True)]
     laplace = jnp.concatenate(flags)
     b = jnp.concatenate([jnp.full(n, scales[i]) for i, n in enumerate(sizes)])
     return laplace, b, smoothing * b, concat_tables(y)

@@ -35,7 +35,8 @@ import numpy as np
 from ..._config import jit_program
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import concat_tables, flatten_tables, table_layout, unflatten_tables
+from ...models.tables import concat_tables, flatten_tables, unflatten_tables
+from ...privacy.measurements import flat_release
 from ..base import check_release_matches
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
@@ -204,10 +205,10 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
     if estep not in ("nlbp", "newton") or (estep == "newton" and not inference.exact):
         raise ValueError(f"estep must be 'nlbp', or 'newton' with exact BP, got {estep!r}")
-    scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
-    if np.any(scales <= 0):
+    view = flat_release(release, mrf.cliques)
+    if np.any(view.scales <= 0):
         raise ValueError("NLBP needs a release with positive noise scale")
-    kinds = tuple(release.noise[c].kind for c in mrf.cliques)
+    kinds = view.kinds
     if inference.flat and len(set(kinds)) > 1:
         raise ValueError(f"NLBP with {inference.name} needs one noise kind for all cliques")
     programs = nlbp_programs(
@@ -222,10 +223,10 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         int(anderson),
         estep,
     )
-    y = [np.asarray(release.noisy[c], dtype=np.float64) for c in mrf.cliques]
-    if inference.flat:
-        layout = table_layout(mrf.domain, mrf.cliques)
-        y, scales = [layout.flatten(y)], layout.per_cell(scales)[None, :]
+    if inference.flat:  # one vector of all cells, and a noise scale per cell
+        y, scales = [view.y], view.scale[None, :]
+    else:
+        y, scales = view.tables(), view.scales
     return programs, [jnp.asarray(t) for t in y], jnp.asarray(scales)
 
 

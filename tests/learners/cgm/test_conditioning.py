@@ -24,7 +24,7 @@ def test_bethe_start_reproduces_tree_marginals():
 
 def test_diagonal_scale_is_positive_and_normalised():
     mu = np.array([0.0, 0.01, 0.3, 0.69])
-    s = diagonal_scale(mu, np.full(4, 50.0), "laplace", 1e4, 1e-5)
+    s = diagonal_scale(mu, np.full(4, 50.0), True, 1e4, 1e-5)
     assert np.all(s > 0) and np.isclose(np.mean(s**2), 1.0)
     assert s[2] > s[1] > s[0]
 
