@@ -96,7 +96,7 @@ def learn_binary_mrf(
     samples: Any,
     t: int,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     norm: Literal["l1", "linf"] = "l1",
     steps: int | None = None,

@@ -95,14 +95,17 @@ def _check_lam(lam: float) -> float:
     return float(lam)
 
 
-def _rho(rho: float | None) -> float | None:
+def _rho(rho: ZCDP | float | None) -> float | None:
+    """The one conversion of a budget: a :class:`~pgm_dp.privacy.ZCDP` or the paper's bare
+    ``rho``; ``None`` (or ``inf``) for the non-private reference."""
+    rho = rho.rho if isinstance(rho, ZCDP) else rho
     return None if rho is None or rho == math.inf else float(rho)
 
 
 def learn_ising(
     samples: Any,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     steps: int | None = None,
     max_steps: int = 2000,
@@ -111,8 +114,9 @@ def learn_ising(
 ) -> IsingEstimate:
     """Alg. 2 (Thm. 3.8): ``rho``-zCDP estimate of an Ising model's ``A`` from ±1 spins.
 
-    ``lam`` bounds the width ``lambda(A, theta)``; ``rho=None`` (or ``inf``) is the
-    non-private reference (exact Frank-Wolfe). Each node spends ``rho / p``.
+    ``lam`` bounds the width ``lambda(A, theta)``; ``rho``: a ``ZCDP`` budget or its bare
+    ``rho``, ``None`` (or ``inf``) for the non-private reference (exact Frank-Wolfe). Each
+    node spends ``rho / p``.
     """
     z = check_spins(samples)
     lam = _check_lam(lam)
@@ -170,7 +174,7 @@ def learn_pairwise(
     samples: Any,
     k: int,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     steps: int | None = None,
     max_steps: int = 2000,
@@ -221,12 +225,11 @@ def zcdp_for_epsilon(epsilon: float, n: int) -> ZCDP:
     return ZCDP((math.sqrt(log_n + epsilon) - math.sqrt(log_n)) ** 2)
 
 
-def _budget_rho(budget: Budget | None, learner: str) -> float | None:
-    if budget is None:
-        return None
-    if not isinstance(budget, ZCDP):
+def _budget_rho(budget: Budget | None, learner: str) -> ZCDP | None:
+    """``budget`` itself, checked: a ``ZCDP`` or ``None`` (converted by :func:`_rho`)."""
+    if budget is not None and not isinstance(budget, ZCDP):
         raise TypeError(f"{learner} needs a ZCDP budget (or None), got {budget!r}")
-    return budget.rho
+    return budget
 
 
 def model_from_tables(mrf: MarkovRandomField, unary, pair) -> MarkovRandomField:

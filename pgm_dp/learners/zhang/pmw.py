@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from ...privacy.noise import zcdp_rho_within
 from ...privacy.samplers import sample_laplace
 from ...rng import RngLike, as_generator
 from ..base import Fit
+from .pairwise import as_model
 
 __all__ = ["PMW", "PMW_MAX_VARIABLES", "PMWResult", "parity_queries", "pmw_release", "walsh"]
 
@@ -167,14 +168,17 @@ def pmw_release(
 class PMW:
     """PMW as a :class:`~pgm_dp.learners.RecordLearner`: releases all parities of order
     ``<= t`` and returns the synthetic distribution as a one-clique MRF (2-state variables,
-    code 0 = -1, 1 = +1; ``p <= PMW_MAX_VARIABLES``). ``budget``: ``ZCDP`` or ``ApproxDP``."""
+    code 0 = -1, 1 = +1; ``p <= PMW_MAX_VARIABLES``). ``budget``: ``ZCDP`` or ``ApproxDP``.
+    It selects the structure: the model's one clique holds every variable of ``mrf``'s
+    domain, whatever ``mrf``'s cliques (a ``Domain`` is accepted for ``mrf``)."""
 
+    selects_structure: ClassVar[bool] = True
     t: int = 2
     alpha: float | None = None
     max_updates: int = 25
 
     def fit(self, data, mrf, *, budget, rng=None, accountant=None) -> Fit:
-        domain = mrf.domain
+        domain = as_model(mrf).domain
         if any(size != 2 for size in domain.shape):
             raise DomainError("PMW over {-1, +1}^p needs 2-state variables")
         if len(domain) > PMW_MAX_VARIABLES:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -125,8 +125,10 @@ class StabilityStructure:
     """:func:`learn_structure` as a :class:`~pgm_dp.learners.RecordLearner`: ``budget`` an
     ``ApproxDP``; the model is an Ising MRF on the learned edges (plus a unary clique per
     variable) with zero parameters — structure only — or, on "no answer", the empty graph
-    (``fit.info["edges"] is None``)."""
+    (``fit.info["edges"] is None``). It selects the structure: ``mrf``'s cliques are not
+    used, only its domain (a ``Domain`` is accepted for ``mrf``)."""
 
+    selects_structure: ClassVar[bool] = True
     eta: float = 0.5
     lam: float = 1.0
     blocks: int | None = None

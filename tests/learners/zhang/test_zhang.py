@@ -84,3 +84,10 @@ def test_learn_pairwise_recovers_a_small_model_and_splits_rho():
     fit = ZhangPairwise(lam=2.0, max_steps=300).fit(data, truth, budget=None)
     assert fit.model.cliques == truth.cliques
     assert np.max(np.abs(fit.info["W"] - W)) < 0.2
+
+
+def test_the_algorithms_take_a_zcdp_budget_or_the_papers_bare_rho(spins):
+    by_budget = learn_ising(spins[:2000], lam=1.5, rho=ZCDP(2.0), max_steps=30, rng=1)
+    by_rho = learn_ising(spins[:2000], lam=1.5, rho=2.0, max_steps=30, rng=1)
+    np.testing.assert_array_equal(by_budget.A, by_rho.A)
+    assert by_budget.spent == by_rho.spent == ZCDP(2.0)
