@@ -100,3 +100,26 @@ def test_a_module_listed_below_its_folder_takes_that_layer():
     assert _layer("pgm_dp.models.tables") < _layer("pgm_dp.inference.loopy_bp")
     assert _layer("pgm_dp.inference.loopy_bp") < _layer("pgm_dp.models.mrf")
     assert _layer("pgm_dp") is None
+
+
+def test_private_names_stay_in_their_package():
+    """A ``_name`` is imported only within its own package (folder): across packages,
+    modules share public names (``bayes.ising`` once imported ``ising.prising._fields``)."""
+    crossing = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (
+                node.level or (node.module or "").startswith("pgm_dp")
+            ):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private and not (target == package or target.rpartition(".")[0] == package):
+                crossing.append(f"{name} imports {private} from {target}")
+    assert not crossing, crossing
