@@ -225,11 +225,12 @@ def zcdp_for_epsilon(epsilon: float, n: int) -> ZCDP:
     return ZCDP((math.sqrt(log_n + epsilon) - math.sqrt(log_n)) ** 2)
 
 
-def _budget_rho(budget: Budget | None, learner: str) -> ZCDP | None:
-    """``budget`` itself, checked: a ``ZCDP`` or ``None`` (converted by :func:`_rho`)."""
-    if budget is not None and not isinstance(budget, ZCDP):
+def _budget_rho(budget: Budget | None, learner: str) -> float | None:
+    if budget is None:
+        return None
+    if not isinstance(budget, ZCDP):
         raise TypeError(f"{learner} needs a ZCDP budget (or None), got {budget!r}")
-    return budget
+    return budget.rho
 
 
 def model_from_tables(mrf: MarkovRandomField, unary, pair) -> MarkovRandomField:

@@ -168,11 +168,9 @@ def pmw_release(
 class PMW:
     """PMW as a :class:`~pgm_dp.learners.RecordLearner`: releases all parities of order
     ``<= t`` and returns the synthetic distribution as a one-clique MRF (2-state variables,
-    code 0 = -1, 1 = +1; ``p <= PMW_MAX_VARIABLES``). ``budget``: ``ZCDP`` or ``ApproxDP``.
-    It selects the structure: the model's one clique holds every variable of ``mrf``'s
-    domain, whatever ``mrf``'s cliques (a ``Domain`` is accepted for ``mrf``)."""
+    code 0 = -1, 1 = +1; ``p <= PMW_MAX_VARIABLES``). ``budget``: ``ZCDP`` or ``ApproxDP``."""
 
-    selects_structure: ClassVar[bool] = True
+    selects_structure: ClassVar[bool] = True  # one clique of all variables, not mrf's
     t: int = 2
     alpha: float | None = None
     max_updates: int = 25

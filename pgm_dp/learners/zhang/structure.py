@@ -125,10 +125,9 @@ class StabilityStructure:
     """:func:`learn_structure` as a :class:`~pgm_dp.learners.RecordLearner`: ``budget`` an
     ``ApproxDP``; the model is an Ising MRF on the learned edges (plus a unary clique per
     variable) with zero parameters — structure only — or, on "no answer", the empty graph
-    (``fit.info["edges"] is None``). It selects the structure: ``mrf``'s cliques are not
-    used, only its domain (a ``Domain`` is accepted for ``mrf``)."""
+    (``fit.info["edges"] is None``)."""
 
-    selects_structure: ClassVar[bool] = True
+    selects_structure: ClassVar[bool] = True  # the learned edges, not mrf's cliques
     eta: float = 0.5
     lam: float = 1.0
     blocks: int | None = None
