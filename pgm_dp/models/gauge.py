@@ -86,7 +86,7 @@ def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
 
     def project(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
-        out = x - np.repeat(np.add.reduceat(x, starts) / sizes, sizes) if x.size else x.copy()
+        out = x - layout.per_cell(np.add.reduceat(x, starts) / sizes) if x.size else x.copy()
         comps, total = [], np.zeros(int(s_off[-1]))
         for shape, axes, cells, ids in groups:
             comp = components(x, shape, axes, cells)
