@@ -161,16 +161,16 @@ def run_mbi_capped(release, truth, empirical, iters: int, timeout: float) -> Non
 
 def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
     """Exact KL from ``truth`` to CGM-EM's model, to the closed-form naive MLE under the same
-    inference (:func:`~pgm_dp.learners.conditioning.bethe_naive`, CGM-EM's start), to that
+    inference (:func:`~pgm_dp.learners.cgm.conditioning.bethe_naive`, CGM-EM's start), to that
     inference's MLE of the truth's exact marginals (what it reaches without noise) and,
     with ``exact_naive``, to the naive MLE fitted exactly."""
-    from pgm_dp.inference.counting import method_counting_numbers
+    from pgm_dp.inference.backend import get_backend
     from pgm_dp.learners import NaiveMLE
-    from pgm_dp.learners.conditioning import bethe_naive, bethe_start
+    from pgm_dp.learners.cgm.conditioning import bethe_naive, bethe_start
     from pgm_dp.metrics import kl_divergence
 
     start = time.perf_counter()
-    rho = method_counting_numbers(inference, truth.domain, truth.cliques)
+    rho = get_backend(inference).counting_numbers(truth.domain, truth.cliques)
     naive = truth.replace(bethe_naive(release, truth, rho))
     exact = truth.marginals()  # the MLE of the truth's own marginals: no noise, N = oo
     tables = bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact), rho)

@@ -1,13 +1,15 @@
 """pgm_dp: learning discrete undirected graphical models under differential privacy.
 
-Layers, bottom to top (each a module or folder; a module imports only from its own layer or
-the ones below, and no two modules import each other; ``tests/test_structure.py`` checks
-both against :data:`LAYERS`):
-``errors`` / ``rng`` / ``_config`` → ``domain`` → ``inference`` (pure functions of tables)
-→ ``models`` (``MarkovRandomField``) → ``stats`` / ``datasets`` / ``metrics`` → ``privacy``
-→ ``ising`` (one network, PrIsing) → ``learners`` → ``bayes`` (posteriors) / ``io`` /
-``selection`` → ``compare`` (learners on one budget)
-→ ``cli``. ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
+Layers, bottom to top (each a module or folder, or a module inside a folder placed below
+its folder; a module imports only from its own layer or the ones below, and no two modules
+import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS`):
+``errors`` / ``rng`` / ``_config`` → ``domain`` → ``models.tables`` (the flat table
+layout, shared numerics) → ``inference`` (pure functions of tables; its backends)
+→ ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
+→ ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
+``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``bayes`` (posteriors) / ``io`` /
+``selection`` / ``prepare`` → ``compare`` (learners on one budget) → ``cli``.
+``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
 Importing pgm_dp enables float64 in JAX (``jax_enable_x64``); its names are imported lazily.
@@ -94,6 +96,7 @@ __version__ = "0.1.0"
 LAYERS = (
     ("errors", "rng", "_config", "_progress", "plugins", "plotting"),
     ("domain", "_frames"),
+    ("models.tables",),
     ("inference",),
     ("models",),
     ("stats", "_dask", "datasets", "metrics"),

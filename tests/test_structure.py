@@ -51,13 +51,18 @@ def _graph() -> nx.DiGraph:
 
 
 def _layer(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYER[parts[1]] if len(parts) > 1 else None  # the root package is the facade
+    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``models.tables``
+    before ``models``); ``None`` for the root package, the facade."""
+    parts = module.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYER:
+            return LAYER[".".join(parts[:n])]
+    return None
 
 
 def test_every_module_has_a_layer():
     for module in _graph():
-        assert module == "pgm_dp" or module.split(".")[1] in LAYER, module
+        assert module == "pgm_dp" or _layer(module) is not None, module
 
 
 def test_no_module_imports_upward():
@@ -127,3 +132,34 @@ def test_the_wheel_holds_the_package_alone_and_no_plotting_stack():
     for extra in ("plot", "test"):
         assert any(d.startswith("matplotlib") for d in extras[extra])
         assert any(d.startswith("tqdm") for d in extras[extra])
+
+
+def test_a_module_listed_below_its_folder_takes_that_layer():
+    """``models.tables`` (the flat table layout) sits below ``inference``, which uses it,
+    and the rest of ``models`` above it."""
+    assert _layer("pgm_dp.models.tables") < _layer("pgm_dp.inference.loopy_bp")
+    assert _layer("pgm_dp.inference.loopy_bp") < _layer("pgm_dp.models.mrf")
+    assert _layer("pgm_dp") is None
+
+
+def test_private_names_stay_in_their_package():
+    """A ``_name`` is imported only within its own package (folder): across packages,
+    modules share public names (``bayes.ising`` once imported ``ising.prising._fields``)."""
+    crossing = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (
+                node.level or (node.module or "").startswith("pgm_dp")
+            ):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            private = [a.name for a in node.names if a.name.startswith("_")]
+            if private and not (target == package or target.rpartition(".")[0] == package):
+                crossing.append(f"{name} imports {private} from {target}")
+    assert not crossing, crossing

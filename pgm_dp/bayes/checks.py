@@ -30,6 +30,7 @@ import numpy as np
 
 from ..domain import Clique
 from ..errors import DomainError
+from ..models.tables import table_layout
 from ..privacy.samplers import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
@@ -94,13 +95,9 @@ def _from_idata(idata, release) -> dict:
     y = np.asarray(idata.posterior_predictive["y"]).reshape(-1, idata.observed_data["y"].size)
     names = {site_name(c): c for c in release.cliques}
     order = [names[s] for s in idata.posterior.attrs["cliques"]]
-    out, start = {}, 0
-    for c in order:
-        shape = release.domain.sizes(c)
-        size = int(np.prod(shape))
-        out[c] = y[:, start : start + size].reshape(-1, *shape)
-        start += size
-    return out
+    layout = table_layout(release.domain, tuple(order))
+    cells = zip(layout.offsets[:-1], layout.offsets[1:], layout.shapes, strict=True)
+    return {c: y[:, a:b].reshape(-1, *shape) for c, (a, b, shape) in zip(order, cells, strict=True)}
 
 
 def predictive_check(release, fitted, *, replicates: int = 100, rng: RngLike = None):

@@ -42,7 +42,7 @@ from numpyro.infer.util import log_density
 
 from ..errors import DataValidationError, DomainError
 from ..ising import PrIsingResult, check_coupling, gibbs_ising
-from ..ising.prising import _fields
+from ..ising.prising import local_fields
 from ..rng import as_generator
 from .posterior import as_key
 
@@ -90,7 +90,7 @@ def score_reference(J, *, betas=None, draws: int = 200, sweeps: int = 200, rng=0
     fields, energy = [], []
     for beta in grid:
         sig = gibbs_ising(Jc, beta=float(beta), n_chains=int(draws), n_sweeps=int(sweeps), rng=gen)
-        m = _fields(Jc, sig)
+        m = local_fields(Jc, sig)
         fields.append(m)
         energy.append(np.sum(m * sig, axis=1))
     return ScoreReference(grid, np.stack(fields), np.stack(energy))

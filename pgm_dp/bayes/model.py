@@ -50,6 +50,8 @@ from ..errors import DomainError, ModelTooLargeError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..inference.scaled_pass import scaled_marginals
 from ..models.mrf import MarkovRandomField
+from ..models.tables import concat_tables, unflatten_tables
+from ..privacy.measurements import flat_release
 
 __all__ = [
     "FrozenGaussian",
@@ -70,7 +72,6 @@ __all__ = [
 
 #: Prior standard deviation of each log-potential: ``pi / sqrt(6)`` (see module docstring).
 PRIOR_SCALE = math.pi / math.sqrt(6.0)
-_LAPLACE = ("laplace", "discrete_laplace")
 _JITTER = 1e-6  # relative diagonal jitter of the covariance (numerical only)
 #: Largest joint state space :func:`enumerated_covariance` enumerates.
 MAX_STATES = 4096
@@ -108,22 +109,15 @@ def prepare(release, mrf: MarkovRandomField) -> Problem:
         raise DomainError("the release's domain and cliques must match the model's")
     if not np.isfinite(release.total) or release.total <= 0:
         raise DomainError(f"release total N must be positive, got {release.total}")
-    ys, var, lap = [], [], []
-    for c in mrf.cliques:
-        table = np.asarray(release.noisy[c], dtype=np.float64).ravel()
-        noise = release.noise[c]
-        ys.append(table)
-        var.append(np.full(table.size, noise.variance))
-        lap.append(np.full(table.size, noise.kind in _LAPLACE))
-    shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+    view = flat_release(release, mrf.cliques)
     return Problem(
-        np.concatenate(ys),
-        float(release.total),
-        np.concatenate(var),
-        tuple(bool(b) for b in np.concatenate(lap)),
+        np.array(view.y),
+        view.total,
+        np.array(view.variance),
+        tuple(bool(b) for b in view.laplace),
         mrf.junction_tree(),
         mrf.cliques,
-        shapes,
+        view.layout.shapes,
     )
 
 
@@ -133,20 +127,14 @@ def mean_map(problem: Problem, fast: bool = False):
     ``fast``: the probability-space pass alone, ``NaN`` where it reports itself unsound
     (instead of a ``lax.cond`` to the log-space pass, which ``vmap`` turns into running
     both passes); NUTS rejects a ``NaN`` potential as a divergence."""
-    sizes = [math.prod(s) for s in problem.shapes]
-    starts = np.cumsum([0, *sizes])
 
     def mu(theta):
-        tables = [
-            theta[a:b].reshape(s)
-            for a, b, s in zip(starts, starts[1:], problem.shapes, strict=False)
-        ]
+        tables = unflatten_tables(theta, problem.shapes)
         if fast:
             margs, _, ok = scaled_marginals(problem.jt, problem.cliques, tuple(tables))
-            flat = jnp.concatenate([jnp.ravel(m) for m in margs])
-            return jnp.where(ok, flat, jnp.nan)
+            return jnp.where(ok, concat_tables(margs), jnp.nan)
         margs, _ = marginals_and_log_z(problem.jt, problem.cliques, tuple(tables))
-        return jnp.concatenate([jnp.ravel(m) for m in margs])
+        return concat_tables(margs)
 
     return mu
 

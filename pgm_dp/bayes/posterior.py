@@ -35,9 +35,10 @@ from numpyro.infer.util import constrain_fn, potential_energy
 
 from ..errors import DomainError
 from ..learners.base import Fit
-from ..learners.conditioning import gauge_projector
 from ..learners.mle import fit_marginals
+from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
+from ..models.tables import flatten_tables
 from .model import (
     PRIOR_SCALE,
     Problem,
@@ -201,7 +202,7 @@ def _laplace_fit(problem: Problem, kw: dict):
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
     """A starting ``theta``: moment matched to the release clipped at zero plus, per cell,
     a pseudo-count of the noise's standard deviation (at least one), the prior as the ridge,
-    then projected off the gauge (:func:`~pgm_dp.learners.conditioning.gauge_projector`: no
+    then projected off the gauge (:func:`~pgm_dp.models.gauge.gauge_projector`: no
     marginal changes, and the prior's mode along the gauge is zero). Only a start; the
     pseudo-count keeps the cells the noise hides away from extreme log-potentials, where
     ``Sigma`` vanishes and the Gauss-Newton preconditioner fails (``docs/bayes.md``)."""
@@ -213,7 +214,7 @@ def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.n
         means[c], at = (table / table.sum()).reshape(shape), at + size
     l2 = 1.0 / (2.0 * prior_scale**2 * problem.total)
     fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
-    flat = np.concatenate([np.ravel(t) for t in fit.model.log_potentials])
+    flat = flatten_tables(fit.model.log_potentials)
     return gauge_projector(mrf.domain, mrf.cliques)(flat)
 
 

@@ -36,7 +36,7 @@ import scipy.sparse.csgraph
 
 from ..domain import Clique, Domain
 
-__all__ = ["method_counting_numbers", "trw_counting_numbers"]
+__all__ = ["trw_counting_numbers"]
 
 _DENSE_LIMIT = 4000  # variables up to which L^+ is formed densely
 _FORESTS = 64  # random spanning forests averaged beyond it
@@ -49,12 +49,6 @@ def trw_counting_numbers(domain: Domain, cliques: tuple[Clique, ...]) -> np.ndar
     rho = _counting_numbers(domain, tuple(cliques))
     rho.setflags(write=False)
     return rho
-
-
-def method_counting_numbers(method: str, domain: Domain, cliques) -> np.ndarray | None:
-    """The counting numbers of an inference ``method``: :func:`trw_counting_numbers` for
-    ``"trw_bp"``, ``None`` (Bethe, or exact) for any other."""
-    return trw_counting_numbers(domain, tuple(cliques)) if method == "trw_bp" else None
 
 
 def _counting_numbers(domain: Domain, cliques: tuple[Clique, ...]) -> np.ndarray:

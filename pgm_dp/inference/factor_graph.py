@@ -12,8 +12,8 @@ edges, the structure is laid out as index arrays, computed once per (domain, cli
   (``width`` the largest domain size; a variable's padded states hold ``-inf``);
 * a variable sums its incoming messages with one ``segment_sum`` over ``edge_var``.
 
-The flat parameter vector is the learners' layout (:func:`pgm_dp.learners.base.concat_tables`:
-every clique's table raveled in clique order, axes in the clique's order); ``scatter`` maps
+The flat parameter vector is the flat table layout (:mod:`pgm_dp.models.tables`: every
+clique's table raveled in clique order, axes in the clique's order); ``scatter`` maps
 the stacked groups back to it.
 
 >>> from pgm_dp import Domain
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..domain import Clique, Domain
+from ..models.tables import table_layout
 
 __all__ = ["FactorGraph", "FactorGroup", "factor_graph"]
 
@@ -87,7 +88,7 @@ class FactorGraph:
 @functools.lru_cache(maxsize=128)
 def factor_graph(domain: Domain, cliques: tuple[Clique, ...]) -> FactorGraph:
     """Build (or fetch from cache) the stacked factor graph of validated ``cliques``."""
-    offsets = np.cumsum([0] + [domain.size(c) for c in cliques])
+    offsets = table_layout(domain, cliques).offsets
     by_shape: dict[tuple[int, ...], list[int]] = {}
     for f, c in enumerate(cliques):
         by_shape.setdefault(domain.sizes(domain.canonical(c)), []).append(f)

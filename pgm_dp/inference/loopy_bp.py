@@ -48,6 +48,7 @@ import numpy as np
 
 from .._config import any_traced
 from ..domain import Clique, Domain, normalize_cliques
+from ..models.tables import concat_tables, flatten_tables, table_layout, unflatten_tables
 from .counting import trw_counting_numbers
 from .factor_graph import FactorGraph, factor_graph
 
@@ -196,7 +197,7 @@ def loopy_bp_flat(
     adaptive: bool = False,
 ) -> FlatBP:
     """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
-    :func:`pgm_dp.learners.base.concat_tables`'s order); ``tol`` and ``max_iters`` may be
+    :mod:`pgm_dp.models.tables`); ``tol`` and ``max_iters`` may be
     traced, ``damping`` is a Python float. ``init``: starting messages (``messages`` of an
     earlier result; default :func:`uniform_messages`); ``rho``: counting numbers, one per
     clique (may be traced; ``None``: Bethe, all 1). ``adaptive`` (our schedule): start at
@@ -237,11 +238,8 @@ def loopy_bp_flat(
 
 def _unflatten(graph: FactorGraph, res: FlatBP, xp) -> BPResult:
     """Per-clique tables (and per-variable vectors) from a :class:`FlatBP`."""
-    dom, factor, start = graph.domain, [], 0
-    for c in graph.cliques:
-        stop = start + dom.size(c)
-        factor.append(xp.reshape(res.marginals[start:stop], dom.sizes(c)))
-        start = stop
+    dom = graph.domain
+    factor = unflatten_tables(xp.asarray(res.marginals), table_layout(dom, graph.cliques).shapes)
     variables = tuple(res.variable_marginals[i, :n] for i, n in enumerate(dom.shape))
     return BPResult(tuple(factor), variables, res.log_z, res.iterations, res.converged)
 
@@ -251,7 +249,7 @@ def loopy_bp_core(
 ) -> BPResult:
     """Traceable (un-jitted) per-clique form of :func:`loopy_bp_flat`."""
     graph = factor_graph(domain, cliques)
-    flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
+    flat = concat_tables(log_potentials)
     res = loopy_bp_flat(graph, damping, tol, max_iters, flat)
     return _unflatten(graph, res, jnp)
 
@@ -303,9 +301,9 @@ def loopy_bp(
     fn = _compiled(graph, float(damping))
     pots = tuple(log_potentials)
     if any_traced(pots):
-        flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in pots])
+        flat = concat_tables(pots)
         return _unflatten(graph, fn(float(tol), int(max_iters), flat, None, rho), jnp)
-    flat = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in pots])
+    flat = flatten_tables(pots)
     res = fn(np.float64(tol), np.int64(max_iters), flat, None, rho)
     res = FlatBP(*(np.asarray(a) for a in res))
     return _unflatten(graph, res, np)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..domain import Clique
+from ..models.tables import concat_tables, table_layout
 
 if TYPE_CHECKING:
     from .triangulation import JunctionTree
@@ -100,7 +101,7 @@ def _pad(rows: list[list[int]], width: int, fill: int) -> np.ndarray:
 def stacked_plan(jt: JunctionTree) -> StackedPlan:
     dom, cl = jt.domain, jt.cliques
     width = max(len(c) for c in cl)
-    offsets = np.cumsum([0] + [dom.size(c) for c in jt.factor_cliques])
+    offsets = table_layout(dom, jt.factor_cliques).offsets
     held = [[f for f, a in enumerate(jt.assignment) if a == c] for c in range(len(cl))]
     n_f = max(1, max(len(h) for h in held))
     f_off = [[int(offsets[f]) for f in h] for h in held]
@@ -223,12 +224,12 @@ def _log_z(jt: JunctionTree, tables: bool):
     ``custom_jvp`` whose derivative is the model marginals: reverse mode transposes one dot
     product per input, not the scan, and splits the marginals by gathers (:func:`_pieces`)."""
     plan = stacked_plan(jt)
-    offsets = np.cumsum([0] + [jt.domain.size(c) for c in jt.factor_cliques])
+    offsets = table_layout(jt.domain, jt.factor_cliques).offsets
 
     def flat_of(x):
         if not tables:
             return jnp.asarray(x, dtype=jnp.float64)
-        return jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in x])
+        return concat_tables(x)
 
     @jax.custom_jvp
     def log_z(x):
@@ -275,7 +276,7 @@ def stacked_marginals(jt: JunctionTree, queries: tuple[Clique, ...], log_potenti
     if not queries:  # log Z alone: its derivative is read off the marginals
         return (), stacked_log_partition(jt, log_potentials)
     plan = stacked_plan(jt)
-    flat = jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in log_potentials])
+    flat = concat_tables(log_potentials)
     beliefs, log_z = calibrate_stacked(plan, flat)
     holders, q_str, q_cells = _query_plan(jt, queries)
     probs = jnp.exp(beliefs - log_z)

@@ -93,6 +93,10 @@ def _fields(J, sig: np.ndarray) -> np.ndarray:
     return np.asarray(J @ sig.T).T if sp.issparse(J) else sig @ J
 
 
+#: The local fields ``m = J σ`` row-wise (public: the Bayesian PrIsing posterior uses them).
+local_fields = _fields
+
+
 def pseudo_likelihood_score(beta, sigma, J):
     """``L_σ(β) = -(1/n) Σ_i m_i(σ)(σ_i - tanh(β m_i(σ)))`` (PrIsing Eq. 4-5), vectorised.
 

@@ -112,10 +112,6 @@ register(
 
 
 # -- Zhang, Kamath, Kulkarni & Wu (2020) ------------------------------------------------------
-from .binary_mrf import ZhangBinaryMRF, learn_binary_mrf  # noqa: E402
-from .frank_wolfe import private_frank_wolfe  # noqa: E402
-from .pmw import PMW, pmw_release  # noqa: E402
-from .structure import StabilityStructure, learn_structure  # noqa: E402
 from .zhang import (  # noqa: E402
     ZhangIsing,
     ZhangPairwise,
@@ -123,6 +119,10 @@ from .zhang import (  # noqa: E402
     learn_pairwise,
     zcdp_for_epsilon,
 )
+from .zhang.binary_mrf import ZhangBinaryMRF, learn_binary_mrf  # noqa: E402
+from .zhang.frank_wolfe import private_frank_wolfe  # noqa: E402
+from .zhang.pmw import PMW, pmw_release  # noqa: E402
+from .zhang.structure import StabilityStructure, learn_structure  # noqa: E402
 
 __all__ += [
     "PMW",

@@ -10,8 +10,24 @@ kinds, one :class:`~typing.Protocol` each:
   records and spends ``budget`` through the privacy layer, charging ``accountant`` (if
   given) before any noise is drawn (PSGD). Non-private references take ``budget=None``.
 
-In both, ``mrf`` supplies the structure (domain and cliques) and, where useful, the
-starting point; ``Fit.model`` has the same domain and cliques.
+In both, ``mrf`` (a :class:`~pgm_dp.models.MarkovRandomField`) supplies the structure
+(domain and cliques) and, where useful, the starting point.
+
+What a fit returns
+------------------
+``Fit.model`` has ``mrf``'s domain and, as a rule, ``mrf``'s cliques in ``mrf``'s order
+with new log-potentials: every release learner, and every record learner that estimates
+parameters. A record learner that chooses the structure itself declares it with the class
+attribute ``selects_structure = True`` (:func:`selects_structure`); its model has
+``mrf``'s domain and cliques of its own choosing (PMW: one clique over all variables;
+Zhang et al.'s stability structure learning: the learned edges). :func:`check_fit` checks
+a fit against this contract (every registered learner is tested with it). Zhang et al.'s
+learners also take a :class:`~pgm_dp.Domain` for ``mrf``: the complete pairwise graph with
+a unary clique per variable over it.
+
+Budgets are :class:`~pgm_dp.privacy.Budget` objects (``PureDP``, ``ZCDP``, ``ApproxDP``;
+``None`` only for non-private references). The functions of a paper's algorithm keep the
+paper's parameters (Zhang et al.'s ``rho``, a ``ZCDP`` or the bare number).
 
 Writing a learner
 -----------------
@@ -38,12 +54,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from ..domain import Domain
 from ..errors import ConvergenceWarning, DomainError
 from ..models.mrf import MarkovRandomField
+from ..models.tables import concat_tables, flatten_tables, unflatten_tables
 from ..rng import RngLike
 
 if TYPE_CHECKING:
@@ -51,6 +67,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Fit",
+    "check_fit",
+    "selects_structure",
     "ReleaseLearner",
     "RecordLearner",
     "check_release_matches",
@@ -142,22 +160,28 @@ def check_release_matches(release, mrf: MarkovRandomField) -> None:
         raise DomainError(f"release total N must be positive, got {release.total}")
 
 
-def flatten_tables(tables) -> np.ndarray:
-    """Concatenate clique tables into one float64 vector (the optimisers' parameter)."""
-    return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tables])
+def selects_structure(learner: Any) -> bool:
+    """Whether ``learner`` chooses its model's cliques itself (its class attribute
+    ``selects_structure``; ``False`` when absent: the model is on ``mrf``'s cliques)."""
+    return bool(getattr(learner, "selects_structure", False))
 
 
-def concat_tables(tables) -> jax.Array:
-    """Concatenate tables into one flat JAX vector (traceable; the inverse of
-    :func:`unflatten_tables`)."""
-    return jnp.concatenate([jnp.ravel(t) for t in tables])
-
-
-def unflatten_tables(flat, shapes) -> list:
-    """Split a flat vector (numpy or JAX, traceable) back into tables of ``shapes``."""
-    out, start = [], 0
-    for shape in shapes:
-        size = int(np.prod(shape))
-        out.append(flat[start : start + size].reshape(shape))
-        start += size
-    return out
+def check_fit(learner: Any, fit: Fit, mrf: MarkovRandomField | Domain) -> Fit:
+    """``fit`` of ``learner`` on ``mrf``, checked against the contract (module docstring):
+    a :class:`Fit` whose model has ``mrf``'s domain and, unless the learner
+    :func:`selects_structure`, ``mrf``'s cliques in order; a
+    :class:`~pgm_dp.errors.DomainError` otherwise."""
+    name = type(learner).__name__
+    if not isinstance(fit, Fit) or not isinstance(fit.model, MarkovRandomField):
+        raise DomainError(f"{name}.fit must return a Fit holding a MarkovRandomField")
+    domain = mrf if isinstance(mrf, Domain) else mrf.domain
+    if fit.model.domain != domain:
+        raise DomainError(f"{name} returned a model of another domain: {fit.model.domain}")
+    if isinstance(mrf, MarkovRandomField) and not selects_structure(learner):
+        if fit.model.cliques != mrf.cliques:
+            raise DomainError(
+                f"{name} returned the cliques {list(fit.model.cliques)} for "
+                f"{list(mrf.cliques)}; a learner choosing its structure declares "
+                "selects_structure = True"
+            )
+    return fit

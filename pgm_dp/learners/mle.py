@@ -42,7 +42,7 @@ from ..errors import DomainError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z, use_stacked
 from ..inference.stacked_pass import stacked_flat_marginals
 from ..models.mrf import MarkovRandomField
-from .base import concat_tables, flatten_tables, unflatten_tables
+from ..models.tables import concat_tables, flatten_tables, unflatten_tables
 
 __all__ = ["MLEResult", "fit_marginals", "check_marginals"]
 

@@ -31,16 +31,13 @@ import pandas as pd
 from .._config import any_traced
 from ..domain import Clique, Domain, check_table_cells, normalize_cliques
 from ..errors import DomainError
+from ..inference.backend import Backend, get_backend
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree, clique_marginals
-from ..inference.loopy_bp import loopy_bp
 from ..inference.sampling import sample_junction_tree
 from ..rng import as_generator
 from .pgmpy_io import read_pgmpy, write_pgmpy
 
 __all__ = ["MarkovRandomField"]
-
-
-_UNKNOWN = "unknown method {!r}; use 'junction_tree', 'loopy_bp' or 'trw_bp'"
 
 
 @jax.tree_util.register_pytree_node_class
@@ -145,24 +142,18 @@ class MarkovRandomField:
         return build_junction_tree(self.domain, cliques, self.max_cells)
 
     def marginals(
-        self, method: str = "junction_tree", **options
+        self, method: str | Backend = "junction_tree", **options
     ) -> dict[Clique, np.ndarray | jax.Array]:
         """``{clique: probability table}`` for every clique of the model.
 
-        ``method="junction_tree"`` is exact; ``method="loopy_bp"`` returns BP
-        pseudo-marginals (``options`` go to :func:`pgm_dp.inference.loopy_bp.loopy_bp`),
-        ``"trw_bp"`` tree-reweighted BP's (``counting="trw"``).
+        ``method``: an inference backend (:mod:`pgm_dp.inference.backend`) or its name,
+        ``options`` its options. ``"junction_tree"`` is exact; ``"loopy_bp"`` returns BP
+        pseudo-marginals (options ``damping``, ``tol``, ``max_iters`` of
+        :func:`pgm_dp.inference.loopy_bp.loopy_bp`), ``"trw_bp"`` tree-reweighted BP's.
         Called eagerly the tables are NumPy arrays; under ``jax.jit``/``jax.grad`` (traced
         log-potentials) they are JAX arrays.
         """
-        if method == "junction_tree":
-            margs, _ = clique_marginals(self.junction_tree(), self.log_potentials)
-        elif method in ("loopy_bp", "trw_bp"):
-            margs = self._loopy(method, options).factor_marginals
-            if not any_traced(self.log_potentials):
-                margs = tuple(np.asarray(m) for m in margs)
-        else:
-            raise ValueError(_UNKNOWN.format(method))
+        margs = get_backend(method, **options).marginals(self)
         return dict(zip(self.cliques, margs, strict=True))
 
     def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
@@ -181,20 +172,13 @@ class MarkovRandomField:
         (m,), _ = clique_marginals(jt, pots, (query,))
         return m
 
-    def log_partition(self, method: str = "junction_tree", **options) -> float | jax.Array:
-        """``log Z``: exact (junction tree), the Bethe approximation (loopy BP) or the
-        tree-reweighted upper bound (``"trw_bp"``)."""
-        if method == "junction_tree":
-            _, log_z = clique_marginals(self.junction_tree(), self.log_potentials, ())
-            return log_z
-        if method in ("loopy_bp", "trw_bp"):
-            return self._loopy(method, options).log_z
-        raise ValueError(_UNKNOWN.format(method))
-
-    def _loopy(self, method: str, options: dict):
-        """Loopy BP's result for ``method`` (``"trw_bp"``: ``counting="trw"``)."""
-        options = {"counting": "trw", **options} if method == "trw_bp" else options
-        return loopy_bp(self.domain, self.cliques, self.log_potentials, **options)
+    def log_partition(
+        self, method: str | Backend = "junction_tree", **options
+    ) -> float | jax.Array:
+        """``log Z`` by an inference backend (as in :meth:`marginals`): exact (junction
+        tree), the Bethe approximation (loopy BP) or the tree-reweighted upper bound
+        (``"trw_bp"``)."""
+        return get_backend(method, **options).log_partition(self)
 
     def unnormalized_log_prob(self, codes: np.ndarray) -> np.ndarray:
         """``sum_C theta_C(x_C)`` for each row of an encoded ``(n, d)`` code array."""

@@ -255,7 +255,7 @@ def audit_stable_mode(
     rng: RngLike = None,
 ) -> StableModeAudit:
     """Audit a mode-release mechanism (``mechanism(votes, rng)`` -> an answer or ``None``,
-    e.g. the ``answer`` of :func:`pgm_dp.learners.structure.stable_mode`) on two neighbouring
+    e.g. the ``answer`` of :func:`pgm_dp.learners.zhang.structure.stable_mode`) on two neighbouring
     vote vectors, ``trials`` runs on each. The events ``{out = c}`` and ``{out != c}`` for
     every answer ``c`` among the votes and ``None`` are fixed before sampling; each of the two
     bounds uses ``alpha / 2``.

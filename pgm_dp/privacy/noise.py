@@ -34,6 +34,7 @@ from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, zcdp_to_ap
 from .samplers import discrete_laplace_rational_scale, rational_variance_at_least
 
 __all__ = [
+    "LAPLACE_KINDS",
     "NoiseModel",
     "NoiseKind",
     "check_sensitivity",
@@ -44,10 +45,15 @@ __all__ = [
     "discrete_laplace_parameter",
     "discrete_gaussian_parameter",
     "zcdp_rho_within",
+    "log_density_curvature",
+    "log_density_gradient",
+    "log_density_kernel",
 ]
 
 NoiseKind = Literal["laplace", "gaussian", "discrete_laplace", "discrete_gaussian"]
 _KINDS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
+#: The kinds whose density is Laplace's, ``exp(-|x| / b)`` (the others are Gaussian).
+LAPLACE_KINDS = ("laplace", "discrete_laplace")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,11 @@ class NoiseModel:
         return self.kind.startswith("discrete")
 
     @property
+    def is_laplace(self) -> bool:
+        """Whether the density is Laplace's (:data:`LAPLACE_KINDS`), else Gaussian."""
+        return self.kind in LAPLACE_KINDS
+
+    @property
     def variance(self) -> float:
         """Variance of one noise coordinate."""
         s = self.scale
@@ -101,14 +112,15 @@ class NoiseModel:
         s = self.scale
         if s == 0:
             raise PrivacyParameterError("log_density is undefined for zero noise")
+        kernel = log_density_kernel(self.kind, s, x)
         if self.kind == "laplace":
-            return -np.abs(x) / s - math.log(2 * s)
+            return kernel - math.log(2 * s)
         if self.kind == "gaussian":
-            return -(x * x) / (2 * s * s) - 0.5 * math.log(2 * math.pi * s * s)
+            return kernel - 0.5 * math.log(2 * math.pi * s * s)
         if self.kind == "discrete_laplace":
             a = math.exp(-1.0 / s)
-            return -np.abs(x) / s + math.log((1 - a) / (1 + a))
-        return -(x * x) / (2 * s * s) - _dgauss_moments(s)[0]
+            return kernel + math.log((1 - a) / (1 + a))
+        return kernel - _dgauss_moments(s)[0]
 
     def grad_log_density(self, noisy: np.ndarray, true: np.ndarray) -> np.ndarray:
         """Derivative of :meth:`log_density` with respect to ``true`` (0 at kinks)."""
@@ -116,9 +128,7 @@ class NoiseModel:
         s = self.scale
         if s == 0:
             raise PrivacyParameterError("grad_log_density is undefined for zero noise")
-        if self.kind in ("laplace", "discrete_laplace"):
-            return np.sign(x) / s
-        return x / (s * s)
+        return log_density_gradient(self.kind, s, x)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "scale": self.scale}
@@ -154,6 +164,48 @@ def _dgauss_moments(s: float) -> tuple[float, float]:
     second = 2 * float(np.sum((1 - 4 * math.pi**2 * s * s * j * j) * q))
     log_z = math.log(math.sqrt(2 * math.pi) * s) + math.log1p(theta)
     return log_z, s * s * (1 + second) / (1 + theta)
+
+
+def log_density_kernel(kind: str, scale, residual, smoothing: float = 0.0, xp=np):
+    """``log p(y | n)`` up to its constant, elementwise in ``residual = y - n``: ``-|r| / b``
+    for :data:`LAPLACE_KINDS`, ``-r^2 / (2 sigma^2)`` for the Gaussian kinds (``scale``: ``b``
+    or ``sigma``, a number or one per cell). ``smoothing > 0`` replaces Laplace's ``|r|`` by
+    its pseudo-Huber smoothing ``sqrt(r^2 + s^2)``, ``s = smoothing * b``: concave, within
+    ``s / b`` of the Laplace log-density, differentiable at ``r = 0`` (CGM-EM's E-step,
+    :mod:`pgm_dp.learners.cgm.noise`). ``xp``: the array module (``jax.numpy`` to trace)."""
+    r = residual
+    if kind in LAPLACE_KINDS:
+        if smoothing:
+            s = smoothing * scale
+            return -(xp.sqrt(r * r + s * s) / scale)
+        return -xp.abs(r) / scale
+    return -(r * r) / (2 * scale * scale)
+
+
+def log_density_gradient(kind: str, scale, residual, smoothing: float = 0.0, xp=np):
+    """``d/dn log p(y | n)`` elementwise (:func:`log_density_kernel`'s derivative; the
+    unsmoothed Laplace's is ``sign(r) / b``, ``0`` at the kink)."""
+    r = residual
+    if kind in LAPLACE_KINDS:
+        if smoothing:
+            s = smoothing * scale
+            return r / (scale * xp.sqrt(r * r + s * s))
+        return xp.sign(r) / scale
+    return r / (scale * scale)
+
+
+def log_density_curvature(kind: str, scale, residual, smoothing: float = 0.0, xp=np):
+    """``-d^2/dn^2 log p(y | n) >= 0`` elementwise: ``1 / sigma^2`` for the Gaussian kinds;
+    for the Laplace kinds that of the pseudo-Huber smoothing, at most ``1 / (b s)`` (``0``
+    away from the kink without smoothing)."""
+    r = residual
+    if kind in LAPLACE_KINDS:
+        if not smoothing:
+            return xp.zeros_like(r)
+        s = smoothing * scale
+        t = r / s
+        return 1.0 / (scale * s * (1.0 + t * t) ** 1.5)
+    return xp.full_like(r, 1.0 / (scale * scale))
 
 
 def check_sensitivity(value: object, name: str = "sensitivity") -> float:

@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import make
-from pgm_dp.learners.pmw import parity_queries, pmw_release
-from pgm_dp.learners.structure import learn_structure
+from pgm_dp.learners.zhang.pmw import parity_queries, pmw_release
+from pgm_dp.learners.zhang.structure import learn_structure
 from pgm_dp.models import ising, pairwise
 from pgm_dp.privacy import ZCDP
 from pgm_dp.rng import RngLike, as_generator

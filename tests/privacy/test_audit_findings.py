@@ -148,7 +148,7 @@ def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
 
 # -- low: budget charged, then refused ---------------------------------------------------------
 def test_alg5_refuses_bad_steps_before_pmw_is_charged():
-    from pgm_dp.learners.binary_mrf import learn_binary_mrf
+    from pgm_dp.learners.zhang.binary_mrf import learn_binary_mrf
 
     z = np.where(np.random.default_rng(0).random((200, 3)) < 0.5, 1.0, -1.0)
     for opts in ({"steps": 1}, {"max_steps": 1}):
@@ -214,7 +214,7 @@ def test_validation_errors_do_not_echo_values_or_rows():
 
 # -- low: PMW's float Laplace ------------------------------------------------------------------
 def test_pmw_draws_no_float_laplace(monkeypatch):
-    import pgm_dp.learners.pmw as pmw
+    import pgm_dp.learners.zhang.pmw as pmw
     import pgm_dp.privacy.samplers as samplers
 
     def refuse(*args, **kwargs):

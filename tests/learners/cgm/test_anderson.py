@@ -1,7 +1,7 @@
 import jax.numpy as jnp
 import numpy as np
 
-from pgm_dp.learners.anderson import anderson_init, anderson_reset, anderson_step
+from pgm_dp.learners.cgm.anderson import anderson_init, anderson_reset, anderson_step
 
 
 def _linear_problem(d=30, seed=0):

@@ -5,7 +5,9 @@ import pytest
 
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.inference.junction_tree import clique_marginals
-from pgm_dp.privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from pgm_dp.learners.cgm.noise import noise_curvature, noise_gradient, noise_log_density
+from pgm_dp.privacy import NoiseModel
+from pgm_dp.privacy.noise import LAPLACE_KINDS
 
 KINDS = ["laplace", "discrete_laplace", "gaussian", "discrete_gaussian"]
 
@@ -51,3 +53,18 @@ def test_a_small_damped_nlbp_step_shrinks_the_curvature_weighted_residual(rng, k
         c = noise_curvature(kind, scale, 1.0, y, n)
         jac = jax.jacfwd(residual)(n)  # J - I
         assert float(f @ (c * (jac @ f))) < 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_e_step_density_is_the_release_noise_model_density(rng, kind):
+    """One implementation: the E-step's density is the NoiseModel's, up to its constant
+    and (Laplace kinds) the pseudo-Huber smoothing, within ``s / b`` of it."""
+    y, n = rng.normal(50, 20, size=7), rng.normal(50, 20, size=7)
+    model, smoothing = NoiseModel(kind, 3.0), 1e-7
+    cells = [float(noise_log_density(kind, 3.0, smoothing, y[i], n[i])) for i in range(7)]
+    offset = model.log_density(y, n) - np.array(cells)
+    np.testing.assert_allclose(offset, offset[0], atol=1e-7)
+    np.testing.assert_allclose(
+        noise_gradient(kind, 3.0, smoothing, y, n), model.grad_log_density(y, n), rtol=1e-9
+    )
+    assert model.is_laplace == (kind in LAPLACE_KINDS) == kind.endswith("laplace")

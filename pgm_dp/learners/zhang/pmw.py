@@ -40,18 +40,19 @@ import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
-from ..models.mrf import MarkovRandomField
-from ..privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
-from ..privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy
-from ..privacy.noise import zcdp_rho_within
-from ..privacy.samplers import discrete_laplace_rational_scale
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
+from ...models.mrf import MarkovRandomField
+from ...privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
+from ...privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy
+from ...privacy.noise import zcdp_rho_within
+from ...privacy.samplers import discrete_laplace_rational_scale
+from ...rng import RngLike, as_generator
+from ..base import Fit
+from .pairwise import as_model
 
 __all__ = ["PMW", "PMW_MAX_VARIABLES", "PMWResult", "parity_queries", "pmw_release", "walsh"]
 
@@ -196,12 +197,13 @@ class PMW:
     ``<= t`` and returns the synthetic distribution as a one-clique MRF (2-state variables,
     code 0 = -1, 1 = +1; ``p <= PMW_MAX_VARIABLES``). ``budget``: ``ZCDP`` or ``ApproxDP``."""
 
+    selects_structure: ClassVar[bool] = True  # one clique of all variables, not mrf's
     t: int = 2
     alpha: float | None = None
     max_updates: int = 25
 
     def fit(self, data, mrf, *, budget, rng=None, accountant=None) -> Fit:
-        domain = mrf.domain
+        domain = as_model(mrf).domain
         if any(size != 2 for size in domain.shape):
             raise DomainError("PMW over {-1, +1}^p needs 2-state variables")
         if len(domain) > PMW_MAX_VARIABLES:

@@ -11,7 +11,7 @@ import pytest
 from pgm_dp.io import load_fit, save
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import StabilityStructure, learn_structure
-from pgm_dp.learners.structure import stability_distance, stable_mode
+from pgm_dp.learners.zhang.structure import stability_distance, stable_mode
 from pgm_dp.models import ising
 from pgm_dp.privacy import Accountant, ApproxDP
 from pgm_dp.privacy.audit import audit_stable_mode

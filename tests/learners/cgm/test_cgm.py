@@ -18,10 +18,10 @@ from pgm_dp import (
 )
 from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.learners.cgm import CGMEM, nlbp
-from pgm_dp.learners.conditioning import shrunk_marginals
+from pgm_dp.learners.cgm.conditioning import shrunk_marginals
+from pgm_dp.learners.cgm.nlbp import nlbp_programs as _programs
+from pgm_dp.learners.cgm.nlbp import prepare, start_statistics
 from pgm_dp.learners.mle import fit_marginals
-from pgm_dp.learners.nlbp import nlbp_programs as _programs
-from pgm_dp.learners.nlbp import prepare, start_statistics
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 

@@ -3,7 +3,7 @@
 * :func:`learn_ising` — Alg. 2: for every node ``i`` a sparse logistic regression of
   ``y = z_i`` on ``x = [z_-i, 1]`` by private Frank-Wolfe (Alg. 1) with ``rho' = rho / p`` and
   ``C = {||w||_1 <= 2 lambda}``; ``A_ij = w_j / 2``. The ``p`` problems run together (one
-  ``jax.vmap`` of the per-node gradient, :func:`~pgm_dp.learners.frank_wolfe.frank_wolfe_batch`).
+  ``jax.vmap`` of the per-node gradient, :func:`~.frank_wolfe.frank_wolfe_batch`).
   The paper outputs ``A`` only; we also read the field ``theta_i = w_bias / 2`` (Lemma 3.7).
 * :func:`learn_pairwise` — Alg. 3 over ``[k]``: for every node ``i`` and ordered pair
   ``u != v`` the records ``S_uv`` with ``z_i in {u, v}``, ``x = OneHot([z_-i, 1])`` (the
@@ -46,12 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import DataValidationError, DomainError, PrivacyParameterError
-from ..models.mrf import MarkovRandomField
-from ..privacy import ZCDP, Accountant, Budget
-from ..rng import RngLike
-from .base import Fit
+from ...domain import Domain
+from ...errors import DataValidationError, DomainError, PrivacyParameterError
+from ...models.mrf import MarkovRandomField
+from ...privacy import ZCDP, Accountant, Budget
+from ...rng import RngLike
+from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
 
 __all__ = [
@@ -110,14 +110,17 @@ def _check_lam(lam: float) -> float:
     return float(lam)
 
 
-def _rho(rho: float | None) -> float | None:
+def _rho(rho: ZCDP | float | None) -> float | None:
+    """The one conversion of a budget: a :class:`~pgm_dp.privacy.ZCDP` or the paper's bare
+    ``rho``; ``None`` (or ``inf``) for the non-private reference."""
+    rho = rho.rho if isinstance(rho, ZCDP) else rho
     return None if rho is None or rho == math.inf else float(rho)
 
 
 def learn_ising(
     samples: Any,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     steps: int | None = None,
     max_steps: int = 2000,
@@ -126,8 +129,9 @@ def learn_ising(
 ) -> IsingEstimate:
     """Alg. 2 (Thm. 3.8): ``rho``-zCDP estimate of an Ising model's ``A`` from ±1 spins.
 
-    ``lam`` bounds the width ``lambda(A, theta)``; ``rho=None`` (or ``inf``) is the
-    non-private reference (exact Frank-Wolfe). Each node spends ``rho / p``.
+    ``lam`` bounds the width ``lambda(A, theta)``; ``rho``: a ``ZCDP`` budget or its bare
+    ``rho``, ``None`` (or ``inf``) for the non-private reference (exact Frank-Wolfe). Each
+    node spends ``rho / p``.
     """
     z = check_spins(samples)
     lam = _check_lam(lam)
@@ -187,7 +191,7 @@ def learn_pairwise(
     samples: Any,
     k: int,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     steps: int | None = None,
     max_steps: int = 2000,

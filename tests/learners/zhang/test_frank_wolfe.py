@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 
 from pgm_dp.errors import BudgetExceededError, DataValidationError
 from pgm_dp.learners import private_frank_wolfe
-from pgm_dp.learners.frank_wolfe import (
+from pgm_dp.learners.zhang.frank_wolfe import (
     frank_wolfe_batch,
     lemma33_steps,
     pfw_lipschitz,

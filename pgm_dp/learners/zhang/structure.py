@@ -35,17 +35,17 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import DataValidationError
-from ..models.mrf import MarkovRandomField
-from ..privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError
+from ...models.mrf import MarkovRandomField
+from ...privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
+from ...rng import RngLike, as_generator
+from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
-from .zhang import _spins, as_model, check_spins
+from .pairwise import _spins, as_model, check_spins
 
 __all__ = [
     "StabilityStructure",
@@ -203,6 +203,7 @@ class StabilityStructure:
     (``fit.info["edges"] is None``). ``fit.info`` holds only what is released: ``edges``,
     ``noisy_distance``, ``threshold``, ``spent`` and ``budget``."""
 
+    selects_structure: ClassVar[bool] = True  # the learned edges, not mrf's cliques
     eta: float = 0.5
     lam: float = 1.0
     blocks: int | None = None

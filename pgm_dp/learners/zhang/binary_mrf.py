@@ -10,12 +10,12 @@ at most ``t`` variables; Lemma 4.1: ``Pr(z_i = 1 | z_-i) = sigma(2 d_i h(z))``.
 * Alg. 5 (``norm="linf"``): the records are split (``n_1`` for the regressions, ``n_2`` for the
   parities; the split is open in the paper, ours is half and half); all parities
   ``Q(I)``, ``|I| <= t``, of the second part are released by PMW
-  (:func:`~pgm_dp.learners.pmw.pmw_release`) with ``rho / 2``; the regressions spend
+  (:func:`~.pmw.pmw_release`) with ``rho / 2``; the regressions spend
   ``rho / (2p)`` each; with ``v_i(J) = w(J) / 2``, line 9's derivative correction is
   ``u(I ∪ {i}) = sum_{J ⊇ I} v_i(J) Q_hat(J \\ I)`` (``d_I v_i`` has coefficient
   ``v_i(I' ∪ I)`` at ``I'``; ``Q_hat({}) = 1``). PMW limits Alg. 5 to ``p <=`` 20.
 
-Both vectorise the ``p`` regressions (:func:`~pgm_dp.learners.frank_wolfe.frank_wolfe_batch`).
+Both vectorise the ``p`` regressions (:func:`~.frank_wolfe.frank_wolfe_batch`).
 
 >>> z = np.where(np.random.default_rng(0).random((3000, 3)) < 0.5, 1.0, -1.0)
 >>> u = learn_binary_mrf(z, 3, lam=1.0, rho=None, max_steps=100).coefficients
@@ -32,13 +32,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import DataValidationError, DomainError
-from ..privacy import ZCDP, Accountant, compose
-from ..rng import RngLike, as_generator
-from .base import Fit
+from ...errors import DataValidationError, DomainError
+from ...privacy import ZCDP, Accountant, compose
+from ...rng import RngLike, as_generator
+from ..base import Fit
 from .frank_wolfe import check_steps, frank_wolfe_batch
+from .pairwise import _budget_rho, _check_lam, _rho, _spins, as_model, check_spins
 from .pmw import pmw_release
-from .zhang import _budget_rho, _check_lam, _rho, _spins, as_model, check_spins
 
 __all__ = ["BinaryMRFEstimate", "ZhangBinaryMRF", "learn_binary_mrf", "monomials"]
 
@@ -96,7 +96,7 @@ def learn_binary_mrf(
     samples: Any,
     t: int,
     lam: float,
-    rho: float | None,
+    rho: ZCDP | float | None,
     *,
     norm: Literal["l1", "linf"] = "l1",
     steps: int | None = None,

@@ -2,7 +2,7 @@
 
 The true sufficient statistics ``n`` are latent and the release ``y`` is observed through
 the known noise mechanism ``p(y | n)``. The E-step is NLBP (Alg. 1,
-:mod:`pgm_dp.learners.nlbp`), solving the approximate MAP problem (Eq. 6); the M-step is the
+:mod:`pgm_dp.learners.cgm.nlbp`), solving the approximate MAP problem (Eq. 6); the M-step is the
 MLE ``argmax_theta theta^T n - N A(theta)`` on the inferred statistics. Alternating them is
 coordinate ascent on
 
@@ -57,17 +57,18 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from .._config import one_blas_thread
-from .._progress import tick
-from ..inference.counting import method_counting_numbers
-from ..models.mrf import MarkovRandomField
-from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from ..._config import one_blas_thread
+from ..._progress import tick
+from ...inference.backend import Backend, get_backend
+from ...models.mrf import MarkovRandomField
+from ...models.tables import concat_tables, flatten_tables, unflatten_tables
+from ..base import Fit
+from ..mle import fit_marginals
+from ..naive_mle import noisy_pseudo_marginals
 from .anderson import AndersonState, anderson_init
-from .base import Fit, concat_tables, flatten_tables, unflatten_tables
 from .conditioning import Reparam, bethe_naive, em_reparam, shrunk_marginals
-from .mle import fit_marginals
-from .naive_mle import noisy_pseudo_marginals
 from .nlbp import clique_statistics, nlbp, prepare, start_statistics
+from .noise import noise_curvature, noise_gradient, noise_log_density
 
 __all__ = [
     "CGMEM",
@@ -182,8 +183,10 @@ class CGMEM:
     ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
     counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
-    ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``, ``nlbp_anderson``: the
-    E-step's (:func:`~pgm_dp.learners.nlbp.nlbp`). ``nlbp_forcing``: each E-step stops at
+    ``inference``, ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``,
+    ``nlbp_anderson``: the E-step's (:func:`~pgm_dp.learners.cgm.nlbp.nlbp`; ``inference``
+    an inference backend or its name, :mod:`pgm_dp.inference.backend`).
+    ``nlbp_forcing``: each E-step stops at
     ``max(nlbp_tol, min(1e-4, nlbp_forcing * g))``, ``g`` the largest entry of the last EM
     gradient; ``0`` gives exact E-steps throughout. ``info["converged"]`` is false (and a
     :class:`~pgm_dp.ConvergenceWarning` raised) unless the final, exact E-step converged
@@ -200,7 +203,7 @@ class CGMEM:
     True
     """
 
-    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree"
+    inference: str | Backend = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     pseudo_count: float | Literal["auto"] = "auto"
     solver: Literal["lbfgs", "em"] = "lbfgs"
@@ -217,6 +220,7 @@ class CGMEM:
     estep: Literal["auto", "nlbp", "newton"] = "auto"
 
     def _check(self) -> None:
+        get_backend(self.inference)  # a ValueError for an unknown name
         if self.prior_precision < 0 or not np.isfinite(self.prior_precision):
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
@@ -284,7 +288,7 @@ class CGMEM:
             float(np.max(release.noisy[c])) / float(release.noise[c].scale) ** 2
             for c in release.cliques
         )
-        return "newton" if stiff > _VERY_STIFF and self.inference == "junction_tree" else "nlbp"
+        return "newton" if stiff > _VERY_STIFF and get_backend(self.inference).exact else "nlbp"
 
     def _start(self, release, mrf: MarkovRandomField) -> MarkovRandomField:
         """The first ``theta`` (``init``, module docstring). ``"auto"``'s shrunk tables have no
@@ -293,8 +297,9 @@ class CGMEM:
         iterations than a uniform start there (``docs/cgm_em.md``)."""
         if self.init == "uniform":
             return mrf.replace(None)
-        if self.inference != "junction_tree":  # closed form, any size
-            rho = method_counting_numbers(self.inference, mrf.domain, mrf.cliques)
+        backend = get_backend(self.inference)
+        if not backend.exact:  # closed form, any size
+            rho = backend.counting_numbers(mrf.domain, mrf.cliques)
             return mrf.replace(bethe_naive(release, mrf, rho))
         if self.init == "naive":
             targets = noisy_pseudo_marginals(release, project=True)
@@ -404,7 +409,7 @@ class CGMEM:
         )
         if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
             mu = np.asarray(concat_tables(state.n)) / total
-            problem = problem._replace(reparam=em_reparam(release, mrf, mu, scales, lam, rho))
+            problem = problem._replace(reparam=em_reparam(release, mrf, mu, lam, rho))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
         with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)

@@ -8,7 +8,7 @@ import pytest
 from pgm_dp.errors import DataValidationError, ModelTooLargeError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import PMW, pmw_release
-from pgm_dp.learners.pmw import PMW_MAX_VARIABLES, parity_queries, walsh
+from pgm_dp.learners.zhang.pmw import PMW_MAX_VARIABLES, parity_queries, walsh
 from pgm_dp.models import ising
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP
 

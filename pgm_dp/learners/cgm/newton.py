@@ -23,16 +23,15 @@ fraction-to-boundary 0.99.
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
 
-from .base import concat_tables, unflatten_tables
+from ...models.tables import TableLayout, concat_tables, unflatten_tables
+from ...privacy.noise import LAPLACE_KINDS
 
 __all__ = ["dual_terms", "newton_loop"]
 
-_LAPLACE = ("laplace", "discrete_laplace")
 _CG_ITERS = 100
 _BACKTRACKS = 40
 
@@ -51,10 +50,9 @@ def dual_terms(laplace, b, s, y, lam):
 
 def _cells(kinds, smoothing, shapes, scales, y):
     """Per-cell ``(laplace, b, s, y)`` of the flat tables."""
-    sizes = [math.prod(sh) for sh in shapes]
-    flags = [jnp.full(n, k in _LAPLACE) for k, n in zip(kinds, sizes, strict=True)]
-    laplace = jnp.concatenate(flags)
-    b = jnp.concatenate([jnp.full(n, scales[i]) for i, n in enumerate(sizes)])
+    layout = TableLayout(tuple(shapes))
+    laplace = jnp.asarray(layout.per_cell([k in LAPLACE_KINDS for k in kinds]))
+    b = jnp.repeat(jnp.asarray(scales), layout.sizes, total_repeat_length=layout.size)
     return laplace, b, smoothing * b, concat_tables(y)
 
 

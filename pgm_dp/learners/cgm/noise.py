@@ -5,8 +5,10 @@ differentiable at ``n = y``; we use the *pseudo-Huber* smoothing
 ``-sqrt((y - n)^2 + s^2) / b`` with ``s = smoothing * b`` (our choice; the paper leaves it
 open): concave, within ``s / b`` of the Laplace log-density everywhere, with a gradient that
 tends to the subgradient ``sign(y - n) / b`` away from the kink. Discrete Laplace / Gaussian
-releases use the same formulas with their scale. The functions take one clique's table
-(``noise_log_density`` returns its sum, the others act elementwise) and are traceable;
+releases use the same formulas with their scale. The densities are the release's own
+(:func:`pgm_dp.privacy.noise.log_density_kernel` and its derivatives, what
+:class:`~pgm_dp.privacy.NoiseModel` evaluates), traced by JAX here. The functions take one
+clique's table (``noise_log_density`` returns its sum, the others act elementwise);
 ``scale`` may also be an array of the table's shape (one scale per cell).
 """
 
@@ -14,35 +16,23 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-__all__ = ["noise_curvature", "noise_gradient", "noise_log_density"]
+from ...privacy.noise import log_density_curvature, log_density_gradient, log_density_kernel
 
-_LAPLACE = ("laplace", "discrete_laplace")
+__all__ = ["noise_curvature", "noise_gradient", "noise_log_density"]
 
 
 def noise_gradient(kind: str, scale: float, smoothing: float, y, n):
     """``d/dn log p(y | n)`` elementwise (Laplace kinds: pseudo-Huber smoothed, see module)."""
-    r = y - n
-    if kind in _LAPLACE:
-        s = smoothing * scale
-        return r / (scale * jnp.sqrt(r * r + s * s))
-    return r / (scale * scale)
+    return log_density_gradient(kind, scale, y - n, smoothing, jnp)
 
 
 def noise_curvature(kind: str, scale: float, smoothing: float, y, n):
     """``-d^2/dn^2 log p(y | n) > 0`` elementwise (Laplace kinds: of the pseudo-Huber
     smoothing, at most ``1 / (scale * s)``)."""
-    if kind in _LAPLACE:
-        s = smoothing * scale
-        t = (y - n) / s
-        return 1.0 / (scale * s * (1.0 + t * t) ** 1.5)
-    return jnp.full_like(n, 1.0 / (scale * scale))
+    return log_density_curvature(kind, scale, y - n, smoothing, jnp)
 
 
 def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
     """``log p(y | n)`` summed over cells, up to a constant; the antiderivative of
     :func:`noise_gradient` (Laplace kinds pseudo-Huber smoothed)."""
-    r = y - n
-    if kind in _LAPLACE:
-        s = smoothing * scale
-        return -jnp.sum(jnp.sqrt(r * r + s * s) / scale)
-    return -jnp.sum(r * r / (2.0 * scale * scale))
+    return jnp.sum(log_density_kernel(kind, scale, y - n, smoothing, jnp))

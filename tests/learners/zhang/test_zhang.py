@@ -7,7 +7,7 @@ from pgm_dp.compare import budget_for
 from pgm_dp.errors import DataValidationError, DomainError, PrivacyParameterError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make
-from pgm_dp.learners.frank_wolfe import pfw_lipschitz, pfw_noise_scale
+from pgm_dp.learners.zhang.frank_wolfe import pfw_lipschitz, pfw_noise_scale
 from pgm_dp.models import ising, pairwise, third_order_chain
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP
 
@@ -85,3 +85,10 @@ def test_learn_pairwise_recovers_a_small_model_and_splits_rho():
     fit = ZhangPairwise(lam=2.0, max_steps=300).fit(data, truth, budget=None)
     assert fit.model.cliques == truth.cliques
     assert np.max(np.abs(fit.info["W"] - W)) < 0.2
+
+
+def test_the_algorithms_take_a_zcdp_budget_or_the_papers_bare_rho(spins):
+    by_budget = learn_ising(spins[:2000], lam=1.5, rho=ZCDP(2.0), max_steps=30, rng=1)
+    by_rho = learn_ising(spins[:2000], lam=1.5, rho=2.0, max_steps=30, rng=1)
+    np.testing.assert_array_equal(by_budget.A, by_rho.A)
+    assert by_budget.spent == by_rho.spent == ZCDP(2.0)

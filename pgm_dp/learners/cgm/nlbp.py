@@ -1,15 +1,18 @@
 """Non-linear belief propagation (Bernstein et al. 2017, Alg. 1): CGM-EM's E-step.
 
 Given log-potentials ``theta`` and a release ``y`` of the true clique counts ``n`` through
-the noise model ``p(y | n)`` (:mod:`pgm_dp.privacy.noise_model`), NLBP solves the
+the noise model ``p(y | n)`` (:mod:`pgm_dp.learners.cgm.noise`), NLBP solves the
 approximate MAP problem (Eq. 6)
 
     n* = argmax_{n in M_N}  theta^T n + H(n) + log p(y | n)
 
 by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
-``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is the exact junction tree
-(``inference="junction_tree"``), damped loopy BP (``"loopy_bp"``) or its convex,
-tree-reweighted variant (``"trw_bp"``: a unique BP fixed point, a smooth EM objective).
+``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is an inference backend
+(:mod:`pgm_dp.inference.backend`): the exact junction tree (``inference="junction_tree"``),
+damped loopy BP (``"loopy_bp"``) or its convex, tree-reweighted variant (``"trw_bp"``: a
+unique BP fixed point, a smooth EM objective). A backend whose program reads one flat vector
+(``Backend.flat``) gets the release and the statistics in that layout, and carries its warm
+state (loopy BP's messages) from one call to the next.
 Design choices and their measurements: ``docs/cgm_em.md``.
 
 >>> from pgm_dp.models import third_order_chain
@@ -24,59 +27,27 @@ Design choices and their measurements: ``docs/cgm_em.md``.
 from __future__ import annotations
 
 import functools
-from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._config import jit_program
-from ..inference.counting import method_counting_numbers
-from ..inference.factor_graph import factor_graph
-from ..inference.junction_tree import build_junction_tree, marginals_and_log_z
-from ..inference.loopy_bp import loopy_bp_flat, uniform_messages
-from ..models.mrf import MarkovRandomField
-from ..privacy.noise_model import noise_curvature, noise_gradient, noise_log_density
+from ..._config import jit_program
+from ...inference.backend import Backend, get_backend
+from ...models.mrf import MarkovRandomField
+from ...models.tables import concat_tables, flatten_tables, unflatten_tables
+from ...privacy.measurements import flat_release
+from ..base import check_release_matches
 from .anderson import anderson_init, anderson_reset, anderson_step
-from .base import check_release_matches, concat_tables, unflatten_tables
-from .dual_estep import newton_loop
+from .newton import newton_loop
+from .noise import noise_curvature, noise_gradient, noise_log_density
 
 __all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
-_LOOPY_BP = (0.5, 1e-9, 500)  # damping, tolerance, iterations of the inner loopy BP
-_TRW_BP = (0.0, 1e-9, 500)  # the same for TRW BP (starting damping of its schedule)
-
-
-def _bp(domain, cliques, max_cells, inference):
-    """``tables -> (clique marginals, log Z, converged)`` by the junction tree, loopy BP or
-    tree-reweighted BP (``"trw_bp"``, :mod:`pgm_dp.inference.counting`). With loopy
-    BP the "tables" are one flat vector of all cliques (:func:`_flat`): the stacked BP
-    reads it as is, so the compiled E-step does not grow with the number of cliques."""
-    if inference == "junction_tree":
-        jt = build_junction_tree(domain, cliques, max_cells)
-        # a nested jit: the E-step's programs call it 3-4 times with the same shapes, and
-        # it is traced once (first-call time: docs/cgm_em.md)
-        passes = jax.jit(lambda tables: marginals_and_log_z(jt, cliques, tables))
-        return lambda tables: (*passes(tables), jnp.asarray(True))
-    graph = factor_graph(domain, cliques)
-    trw = inference == "trw_bp"  # convex: undamped first, damped where messages oscillate
-    rho = method_counting_numbers(inference, domain, cliques)
-    setting = _TRW_BP if trw else _LOOPY_BP
-
-    def loopy(tables, init=None):  # also the messages: a warm start for the next call
-        res = loopy_bp_flat(graph, *setting, tables[0], init=init, rho=rho, adaptive=trw)
-        return [res.marginals], res.log_z, res.converged, res.messages
-
-    return loopy
-
-
-def _flat(inference) -> bool:
-    """Whether the E-step works on one flat vector (loopy BP) rather than per clique."""
-    return inference in ("loopy_bp", "trw_bp")
-
 
 def clique_statistics(mrf: MarkovRandomField, n) -> list:
-    """E-step statistics (per clique, or one flat vector with loopy BP) as clique tables."""
+    """E-step statistics (per clique, or one flat vector: ``Backend.flat``) as clique
+    tables."""
     return unflatten_tables(concat_tables(n), tuple(mrf.domain.sizes(c) for c in mrf.cliques))
 
 
@@ -139,7 +110,7 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
 
 
 def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
-    """The EM objective of ``pgm_dp.learners.cgm`` around one NLBP E-step (see there);
+    """The EM objective of ``pgm_dp.learners.cgm.em`` around one NLBP E-step (see there);
     ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
 
     def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
@@ -186,14 +157,15 @@ def nlbp_programs(
     memory,
     estep="nlbp",
 ):
-    """Jit-compiled E-step loop and EM objective for one structure and noise family per
-    clique (``kinds``). Noise scales and the E-step tolerance are arguments, so releases at
-    other budgets share the programs and an E-step's accuracy can change between calls.
-    ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.dual_estep`, exact BP only)."""
-    bp = _bp(domain, cliques, max_cells, inference)
+    """Jit-compiled E-step loop and EM objective for one structure, inference backend
+    (``inference``, a :class:`~pgm_dp.inference.backend.Backend`) and noise family per clique
+    (``kinds``). Noise scales and the E-step tolerance are arguments, so releases at other
+    budgets share the programs and an E-step's accuracy can change between calls.
+    ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.newton`, exact backends only)."""
+    bp = inference.program(domain, cliques, max_cells)
     shapes = tuple(domain.sizes(c) for c in cliques)
     uniform = jnp.concatenate([jnp.full(domain.size(c), 1.0 / domain.size(c)) for c in cliques])
-    if _flat(inference):  # one table of all cells; scales come one per cell
+    if inference.flat:  # one table of all cells; scales come one per cell
         shapes, kinds = ((sum(domain.size(c) for c in cliques),),), kinds[:1]
 
     def shift(theta, y, n, scales):
@@ -212,33 +184,33 @@ def nlbp_programs(
 
     if estep == "newton":
         loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
-    else:  # loopy BP: warm-started from the last BP's messages within the E-step
-        warm0 = (uniform_messages(factor_graph(domain, cliques)),) if _flat(inference) else ()
+    else:  # warm-started from the last BP's state (loopy BP: messages) within the E-step
+        warm0 = inference.warm_start(domain, cliques)
         loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0)
     objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform)
     return jit_program(loop), jit_program(objective)
 
 
 def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
-    """Validate ``release`` against ``mrf`` and the NLBP settings; return the compiled
-    programs, the noisy tables and the noise scales (both on the device once)."""
+    """Validate ``release`` against ``mrf`` and the NLBP settings (``inference``: a backend
+    or its name); return the compiled programs, the noisy tables and the noise scales (both
+    on the device once)."""
     check_release_matches(release, mrf)
     if not 0 < damping <= 1:
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
     if smoothing <= 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    if inference not in ("junction_tree", "loopy_bp", "trw_bp"):
-        raise ValueError(f"unknown inference {inference!r}")
+    inference = get_backend(inference)
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
-    if estep not in ("nlbp", "newton") or (estep == "newton" and inference != "junction_tree"):
-        raise ValueError(f"estep must be 'nlbp', or 'newton' with the junction tree, got {estep!r}")
-    scales = np.array([float(release.noise[c].scale) for c in mrf.cliques])
-    if np.any(scales <= 0):
+    if estep not in ("nlbp", "newton") or (estep == "newton" and not inference.exact):
+        raise ValueError(f"estep must be 'nlbp', or 'newton' with exact BP, got {estep!r}")
+    view = flat_release(release, mrf.cliques)
+    if np.any(view.scales <= 0):
         raise ValueError("NLBP needs a release with positive noise scale")
-    kinds = tuple(release.noise[c].kind for c in mrf.cliques)
-    if _flat(inference) and len(set(kinds)) > 1:
-        raise ValueError("loopy-BP NLBP needs one noise kind for all cliques")
+    kinds = view.kinds
+    if inference.flat and len(set(kinds)) > 1:
+        raise ValueError(f"NLBP with {inference.name} needs one noise kind for all cliques")
     programs = nlbp_programs(
         mrf.domain,
         mrf.cliques,
@@ -251,19 +223,21 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         int(anderson),
         estep,
     )
-    y = [np.asarray(release.noisy[c], dtype=np.float64) for c in mrf.cliques]
-    if _flat(inference):
-        sizes = [mrf.domain.size(c) for c in mrf.cliques]
-        y, scales = [np.concatenate([t.ravel() for t in y])], np.repeat(scales, sizes)[None, :]
+    if inference.flat:  # one vector of all cells, and a noise scale per cell
+        y, scales = [view.y], view.scale[None, :]
+    else:
+        y, scales = view.tables(), view.scales
     return programs, [jnp.asarray(t) for t in y], jnp.asarray(scales)
 
 
-def start_statistics(mrf: MarkovRandomField, total: float, inference: str) -> list:
-    """``N`` times the model's clique marginals: NLBP's default starting statistics."""
+def start_statistics(mrf: MarkovRandomField, total: float, inference: str | Backend) -> list:
+    """``N`` times the model's clique marginals: NLBP's default starting statistics (in the
+    backend's layout)."""
+    inference = get_backend(inference)
     margs = mrf.marginals(inference)
     tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
-    if _flat(inference):
-        return [jnp.asarray(np.concatenate([t.ravel() for t in tables]))]
+    if inference.flat:
+        return [jnp.asarray(flatten_tables(tables))]
     return [jnp.asarray(t) for t in tables]
 
 
@@ -276,7 +250,7 @@ def nlbp(
     smoothing: float = 1.0,
     tol: float = 1e-7,
     max_iters: int = 2000,
-    inference: Literal["junction_tree", "loopy_bp", "trw_bp"] = "junction_tree",
+    inference: str | Backend = "junction_tree",
     anderson: int = 5,
 ):
     """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.
@@ -286,24 +260,25 @@ def nlbp(
     ``N`` times the model's marginals). ``damping`` is the paper's ``alpha``, its starting
     value; the paper leaves the schedule open and we choose: halve ``alpha`` whenever the
     residual ``f = n' - n`` grows in the norm ``sum_i c_i f_i^2`` (``c = -d^2 log p(y | n) /
-    dn^2``, :func:`~pgm_dp.privacy.noise_model.noise_curvature`, at the step's start — with
+    dn^2``, :func:`~pgm_dp.learners.cgm.noise.noise_curvature`, at the step's start — with
     exact BP the map's Jacobian is ``-N Cov(theta') diag(c)``, so in that norm a small
     enough damped step always shrinks ``f``), and regrow it by 10% per shrinking step.
     ``anderson`` (our choice): memory of the Anderson acceleration of the damped map
-    (:mod:`pgm_dp.learners.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
+    (:mod:`pgm_dp.learners.cgm.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
     accelerated step after which the residual grows is undone and the history dropped.
     When the noise is far below one count (``N / b^2`` of 1e6 and more) neither iteration
     is reliable: see ``docs/cgm_em.md``.
     """
+    inference = get_backend(inference)
     (loop, _), y, scales = prepare(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
     if init is None:
         n0 = start_statistics(mrf, total, inference)
     else:
         n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
-        n0 = [concat_tables(n0)] if _flat(inference) else n0
+        n0 = [concat_tables(n0)] if inference.flat else n0
     theta = list(mrf.log_potentials)
-    theta = [concat_tables(theta)] if _flat(inference) else theta
+    theta = [concat_tables(theta)] if inference.flat else theta
     n, delta, iters, alpha, *_ = loop(
         theta, y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
     )

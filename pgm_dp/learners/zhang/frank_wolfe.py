@@ -53,10 +53,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DataValidationError, PrivacyParameterError
-from ..privacy import ZCDP, Accountant, frank_wolfe_step_budget
-from ..privacy.mechanisms import report_noisy_min
-from ..rng import RngLike, as_generator
+from ...errors import DataValidationError, PrivacyParameterError
+from ...privacy import ZCDP, Accountant, frank_wolfe_step_budget
+from ...privacy.mechanisms import report_noisy_min
+from ...rng import RngLike, as_generator
 
 __all__ = [
     "LOGISTIC",

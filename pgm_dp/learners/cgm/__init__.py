@@ -1,0 +1,35 @@
+"""CGM-EM (Bernstein et al. 2017): EM for collective graphical models and its engine.
+
+* :mod:`.em` — :class:`CGMEM`, Alg. 2 (the EM objective, L-BFGS or EM maps);
+* :mod:`.nlbp` — NLBP, Alg. 1: the E-step (:func:`nlbp`);
+* :mod:`.newton` — the E-step by Newton-CG on the convex dual of Problem (6);
+* :mod:`.anderson` — Anderson acceleration of NLBP's damped map;
+* :mod:`.conditioning` — gauge projection, diagonal scaling and the starts of L-BFGS;
+* :mod:`.noise` — the noise model ``p(y | n)`` as the E-step sees it (smoothed, traceable).
+"""
+
+from .em import (
+    CGMEM,
+    DEFAULT_PRIOR_PRECISION,
+    EMProblem,
+    EMState,
+    em_init,
+    em_step,
+    nlbp,
+    noise_curvature,
+    noise_gradient,
+    noise_log_density,
+)
+
+__all__ = [
+    "CGMEM",
+    "DEFAULT_PRIOR_PRECISION",
+    "EMProblem",
+    "EMState",
+    "em_init",
+    "em_step",
+    "nlbp",
+    "noise_curvature",
+    "noise_gradient",
+    "noise_log_density",
+]

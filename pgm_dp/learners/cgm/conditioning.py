@@ -1,0 +1,132 @@
+"""Conditioning of CGM-EM's outer problem: gauge projection, diagonal scaling, Bethe start.
+
+The gauge directions of the log-potentials (:mod:`pgm_dp.models.gauge`) change neither the
+distribution nor the Bethe free energy, and carry only the prior ``tau ||theta||^2`` (the
+conjugate prior ``beta (u^T theta - A(theta))`` is constant along them): curvature
+``2 tau / N`` per record against the data's ``O(1)``, so L-BFGS crawls along them. The
+objective's optimum lies in the gauge's orthogonal complement (there the gradient's gauge
+part is the prior's, ``2 tau (I - P) theta``), so L-BFGS searches that complement alone
+(:func:`~pgm_dp.models.gauge.gauge_projector`); no fixed point changes.
+
+:func:`diagonal_scale` estimates the curvature of the per-record EM objective per cell,
+``h = (K + beta / N) mu (1 - mu) + 2 tau / N`` with ``K = v_m / (v_m + v_n)`` the E-step's
+shrinkage (``v_m = mu (1 - mu) / N`` the model's, ``v_n`` the noise's variance per record:
+``2 b^2 / N^2`` Laplace, ``sigma^2 / N^2`` Gaussian) and ``beta`` the conjugate prior's
+pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``.
+
+:func:`bethe_start`: the Bethe approximation's MLE in closed form (the BP reparametrisation
+``p ~ prod_C mu_C / prod_v mu_v^(d_v - 1)``, Wainwright, Jaakkola & Willsky 2003): on
+locally consistent ``mu`` loopy BP has a fixed point with beliefs ``mu``.
+:func:`shrunk_marginals`: the release's tables plus one noise scale per cell, the targets
+of CGM-EM's starts (their MLE, or :func:`bethe_naive` under loopy BP).
+Measurements: ``docs/performance.md``, section "Scale".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...domain import Domain
+from ...models.gauge import gauge_projector
+from ...privacy.measurements import flat_release
+from ..naive_mle import noisy_pseudo_marginals
+
+__all__ = [
+    "Reparam",
+    "bethe_naive",
+    "bethe_start",
+    "diagonal_scale",
+    "em_reparam",
+    "shrunk_marginals",
+]
+
+
+def diagonal_scale(
+    mu: np.ndarray, scales: np.ndarray, laplace, total: float, lam: float, rho: float = 0.0
+):
+    """Per-cell ``sqrt(h / mean h)`` of the module docstring; ``mu`` the model's flat
+    marginals, ``scales`` the noise scale of each cell, ``laplace`` whether the noise is of
+    a Laplace kind (one per cell or one); ``rho = beta / N`` adds the conjugate prior's
+    curvature ``rho mu (1 - mu)``."""
+    mu = np.clip(np.asarray(mu, dtype=np.float64), 0.0, 1.0)
+    noise_var = np.where(laplace, 2.0, 1.0) * np.asarray(scales, dtype=np.float64) ** 2 / total
+    var = mu * (1.0 - mu)
+    h = var * var / np.maximum(var + noise_var, 1e-300) + rho * var + 2.0 * lam
+    return np.sqrt(h / np.mean(h))
+
+
+def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> list[np.ndarray]:
+    """Log-potentials whose Bethe approximation has beliefs ``marginals`` (made positive by
+    adding ``pseudo_counts[C]`` per cell and renormalising; variable marginals: the mean
+    over the cliques holding the variable): ``theta_C = log mu_C - sum_{v in C}
+    (d_v - 1) / d_v log mu_v`` (module docstring). With counting numbers ``rho`` (one per
+    clique; reweighted BP, :mod:`pgm_dp.inference.loopy_bp`) the same for its free energy:
+    ``theta_C = rho_C (log mu_C - sum_{v in C} (1 - 1 / D_v) log mu_v)``, ``D_v = sum_{C ni
+    v} rho_C``; at messages ``m_{C->v} = mu_v^(1 / D_v)`` its beliefs are ``mu``."""
+    rho = np.ones(len(cliques)) if rho is None else np.asarray(rho, dtype=np.float64)
+    mu = []
+    for c, a in zip(cliques, pseudo_counts, strict=True):
+        t = np.asarray(marginals[c], dtype=np.float64)
+        mu.append((t + a) / (t.sum() + a * t.size))
+    deg: dict = {}
+    var: dict = {}
+    for c, t, r in zip(cliques, mu, rho, strict=True):
+        for i, v in enumerate(c):
+            deg[v] = deg.get(v, (0, 0.0))
+            deg[v] = (deg[v][0] + 1, deg[v][1] + r)
+            var[v] = var.get(v, 0.0) + t.sum(axis=tuple(j for j in range(t.ndim) if j != i))
+    tables = []
+    for c, t, r in zip(cliques, mu, rho, strict=True):
+        out = np.log(t)
+        for i, v in enumerate(c):
+            shape = [1] * t.ndim
+            shape[i] = -1
+            out = out - (1.0 - 1.0 / deg[v][1]) * np.log(var[v] / deg[v][0]).reshape(shape)
+        tables.append(r * out)
+    return tables
+
+
+class Reparam:
+    """L-BFGS's variable ``z = s * P theta`` (``P`` :func:`gauge_projector`, ``s``
+    :func:`diagonal_scale`): ``theta(z) = P(z / s)``; the gradient in ``z`` is
+    ``P(grad_theta) / s``."""
+
+    def __init__(self, project: Callable, scale: np.ndarray):
+        self.project, self.scale = project, np.asarray(scale, dtype=np.float64)
+
+    def to_z(self, theta: np.ndarray) -> np.ndarray:
+        return self.scale * self.project(theta)
+
+    def to_theta(self, z: np.ndarray) -> np.ndarray:
+        return self.project(np.asarray(z) / self.scale)
+
+
+def shrunk_marginals(release) -> dict:
+    """The release's tables projected onto the simplex, plus a pseudo-count of one noise
+    scale per cell (``b_C / N``, our choice), renormalised: positive everywhere, so their
+    MLE exists (the projection zeroes the cells the noise hides, and an MLE chases zeros
+    without end, Bernstein et al. 2017 Sec. 3.1)."""
+    total = float(release.total)
+    out = {}
+    for c, t in noisy_pseudo_marginals(release, project=True).items():
+        a = float(release.noise[c].scale) / total
+        out[c] = (t + a) / (t.sum() + a * t.size)
+    return out
+
+
+def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
+    """:func:`bethe_start` on :func:`shrunk_marginals`: the loopy-BP counterpart of the
+    naive MLE, in closed form (``rho``: reweighted BP's)."""
+    targets = shrunk_marginals(release)
+    return bethe_start(mrf.domain, mrf.cliques, targets, [0.0] * len(mrf.cliques), rho)
+
+
+def em_reparam(release, mrf, mu: np.ndarray, lam: float, rho: float = 0.0) -> Reparam:
+    """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with the
+    release's noise per cell (:func:`~pgm_dp.privacy.measurements.flat_release`) and the
+    per-record priors ``lam`` (Gaussian) and ``rho`` (conjugate)."""
+    view = flat_release(release, mrf.cliques)
+    scale = diagonal_scale(mu, view.scale, view.laplace, view.total, lam, rho)
+    return Reparam(gauge_projector(mrf.domain, mrf.cliques), scale)

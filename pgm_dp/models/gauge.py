@@ -1,0 +1,118 @@
+"""The gauge of log-potentials and the orthogonal projection off it.
+
+The log-potentials of an MRF are over-parametrised: adding a function of the variables
+``S`` to one clique holding ``S`` and subtracting it from another (or a constant to any
+table) leaves the distribution, its marginals, ``log Z`` up to the constant and the Bethe
+free energy unchanged: these are the *gauge* directions. The gauge space is
+``{d : sum_{C >= S} d_{C,S} = 0 for every S != {}}`` plus the table constants, where
+``d_{C,S}`` is the ANOVA component of ``d_C`` on ``S`` (mean over ``C \\ S``, centred along
+each axis of ``S``); the ANOVA components of different ``S`` are orthogonal, so the
+orthogonal projection onto the gauge's complement (:func:`gauge_projector`) acts on each
+shared ``S`` alone: it removes each table's mean and replaces the components ``c_C`` of the
+cliques ``C`` holding ``S`` by ``c_C - g_C`` with
+``g_C = c_C - (sum_D c_D) / (w_C sum_D 1 / w_D)``, ``w_C = |C| / |S|`` cells (the
+weighted projection onto ``sum_C g_C = 0``).
+
+:func:`gauge_projector` is CGM-EM's (:mod:`pgm_dp.learners.cgm.conditioning`) and the
+Bayesian posterior's (:mod:`pgm_dp.bayes.posterior`) projection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ..domain import Clique, Domain
+from .tables import table_layout, table_offsets
+
+__all__ = ["gauge_projector"]
+
+
+def _shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
+    """Every non-empty variable set held by two or more cliques, with its holders."""
+    holders: dict[tuple, list[int]] = {}
+    for i, c in enumerate(cliques):
+        order = sorted(c, key=domain.index)
+        for r in range(1, len(order) + 1):
+            for s in itertools.combinations(order, r):
+                holders.setdefault(s, []).append(i)
+    return {s: h for s, h in holders.items() if len(h) > 1}
+
+
+def _groups(domain: Domain, cliques, shared):
+    """(clique, shared set) pairs grouped by (clique shape, axes of the set in the clique):
+    per group the stacked cell indices, the set's ids and the axes' order."""
+    offsets = table_layout(domain, tuple(cliques)).offsets
+    s_ids = {s: n for n, s in enumerate(shared)}
+    groups: dict[tuple, list] = {}
+    for s, hs in shared.items():
+        for i in hs:
+            c = cliques[i]
+            axes = tuple(c.index(v) for v in s)  # in the set's canonical order
+            key = (domain.sizes(c), axes)
+            groups.setdefault(key, []).append((int(offsets[i]), s_ids[s]))
+    out = []
+    for (shape, axes), rows in groups.items():
+        starts = np.array([r[0] for r in rows])
+        cells = starts[:, None] + np.arange(math.prod(shape))[None, :]
+        out.append((shape, axes, cells, np.array([r[1] for r in rows])))
+    return out
+
+
+def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
+    """The orthogonal projection of flat log-potentials (clique order, each table raveled)
+    onto the complement of the gauge directions (module docstring); vectorised per group of
+    equally shaped (clique, shared set) pairs."""
+    shared = _shared_subsets(domain, cliques)
+    s_cells = [math.prod(domain.sizes(s)) for s in shared]
+    s_off = table_offsets(s_cells)
+    groups = _groups(domain, cliques, shared)
+    layout = table_layout(domain, tuple(cliques))
+    sizes, starts = layout.sizes, layout.offsets[:-1]
+    inv_w = np.zeros(len(shared))
+    for shape, _axes, _, ids in groups:
+        np.add.at(inv_w, ids, s_cells[ids[0]] / math.prod(shape) if len(ids) else 0.0)
+
+    def components(x, shape, axes, cells):
+        t = x[cells].reshape(len(cells), *shape)
+        other = tuple(1 + a for a in range(len(shape)) if a not in axes)
+        comp = t.mean(axis=other, keepdims=True) if other else t
+        for a in axes:
+            comp = comp - comp.mean(axis=1 + a, keepdims=True)
+        return comp
+
+    def project(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        out = x - layout.per_cell(np.add.reduceat(x, starts) / sizes) if x.size else x.copy()
+        comps, total = [], np.zeros(int(s_off[-1]))
+        for shape, axes, cells, ids in groups:
+            comp = components(x, shape, axes, cells)
+            flat = np.transpose(
+                comp,
+                (0, *(1 + a for a in axes), *(1 + a for a in range(len(shape)) if a not in axes)),
+            ).reshape(len(ids), -1)
+            np.add.at(total, s_off[ids][:, None] + np.arange(flat.shape[1]), flat)
+            comps.append((comp, flat))
+        lam = total / np.repeat(inv_w, s_cells) if total.size else total
+        for (shape, axes, cells, ids), (comp, flat) in zip(groups, comps, strict=True):
+            w = math.prod(shape) / flat.shape[1]
+            g = flat - lam[s_off[ids][:, None] + np.arange(flat.shape[1])] / w
+            back = _unflat(g, comp.shape, axes, len(shape))
+            np.subtract.at(
+                out, cells, np.broadcast_to(back, (len(ids), *shape)).reshape(len(ids), -1)
+            )
+        return out
+
+    return project
+
+
+def _unflat(g, comp_shape, axes, ndim):
+    """``g`` (rows, cells of the set in canonical order) back to ``comp_shape``."""
+    canon = g.reshape(comp_shape[0], *(comp_shape[1 + a] for a in axes))
+    rest = [1 + a for a in range(ndim) if a not in axes]
+    perm = (0, *(1 + a for a in axes), *rest)
+    full = canon.reshape(canon.shape + (1,) * len(rest))
+    return np.transpose(full, np.argsort(perm))
