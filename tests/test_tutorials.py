@@ -10,6 +10,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 HERE = Path(__file__).parents[1] / "tutorials"
 NOTEBOOKS = sorted(p for p in HERE.glob("*.py") if p.with_suffix(".ipynb").exists())
 SCRIPTS = sorted(set(HERE.glob("*.py")) - set(NOTEBOOKS))

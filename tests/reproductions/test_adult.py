@@ -13,6 +13,8 @@ from pgm_dp.learners import PSGD
 from reproductions.bernstein2017.adult import ADULT_CHAIN, run_adult, split_records
 from reproductions.bernstein2017.cli_adult import add_parser
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 COLUMNS = ("education-num", "income>50K", "sex")
 
 

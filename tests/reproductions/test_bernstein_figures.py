@@ -10,6 +10,8 @@ import pytest
 from reproductions.bernstein2017.cli_figures import add_parser
 from reproductions.bernstein2017.figures import fig1a, fig1b, fig1c, fig3a
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 
 def test_fig1a_mse_decreases_with_n(tmp_path):
     df = fig1a(T=4, k=3, Ns=(1_000, 100_000), epsilons=(1.0, 3.0), trials=1, out_dir=tmp_path)

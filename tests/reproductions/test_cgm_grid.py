@@ -1,6 +1,9 @@
 import pandas as pd
+import pytest
 
 from reproductions.bernstein2017.cgm_grid import run_grid
+
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
 
 
 def test_grid_runs_every_cell_and_resumes(tmp_path):

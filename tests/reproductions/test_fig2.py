@@ -3,6 +3,8 @@ import pytest
 
 from reproductions.bernstein2017.fig2 import claims, run_fig2
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 
 def _runs(rows):
     keys = ["graph", "N", "epsilon", "learner", "kl", "seconds"]

@@ -11,6 +11,8 @@ from pgm_dp.errors import DomainError
 from reproductions.chakraborty2024.cli import add_parser
 from reproductions.chakraborty2024.prising import fig1, mse_vs_density, mse_vs_n, real_networks
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 
 def test_fig1_quick(tmp_path):
     png = tmp_path / "fig1.png"

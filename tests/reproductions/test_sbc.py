@@ -8,6 +8,8 @@ from scipy.stats import chisquare
 
 from reproductions.bayes.experiments import plot_sbc, run_sbc, sbc_ranks
 
+pytestmark = pytest.mark.slow  # end-to-end runs: the second tier (pytest -m slow)
+
 
 def test_ranks_count_draws_below_the_truth():
     draws = np.array([[0.1, 5.0], [0.3, 6.0], [0.2, 7.0]])
