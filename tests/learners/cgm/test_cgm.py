@@ -286,13 +286,11 @@ def test_newton_and_nlbp_e_steps_reach_one_optimum(rng):
 
 @pytest.mark.parametrize("epsilon", [100.0, 316.0])  # N / b^2 = 1e7 and 1e8
 def test_very_stiff_releases_converge_with_the_default_e_step(epsilon):
-    """NLBP alone failed on this release from the naive MLE (Anderson or not; the Gaussian
-    prior alone, as when it was found: whether NLBP fails here is that fragile): the
-    default takes Newton."""
+    """NLBP alone failed on this release from the naive MLE where it was found (Anderson or
+    not; the Gaussian prior alone) — whether it fails depends on the BLAS build, so that is
+    not asserted: the default takes Newton and must converge."""
     theta = _tree(np.random.default_rng(0))
     release = release_marginals(theta.sample(4000, rng=3), theta, budget=PureDP(epsilon), rng=4)
-    with pytest.warns(ConvergenceWarning):
-        CGMEM(estep="nlbp", init="naive", pseudo_count=0.0).fit(release, theta)
     fit = CGMEM().fit(release, theta)
     assert fit.info["converged"]
     assert kl_divergence(theta, fit.model) < 1e-2
