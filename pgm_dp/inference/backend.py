@@ -275,6 +275,10 @@ def get_backend(method: str | Backend = "junction_tree", **options) -> Backend:
         backend = _replaced(method, options)
     if not isinstance(backend, Backend):
         raise ValueError(f"not an inference backend: {backend!r} (see pgm_dp.inference.backend)")
+    try:
+        hash(backend)  # compiled programs are cached per backend
+    except TypeError:
+        raise ValueError(f"an inference backend must be hashable (frozen): {backend!r}") from None
     return backend
 
 
