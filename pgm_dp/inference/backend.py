@@ -220,6 +220,7 @@ _REGISTRY: dict[str, Callable[..., Backend]] = {
     "trw_bp": TRW,
 }
 _PLUGINS_READ = False
+_CHECKED: set[type] = set()  # classes whose instances passed the Backend protocol check
 
 
 def register_backend(name: str, factory: Callable[..., Backend], *, replace: bool = False):
@@ -273,8 +274,14 @@ def get_backend(method: str | Backend = "junction_tree", **options) -> Backend:
             raise ValueError(f"inference method {method!r}: {err}") from None
     else:
         backend = _replaced(method, options)
-    if not isinstance(backend, Backend):
-        raise ValueError(f"not an inference backend: {backend!r} (see pgm_dp.inference.backend)")
+    try:
+        hash(backend)  # compiled programs are cached per backend
+    except TypeError:
+        raise ValueError(f"an inference backend must be hashable (frozen): {backend!r}") from None
+    if type(backend) not in _CHECKED:  # a protocol check costs tens of microseconds
+        if not isinstance(backend, Backend):
+            raise ValueError(f"not an inference backend: {backend!r} (see {__name__})")
+        _CHECKED.add(type(backend))
     return backend
 
 

@@ -136,6 +136,14 @@ def test_bad_backends_are_refused(method, options, rng):
         register_backend("loopy_bp", LoopyBP)  # taken
 
 
+def test_a_mutable_backend_is_refused():
+    class Mutable(BruteForce):  # unhashable: its compiled programs could not be cached
+        __hash__ = None
+
+    with pytest.raises(ValueError, match="hashable"):
+        get_backend(Mutable())
+
+
 def test_installed_packages_add_backends_by_entry_point(monkeypatch, rng):
     ep = importlib.metadata.EntryPoint(
         "plugin_bp", "pgm_dp.inference.backend:LoopyBP", backend_module.ENTRY_POINT_GROUP
