@@ -238,18 +238,13 @@ def unregister_backend(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def _load_plugins(group: str) -> dict[str, object]:
-    """``{name: object}`` of the installed entry points of ``group`` (each imported)."""
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep.load() for ep in entry_points(group=group)}
-
-
 def _read_plugins() -> None:
     global _PLUGINS_READ
     if not _PLUGINS_READ:
         _PLUGINS_READ = True
-        for name, factory in _load_plugins(ENTRY_POINT_GROUP).items():
+        from ..plugins import load_plugins  # a broken plugin warns, as for learners
+
+        for name, factory in load_plugins(ENTRY_POINT_GROUP).items():
             _REGISTRY.setdefault(name, factory)
 
 

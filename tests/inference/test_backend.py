@@ -154,7 +154,9 @@ def test_installed_packages_add_backends_by_entry_point(monkeypatch, rng):
         seen.append(group)
         return [ep] if group == backend_module.ENTRY_POINT_GROUP else []
 
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    import pgm_dp.plugins
+
+    monkeypatch.setattr(pgm_dp.plugins, "entry_points", entry_points)  # the one loader
     monkeypatch.setattr(backend_module, "_PLUGINS_READ", False)
     try:
         assert get_backend("plugin_bp") == LoopyBP()
