@@ -47,7 +47,7 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 # a 19-clique fit compiled in 38-68 s at the default level and 15-24 s at level 0, while its
 # 1,000 mirror-descent steps ran in 0.4 s. (--xla-default keeps XLA's own level.)
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-if "--xla-default" not in sys.argv:
+if "--xla-default" not in sys.argv and FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()
 
 import numpy as np  # noqa: E402

@@ -27,8 +27,12 @@ TRAINING data's marginals over all 2-way and all 3-way marginals (``--max-triple
 a fixed random sample); the same for ``n_train`` i.i.d. records sampled from the model
 (``_sample`` columns); the held-out log-likelihood per test record; the contender's CPU time
 (user + system of its process, ``os.wait4``), its wall time and peak resident memory; the time
-the scoring took. Outputs in OUT: ``runs.csv``, ``summary.md`` (medians over seeds, ratios
-pgm_dp / MST and pgm_dp / AIM) and ``tvd2.png``.
+the scoring took. Every child compiles from scratch: pgm_dp's persistent compilation cache
+points to an empty folder of its own (``--warm-cache`` keeps the configured one), mbi's is off
+(its authors' advice), and XLA's CPU back end runs at optimisation level 0 for all of them
+(``--xla-default`` turns that off; AIM compiles one program per round). Outputs in OUT:
+``runs.csv``, ``summary.md`` (medians over seeds, ratios pgm_dp / MST and pgm_dp / AIM) and
+``tvd2.png``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -60,6 +65,8 @@ FIELDS = ["data", "eps", "delta", "seed", "method", "status", "tvd2", "tvd3", "t
           "tvd3_sample", "loglik_test", "cpu_s", "wall_s", "maxrss_mb", "score_s", "n_pairs",
           "n_triples", "n_cliques", "note"]  # fmt: skip
 DELTA = 1e-9
+#: XLA's CPU back end at optimisation level 0 for every contender (``_peers_mbi.py`` explains).
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
 def prepare(name: str, out: Path) -> dict:
@@ -83,7 +90,8 @@ def command(method: str, info: dict, eps: float, seed: int, model: Path, a) -> l
                 "--train", str(f / "train.csv"), "--domain", str(f / "domain.json"),
                 "--epsilon", str(eps), "--delta", str(DELTA), "--seed", str(seed),
                 "--max-model-size", str(a.aim_max_model_size),
-                "--max-iters", str(a.aim_max_iters), "--out", str(model)]  # fmt: skip
+                "--max-iters", str(a.aim_max_iters), "--out", str(model)] + (
+                ["--xla-default"] if a.xla_default else [])  # fmt: skip
     cmd = [sys.executable, "-m", "pgm_dp.cli", "fit", "--data", str(f / "train.csv"),
            "--domain", str(f / "domain.json"), "--epsilon", str(eps), "--seed", str(seed),
            "--out", str(model)]  # fmt: skip
@@ -92,10 +100,10 @@ def command(method: str, info: dict, eps: float, seed: int, model: Path, a) -> l
     return cmd + PGMDP[method]
 
 
-def run_child(cmd: list[str], log: Path, timeout: float) -> dict:
+def run_child(cmd: list[str], log: Path, timeout: float, env: dict | None = None) -> dict:
     """Run ``cmd``; its own CPU time and peak memory from ``os.wait4``'s resource usage."""
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, PYTHONPATH=path)
+    env = dict(os.environ, PYTHONPATH=path, **(env or {}))
     start = time.perf_counter()
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
@@ -188,8 +196,12 @@ def one_run(name, info, eps, seed, method, a) -> dict:
     model = work / (stem + ".npz")
     row = {"data": name, "eps": eps, "seed": seed, "method": method,
            "delta": DELTA if method in ("mst", "aim") else 0}  # fmt: skip
-    row.update(run_child(command(method, info, eps, seed, model, a), work / (stem + ".log"),
-                         a.timeout))  # fmt: skip
+    cmd = command(method, info, eps, seed, model, a)
+    with tempfile.TemporaryDirectory() as cache:  # pgm_dp's compilation cache, cold per run
+        env = {} if a.warm_cache else {"PGM_DP_CACHE_DIR": cache}
+        if not a.xla_default:
+            env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()
+        row.update(run_child(cmd, work / (stem + ".log"), a.timeout, env))
     if row["status"] == "ok":
         row.update(score(tree_of(method, model, info["domain"]), info, seed, a.max_triples))
     else:
@@ -213,6 +225,12 @@ def parse(argv=None):
     ap.add_argument("--max-triples", type=int, default=500)
     ap.add_argument("--timeout", type=float, default=7200, help="seconds per fit")
     ap.add_argument("--quick", action="store_true", help="fair, ε = 1, one seed")
+    ap.add_argument("--xla-default", action="store_true",
+                    help="XLA's default optimisation (default: level 0 for all)")  # fmt: skip
+    ap.add_argument("--rerun", action="store_true", help="run again what runs.csv holds")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="pgm_dp's persistent compilation cache as configured (default: a "
+                         "fresh, empty cache folder per run)")  # fmt: skip
     a = ap.parse_args(argv)
     if a.quick:
         a.data, a.eps, a.seeds = ["fair"], [1.0], 1
@@ -235,7 +253,7 @@ def main(argv=None) -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     runs_csv = a.out / "runs.csv"
     done = {(r["data"], float(r["eps"]), int(r["seed"]), r["method"])
-            for r in read_runs(runs_csv) if r["status"] == "ok"}  # fmt: skip
+            for r in read_runs(runs_csv) if r["status"] == "ok" and not a.rerun}  # fmt: skip
     jobs = [(d, e, s, m) for d in a.data for e in a.eps for s in range(a.seeds)
             for m in a.methods if (d, float(e), s, m) not in done]  # fmt: skip
     infos = {}
