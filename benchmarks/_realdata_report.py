@@ -1,0 +1,100 @@
+"""The summary of ``bench_realdata.py``'s runs: a Markdown table (medians over seeds, ratios
+pgm_dp / MST and pgm_dp / AIM) and a plot of the mean 2-way TVD against ε."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["summarise", "write_report"]
+
+METRICS = ["tvd2", "tvd3", "tvd2_sample", "tvd3_sample", "loglik_test", "cpu_s", "maxrss_mb",
+           "score_s"]  # fmt: skip
+HEAD = {"tvd2": "2-way TVD", "tvd3": "3-way TVD", "tvd2_sample": "2-way TVD, sample",
+        "tvd3_sample": "3-way TVD, sample", "loglik_test": "test log-lik.", "cpu_s": "CPU s",
+        "maxrss_mb": "peak MB", "score_s": "scoring s"}  # fmt: skip
+RATIOS = [("tvd2", "2-way TVD"), ("tvd3", "3-way TVD"), ("cpu_s", "CPU")]
+
+
+def summarise(rows: list[dict]) -> pd.DataFrame:
+    """Medians over seeds of the successful runs (the last row of a repeated run counts)."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df = df[df["status"] == "ok"].copy()
+    df["eps"] = df["eps"].astype(float)
+    df = df.drop_duplicates(["data", "eps", "seed", "method"], keep="last")
+    for m in METRICS:
+        df[m] = pd.to_numeric(df[m])
+    med = df.groupby(["data", "eps", "method"])[METRICS].median()
+    med["seeds"] = df.groupby(["data", "eps", "method"]).size()
+    return med.reset_index()
+
+
+def _fmt(v, metric: str) -> str:
+    if pd.isna(v):
+        return ""
+    if metric.startswith("tvd"):
+        return f"{v:.4f}"
+    if metric == "loglik_test":
+        return f"{v:.3f}"
+    return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
+
+
+def markdown(med: pd.DataFrame) -> str:
+    cols = ["data", "ε", "method", "seeds"] + [HEAD[m] for m in METRICS]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in med.iterrows():
+        cells = [r["data"], f"{r['eps']:g}", r["method"], str(int(r["seeds"]))]
+        cells += [_fmt(r[m], m) for m in METRICS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratio_table(med: pd.DataFrame) -> str:
+    """pgm_dp's default fit over MST and over AIM, per (data, ε)."""
+    head = ["data", "ε"] + [f"{lab} {p}/{q}" for _, lab in RATIOS for p, q in
+                            (("pgmdp", "MST"), ("pgmdp", "AIM"))]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (data, eps), g in med.groupby(["data", "eps"]):
+        by = g.set_index("method")
+        cells = [data, f"{eps:g}"]
+        for metric, _ in RATIOS:
+            for peer in ("mst", "aim"):
+                ok = "pgmdp" in by.index and peer in by.index
+                cells.append(f"{by.loc['pgmdp', metric] / by.loc[peer, metric]:.2f}" if ok else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(med: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted(med["data"].unique())
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        sub = med[med["data"] == name]
+        for method, g in sub.groupby("method"):
+            g = g.sort_values("eps")
+            ax.plot(g["eps"], g["tvd2"], marker="o", label=method)
+        ax.set(xscale="log", xlabel="ε", ylabel="mean 2-way TVD (model)", title=name)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(rows: list[dict], out: Path) -> str:
+    """Write ``summary.md`` and ``tvd2.png`` into ``out``; return the Markdown."""
+    med = summarise(rows)
+    if med.empty:
+        return "no successful runs"
+    text = markdown(med) + "\n\n" + ratio_table(med) + "\n"
+    (out / "summary.md").write_text(text)
+    plot(med, out / "tvd2.png")
+    return text
