@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = (
-    "import pgm_dp.models, jax; print(jax.config.jax_compilation_cache_dir); "
+    "import pgm_dp.models.mrf, jax; print(jax.config.jax_compilation_cache_dir); "
     "print(jax.config.jax_persistent_cache_min_compile_time_secs)"
 )
 
