@@ -112,6 +112,7 @@ SCORES_A = np.zeros(K)
 SCORES_B = np.concatenate([[1.0], -np.ones(K - 1)])  # every score moves by <= 1
 
 
+@pytest.mark.slow  # a long audit: the second tier
 @pytest.mark.parametrize("weaken", [1.0, 3.0])
 @pytest.mark.parametrize("select", [exponential_mechanism, report_noisy_max])
 def test_selection(select, weaken):
@@ -127,6 +128,7 @@ def test_selection(select, weaken):
     assert res.consistent_with(eps) == (weaken == 1), res
 
 
+@pytest.mark.slow  # a long audit: the second tier
 @pytest.mark.parametrize("weaken", [1.0, 3.0])
 def test_release_marginals_worst_case_neighbours(weaken):
     """D_a = D_b plus one record: each of the |C| = 3 tables differs in one cell (Prop. 3)."""
