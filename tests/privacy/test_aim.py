@@ -343,3 +343,22 @@ def test_default_estimator_and_a_plugged_learner():
     est = LearnerEstimator(NaiveMLE())
     res2 = aim(make_data(), DOM, ZCDP(1.0), rng=0, max_rounds=3, estimator=est)
     assert set(res2.model.cliques) == set(res2.release.cliques)
+
+
+def test_numpy_mle_matches_the_package_solver():
+    from pgm_dp.learners.mle import fit_marginals
+    from pgm_dp.privacy.select.marginals import calibrate
+    from pgm_dp.privacy.select.mle import fit_tables
+
+    dom = Domain(list("ABCD"), [2, 3, 2, 3])
+    cl = (("A",), ("A", "B"), ("B", "C"), ("C", "D"), ("A", "D"))
+    g = np.random.default_rng(4)
+    targets = [g.dirichlet(np.ones(dom.size(c))).reshape(dom.sizes(c)) for c in cl]  # clashing
+    mrf = MarkovRandomField(dom, cl)
+    ref = fit_marginals(mrf, dict(zip(cl, targets, strict=True)), l2=1e-3, tol=1e-7).model
+    tables, info = fit_tables(dom, cl, targets, l2=1e-3, tol=1e-7)
+    assert info["converged"]
+    for a, b in zip(tables, ref.log_potentials, strict=True):
+        assert np.allclose(a, b, atol=1e-5)
+    _, log_z = calibrate(mrf.junction_tree(), tables)
+    assert log_z == pytest.approx(float(mrf.replace(tables).log_partition()), abs=1e-10)

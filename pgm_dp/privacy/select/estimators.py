@@ -33,6 +33,7 @@ from ...domain import Clique, Domain
 from ..budget import Budget
 from ..noise import NoiseModel
 from ..release import NoisyMarginals
+from .mle import fit_tables
 
 __all__ = [
     "Measurement",
@@ -127,12 +128,19 @@ class NaiveMLEEstimator:
     onto the simplex, as target marginals of an MRF on the measured cliques, with the
     ``λ ||θ||²`` ridge ``l2``. Warm-started from the previous round's potentials; inside
     the loop the solver stops at ``loop_tol`` (the largest marginal mismatch), the final
-    fit at ``tol``."""
+    fit at ``tol``. ``backend="numpy"`` (default) solves with a NumPy junction tree
+    (:func:`~.mle.fit_tables`, nothing to compile); ``"jax"`` with the package's solver
+    :func:`~pgm_dp.learners.mle.fit_marginals` (one compilation per junction tree)."""
 
     l2: float = 1e-4
     tol: float = 1e-8
     loop_tol: float = 1e-6
     max_iters: int = 2000
+    backend: str = "numpy"
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("numpy", "jax"):
+            raise ValueError(f"backend must be 'numpy' or 'jax', got {self.backend!r}")
 
     def __call__(self, release, cliques, domain, *, previous=None, final=False):
         from ...learners.mle import fit_marginals
@@ -145,9 +153,14 @@ class NaiveMLEEstimator:
             old = previous.potentials
             init = mrf.replace({c: old[c] for c in mrf.cliques if c in old})
         targets = noisy_pseudo_marginals(release, project=True)
-        tol = self.tol if final else self.loop_tol
-        res = fit_marginals(mrf, targets, l2=self.l2, tol=tol, max_iters=self.max_iters, init=init)
-        return res.model
+        opts = dict(l2=self.l2, tol=self.tol if final else self.loop_tol, max_iters=self.max_iters)
+        if self.backend == "jax":
+            return fit_marginals(mrf, targets, init=init, **opts).model
+        start = None if init is None else [np.asarray(t) for t in init.log_potentials]
+        tables, _ = fit_tables(
+            domain, mrf.cliques, [targets[c] for c in mrf.cliques], init=start, **opts
+        )
+        return mrf.replace(tables)
 
 
 @dataclass(frozen=True)

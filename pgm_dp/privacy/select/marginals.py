@@ -36,7 +36,7 @@ import numpy as np
 from ...domain import Clique
 from ...inference.junction_tree import JunctionTree
 
-__all__ = ["calibrated_beliefs", "batch_marginals"]
+__all__ = ["calibrate", "calibrated_beliefs", "clique_tables", "batch_marginals"]
 
 Table = tuple[tuple[Hashable, ...], np.ndarray]  # (axis names, array)
 
@@ -70,14 +70,14 @@ def _expand(table: np.ndarray, have: Clique, target: Clique, sizes: dict) -> np.
     return table.reshape([sizes[v] if v in have else 1 for v in target])
 
 
-def calibrated_beliefs(mrf) -> tuple[JunctionTree, list[np.ndarray]]:
-    """``(jt, beliefs)``: the model's junction tree and the normalised probability table of
-    each of its cliques (axes in the junction tree's canonical clique order)."""
-    jt = mrf.junction_tree()
-    dom = mrf.domain
+def calibrate(jt: JunctionTree, log_potentials) -> tuple[list[np.ndarray], float]:
+    """Shafer-Shenoy calibration in log space (NumPy): the normalised probability table of
+    each junction-tree clique (canonical axis order) and ``log Z``. ``log_potentials[f]``
+    is the table of ``jt.factor_cliques[f]``, axes in that clique's order."""
+    dom = jt.domain
     sizes = dict(zip(dom.attributes, dom.shape, strict=True))
     psi = [np.zeros(dom.sizes(c)) for c in jt.cliques]
-    for f, (fc, table) in enumerate(zip(jt.factor_cliques, mrf.log_potentials, strict=True)):
+    for f, (fc, table) in enumerate(zip(jt.factor_cliques, log_potentials, strict=True)):
         i = jt.assignment[f]
         canon = dom.canonical(fc)
         t = np.transpose(np.asarray(table, dtype=np.float64), [fc.index(v) for v in canon])
@@ -92,14 +92,35 @@ def calibrated_beliefs(mrf) -> tuple[JunctionTree, list[np.ndarray]]:
                 total = total + _expand(msgs[(k, i)], jt.separator(k, i), ci, sizes)
         msgs[(i, j)] = _logsumexp_to(total, tuple(a for a, v in enumerate(ci) if v not in sep))
         incoming[j].append(i)
-    beliefs = []
+    beliefs, log_z = [], 0.0
     for i, ci in enumerate(jt.cliques):
         b = psi[i]
         for k in incoming[i]:
             b = b + _expand(msgs[(k, i)], jt.separator(k, i), ci, sizes)
-        b = np.exp(b - np.max(b))
-        beliefs.append(b / b.sum())
-    return jt, beliefs
+        top = float(np.max(b))
+        b = np.exp(b - top)
+        mass = float(b.sum())
+        if i == jt.root:
+            log_z = top + float(np.log(mass))
+        beliefs.append(b / mass)
+    return beliefs, log_z
+
+
+def calibrated_beliefs(mrf) -> tuple[JunctionTree, list[np.ndarray]]:
+    """``(jt, beliefs)``: the model's junction tree and the normalised probability table of
+    each of its cliques (axes in the junction tree's canonical clique order)."""
+    jt = mrf.junction_tree()
+    return jt, calibrate(jt, mrf.log_potentials)[0]
+
+
+def clique_tables(jt: JunctionTree, beliefs: Sequence[np.ndarray], query) -> np.ndarray:
+    """The marginal of ``query`` (inside a junction-tree clique), axes in its order."""
+    holder = jt.containing(query)
+    clique = jt.cliques[holder]
+    axes = tuple(a for a, v in enumerate(clique) if v not in query)
+    m = beliefs[holder].sum(axis=axes) if axes else beliefs[holder]
+    kept = tuple(v for v in clique if v in query)
+    return np.transpose(m, [kept.index(v) for v in query])
 
 
 def _tree(jt: JunctionTree) -> dict[int, list[int]]:
@@ -164,13 +185,8 @@ def batch_marginals(mrf, queries: Sequence[Sequence[Hashable]]) -> list[np.ndarr
     out = []
     for q in queries:
         q = tuple(q)
-        holder = jt.containing(q)
-        if holder is None:
+        if jt.containing(q) is None:
             out.append(_out_of_clique(jt, beliefs, adj, q))
-            continue
-        clique = jt.cliques[holder]
-        axes = tuple(a for a, v in enumerate(clique) if v not in q)
-        m = beliefs[holder].sum(axis=axes) if axes else beliefs[holder]
-        kept = tuple(v for v in clique if v in q)
-        out.append(np.transpose(m, [kept.index(v) for v in q]))
+        else:
+            out.append(clique_tables(jt, beliefs, q))
     return out
