@@ -134,7 +134,7 @@ class NaiveMLEEstimator:
 
     l2: float = 1e-4
     tol: float = 1e-8
-    loop_tol: float = 1e-6
+    loop_tol: float = 1e-5
     max_iters: int = 2000
     backend: str = "numpy"
 

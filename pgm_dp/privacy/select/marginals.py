@@ -28,6 +28,8 @@ True
 
 from __future__ import annotations
 
+import functools
+import math
 import string
 from collections.abc import Hashable, Sequence
 
@@ -64,46 +66,101 @@ def _logsumexp_to(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.squeeze(out, axis=axes)
 
 
-def _expand(table: np.ndarray, have: Clique, target: Clique, sizes: dict) -> np.ndarray:
-    """``table`` on ``have`` (variables in ``target``'s relative order) broadcastable to
-    ``target``."""
-    return table.reshape([sizes[v] if v in have else 1 for v in target])
-
-
-def calibrate(jt: JunctionTree, log_potentials) -> tuple[list[np.ndarray], float]:
-    """Shafer-Shenoy calibration in log space (NumPy): the normalised probability table of
-    each junction-tree clique (canonical axis order) and ``log Z``. ``log_potentials[f]``
-    is the table of ``jt.factor_cliques[f]``, axes in that clique's order."""
+@functools.lru_cache(maxsize=64)
+def _plan(jt: JunctionTree) -> tuple:
+    """Index work of a calibration, once per tree: where each factor goes (target clique,
+    axis permutation, broadcast shape), the axes each message sums out and the shape that
+    broadcasts a separator table into a clique."""
     dom = jt.domain
     sizes = dict(zip(dom.attributes, dom.shape, strict=True))
-    psi = [np.zeros(dom.sizes(c)) for c in jt.cliques]
-    for f, (fc, table) in enumerate(zip(jt.factor_cliques, log_potentials, strict=True)):
-        i = jt.assignment[f]
-        canon = dom.canonical(fc)
-        t = np.transpose(np.asarray(table, dtype=np.float64), [fc.index(v) for v in canon])
-        psi[i] = psi[i] + _expand(t, canon, jt.cliques[i], sizes)
+
+    def shape(have, target):
+        return tuple(sizes[v] if v in have else 1 for v in target)
+
+    factors = []
+    for f, fc in enumerate(jt.factor_cliques):
+        i, canon = jt.assignment[f], dom.canonical(fc)
+        factors.append((i, tuple(fc.index(v) for v in canon), shape(canon, jt.cliques[i])))
+    summed, expand = {}, {}
+    for i, j in jt.messages:
+        sep = jt.separator(i, j)
+        summed[(i, j)] = tuple(a for a, v in enumerate(jt.cliques[i]) if v not in sep)
+        expand[(i, j)] = shape(sep, jt.cliques[j])
+    return tuple(factors), summed, expand
+
+
+def _probability_pass(jt, plan, log_psi):
+    """Shafer-Shenoy in probability space with normalised messages; ``None`` when a table
+    underflows (the log-space pass is then used)."""
+    _, summed, expand = plan
+    tops = [float(np.max(t)) for t in log_psi]
+    psi = [np.exp(t - top) for t, top in zip(log_psi, tops, strict=True)]
+    log_z = math.fsum(tops)
+    upward = len(jt.cliques) - 1  # the schedule's first messages go toward the root
     msgs: dict[tuple[int, int], np.ndarray] = {}
     incoming: list[list[int]] = [[] for _ in jt.cliques]
-    for i, j in jt.messages:
-        ci, sep = jt.cliques[i], jt.separator(i, j)
+    for n, (i, j) in enumerate(jt.messages):
         total = psi[i]
         for k in incoming[i]:
             if k != j:
-                total = total + _expand(msgs[(k, i)], jt.separator(k, i), ci, sizes)
-        msgs[(i, j)] = _logsumexp_to(total, tuple(a for a, v in enumerate(ci) if v not in sep))
+                total = total * msgs[(k, i)].reshape(expand[(k, i)])
+        m = total.sum(axis=summed[(i, j)]) if summed[(i, j)] else np.array(total)
+        mass = float(m.sum())
+        if not (math.isfinite(mass) and mass > 0):
+            return None
+        msgs[(i, j)] = m / mass
+        log_z += math.log(mass) if n < upward else 0.0
         incoming[j].append(i)
-    beliefs, log_z = [], 0.0
-    for i, ci in enumerate(jt.cliques):
+    beliefs = []
+    for i in range(len(jt.cliques)):
         b = psi[i]
         for k in incoming[i]:
-            b = b + _expand(msgs[(k, i)], jt.separator(k, i), ci, sizes)
+            b = b * msgs[(k, i)].reshape(expand[(k, i)])
+        mass = float(b.sum())
+        if not (math.isfinite(mass) and mass > 0):
+            return None
+        log_z += math.log(mass) if i == jt.root else 0.0
+        beliefs.append(b / mass)
+    return beliefs, log_z
+
+
+def _log_pass(jt, plan, log_psi):
+    """Shafer-Shenoy in log space (robust to any potentials)."""
+    _, summed, expand = plan
+    msgs: dict[tuple[int, int], np.ndarray] = {}
+    incoming: list[list[int]] = [[] for _ in jt.cliques]
+    for i, j in jt.messages:
+        total = log_psi[i]
+        for k in incoming[i]:
+            if k != j:
+                total = total + msgs[(k, i)].reshape(expand[(k, i)])
+        msgs[(i, j)] = _logsumexp_to(total, summed[(i, j)])
+        incoming[j].append(i)
+    beliefs, log_z = [], 0.0
+    for i in range(len(jt.cliques)):
+        b = log_psi[i]
+        for k in incoming[i]:
+            b = b + msgs[(k, i)].reshape(expand[(k, i)])
         top = float(np.max(b))
         b = np.exp(b - top)
         mass = float(b.sum())
-        if i == jt.root:
-            log_z = top + float(np.log(mass))
+        log_z = top + math.log(mass) if i == jt.root else log_z
         beliefs.append(b / mass)
     return beliefs, log_z
+
+
+def calibrate(jt: JunctionTree, log_potentials) -> tuple[list[np.ndarray], float]:
+    """Shafer-Shenoy calibration (NumPy): the normalised probability table of each
+    junction-tree clique (canonical axis order) and ``log Z``. ``log_potentials[f]`` is
+    the table of ``jt.factor_cliques[f]``, axes in that clique's order. Messages are passed
+    in probability space, normalised, and in log space where that underflows."""
+    plan = _plan(jt)
+    log_psi = [np.zeros(jt.domain.sizes(c)) for c in jt.cliques]
+    for (i, perm, shape), table in zip(plan[0], log_potentials, strict=True):
+        t = np.transpose(np.asarray(table, dtype=np.float64), perm)
+        log_psi[i] = log_psi[i] + t.reshape(shape)
+    out = _probability_pass(jt, plan, log_psi)
+    return out if out is not None else _log_pass(jt, plan, log_psi)
 
 
 def calibrated_beliefs(mrf) -> tuple[JunctionTree, list[np.ndarray]]:
