@@ -123,6 +123,8 @@ def test_run_follows_the_schedule_and_spends_exactly_the_budget():
     assert res.rounds[-1].last and not any(r.last for r in res.rounds[:-1])
     # the accountant: never above, everything spent; one charge per measurement / selection
     assert acc.spent.rho == pytest.approx(rho, rel=1e-12) and acc.spent.rho <= rho * (1 + 1e-12)
+    assert math.fsum(r.measure_cost + r.select_cost for r in res.rounds) == pytest.approx(rho)
+    assert res.total == rho
     assert len(acc.charges) == 1 + 2 * (len(res.rounds) - 1)
     assert res.release.budget == ZCDP(rho)
 
@@ -365,3 +367,10 @@ def test_numpy_mle_matches_the_package_solver():
         assert all(np.allclose(a, b, atol=1e-6) for a, b in pairs)
         _, log_z = calibrate(mrf.junction_tree(), tables)
         assert log_z == pytest.approx(float(fitted.log_partition()), abs=1e-10)
+
+
+def test_a_workload_on_some_variables_measures_only_those():
+    res = run(ZCDP(0.5), workload=[("A", "B")])
+    assert res.rounds[0].cliques == (("A",), ("B",))
+    assert all(set(c) <= {"A", "B"} for c in res.release.cliques)
+    assert res.model.marginal(("C",)).shape == (3,)

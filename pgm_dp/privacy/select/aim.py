@@ -89,7 +89,8 @@ class AIMResult:
     measured twice merged, :func:`~.estimators.merged_release`), whose ``budget`` is the
     whole budget spent; ``rounds``: the budget log; ``model``: the estimator's final fit
     (``None`` if it returned none); ``notion``: ``"zcdp"`` or ``"pure"``, the unit of the
-    costs in ``rounds``; ``measurements``: the noisy tables one by one."""
+    costs in ``rounds``; ``total``: the ``ρ`` (zCDP; from ``(ε, δ)`` by the CKS bound) or
+    ``ε`` (pure) they add up to; ``measurements``: the noisy tables one by one."""
 
     cliques: tuple[Clique, ...]
     release: NoisyMarginals
@@ -97,6 +98,7 @@ class AIMResult:
     model: Any
     budget: Budget
     notion: str
+    total: float
     measurements: tuple[Measurement, ...]
 
 
@@ -369,5 +371,6 @@ def aim(
         model=state.model,
         budget=budget,
         notion=setup["notion"],
+        total=sched.budget,
         measurements=tuple(state.measurements),
     )
