@@ -1,0 +1,52 @@
+"""Private, workload-aware choice of the marginals to measure.
+
+* :mod:`.aim`: AIM (McKenna, Mullins, Sheldon & Miklau 2022), :func:`aim`.
+* :mod:`.workload`: workloads, the candidate set and the model-size filter.
+* :mod:`.schedule`: AIM's budget annealing (zCDP, and a pure-DP variant).
+* :mod:`.estimators`: the measurements as one release; the estimators refitted each round.
+* :mod:`.marginals`: many marginals of a model from one junction-tree calibration.
+"""
+
+from .aim import AIMResult, AIMRound, aim, model_marginals, select_marginal, should_anneal
+from .estimators import (
+    LearnerEstimator,
+    Measurement,
+    NaiveMLEEstimator,
+    estimated_total,
+    merged_release,
+)
+from .marginals import batch_marginals, calibrated_beliefs
+from .schedule import Schedule
+from .workload import (
+    WORKLOAD_MAX_CELLS,
+    candidate_weights,
+    downward_closure,
+    filter_candidates,
+    junction_tree_cliques,
+    model_size_mb,
+    workload_cliques,
+)
+
+__all__ = [
+    "aim",
+    "AIMResult",
+    "AIMRound",
+    "select_marginal",
+    "should_anneal",
+    "model_marginals",
+    "Schedule",
+    "Measurement",
+    "merged_release",
+    "estimated_total",
+    "NaiveMLEEstimator",
+    "LearnerEstimator",
+    "batch_marginals",
+    "calibrated_beliefs",
+    "WORKLOAD_MAX_CELLS",
+    "workload_cliques",
+    "downward_closure",
+    "candidate_weights",
+    "junction_tree_cliques",
+    "model_size_mb",
+    "filter_candidates",
+]

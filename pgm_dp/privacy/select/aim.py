@@ -1,0 +1,376 @@
+"""AIM: an adaptive and iterative mechanism (McKenna, Mullins, Sheldon & Miklau 2022, VLDB).
+
+AIM (the paper's Algorithm 2, which refines the MWEM+PGM template of its Algorithm 1)
+chooses marginals to measure, one per round, against a workload (:mod:`.workload`):
+
+1. *Initialise*: measure every one-way marginal of the candidates with Gaussian noise
+   ``σ_0`` and estimate a model ``p̂_0`` from them.
+2. *Select* (round ``t``): among the candidates whose model stays within the size limit
+   ``max_model_size · ρ_used / ρ`` (:func:`~.workload.filter_candidates`), draw ``r`` by
+   the exponential mechanism with ``ε_t`` on the quality
+   ``q_r = w_r (||M_r(D) - M_r(p̂_{t-1})||_1 - sqrt(2/π) σ_t n_r)`` (``n_r`` cells,
+   sensitivity ``max_r w_r``): large where the model is wrong by more than the noise a
+   new measurement would add.
+3. *Measure* ``M_r(D)`` with Gaussian noise ``σ_t``; *estimate* ``p̂_t`` from all
+   measurements.
+4. *Anneal*: if ``||M_r(p̂_t) - M_r(p̂_{t-1})||_1 <= sqrt(2/π) σ_t n_r`` the new
+   measurement hardly moved the model: halve ``σ`` and double ``ε`` for the next rounds.
+5. *Budget*: ``T = 16 d`` rounds are planned; a round with less than twice its cost left
+   is the last and takes all that remains (:class:`~.schedule.Schedule`), so the whole
+   budget is spent.
+
+Steps and constants follow the reference implementation (``mechanisms/aim.py`` of
+Private-PGM). Ours: every measurement goes through
+:func:`~pgm_dp.privacy.release_marginals` (exact discrete Gaussian by default) and every
+selection through the exact :func:`~pgm_dp.privacy.exponential_mechanism`, each charged to
+the accountant before any noise is drawn; a selection costs ``ε² / 8`` in zCDP (the
+exponential mechanism is ``ε``-bounded-range, Cesar & Rogers 2021), as in the paper. The
+estimator inside the loop is ours (:mod:`.estimators`; the paper's is Private-PGM), and a
+``PureDP`` budget runs a pure-DP variant with Laplace measurements
+(:mod:`.schedule`). The number of records is never read from the data: the model's
+counts use ``N`` estimated from the noisy tables unless a public ``total`` is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._progress import tqdm
+from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ...errors import PrivacyParameterError
+from ...rng import RngLike, as_generator
+from ...stats import contingency_table
+from ..accountant import Accountant, check_accountant
+from ..budget import ZCDP, ApproxDP, Budget, PureDP
+from ..noise import zcdp_rho_within
+from ..release import NoisyMarginals, release_marginals
+from ..selection import exponential_mechanism
+from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
+from .marginals import batch_marginals
+from .schedule import Schedule
+from .workload import candidate_weights, filter_candidates, workload_cliques
+
+__all__ = ["AIMRound", "AIMResult", "aim", "select_marginal", "should_anneal", "model_marginals"]
+
+_MECHANISMS = {"zcdp": ("discrete_gaussian", "gaussian"), "pure": ("discrete_laplace", "laplace")}
+
+
+@dataclass(frozen=True)
+class AIMRound:
+    """One round of the budget log. ``round`` 0 measures the one-way marginals
+    (``selection_epsilon`` is then ``None``). ``scale``: the noise ``σ`` (zCDP) or Laplace
+    ``b`` (pure) asked for; ``measure_cost``/``select_cost``: ``ρ`` (zCDP) or ``ε`` (pure)
+    charged; ``used``: the total charged so far; ``size_limit_mb``: the model-size limit
+    of the selection; ``candidates``: how many passed it; ``annealed``: whether this round
+    halved the noise of the next ones; ``last``: whether it took all that was left."""
+
+    round: int
+    cliques: tuple[Clique, ...]
+    scale: float
+    selection_epsilon: float | None
+    measure_cost: float
+    select_cost: float
+    used: float
+    size_limit_mb: float | None = None
+    candidates: int = 0
+    annealed: bool = False
+    last: bool = False
+
+
+@dataclass(frozen=True)
+class AIMResult:
+    """What :func:`aim` returns. ``cliques``: the marginals selected, in order (round 1
+    on); ``release``: every measurement as one release (the one-way tables first; cliques
+    measured twice merged, :func:`~.estimators.merged_release`), whose ``budget`` is the
+    whole budget spent; ``rounds``: the budget log; ``model``: the estimator's final fit
+    (``None`` if it returned none); ``notion``: ``"zcdp"`` or ``"pure"``, the unit of the
+    costs in ``rounds``; ``total``: the ``ρ`` (zCDP; from ``(ε, δ)`` by the CKS bound) or
+    ``ε`` (pure) they add up to; ``measurements``: the noisy tables one by one."""
+
+    cliques: tuple[Clique, ...]
+    release: NoisyMarginals
+    rounds: tuple[AIMRound, ...]
+    model: Any
+    budget: Budget
+    notion: str
+    total: float
+    measurements: tuple[Measurement, ...]
+
+
+def _notion(budget: Budget) -> tuple[str, float]:
+    """``("zcdp", ρ)`` or ``("pure", ε)``; ``(ε, δ)`` converts by the CKS bound."""
+    if isinstance(budget, ZCDP):
+        return "zcdp", budget.rho
+    if isinstance(budget, PureDP):
+        return "pure", budget.epsilon
+    if isinstance(budget, ApproxDP):
+        if budget.delta == 0:
+            return "pure", budget.epsilon
+        return "zcdp", zcdp_rho_within(budget)
+    raise PrivacyParameterError(f"budget must be PureDP, ZCDP or ApproxDP, got {budget!r}")
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise PrivacyParameterError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def model_marginals(model: Any, cliques: Sequence[Clique]) -> list[np.ndarray]:
+    """Probability tables of ``cliques``: in one batch from a MarkovRandomField's junction
+    tree, otherwise by ``model.marginal(q)`` one at a time."""
+    from ...models.mrf import MarkovRandomField
+
+    if isinstance(model, MarkovRandomField):
+        return batch_marginals(model, cliques)
+    return [np.asarray(model.marginal(c), dtype=np.float64) for c in cliques]
+
+
+def select_marginal(
+    candidates: Mapping[Clique, float],
+    answers: Mapping[Clique, np.ndarray],
+    estimates: Mapping[Clique, np.ndarray],
+    *,
+    noise_bias: float,
+    epsilon: float,
+    notion: str = "zcdp",
+    rng: RngLike = None,
+    accountant: Accountant | None = None,
+    what: str = "aim: select",
+) -> Clique:
+    """AIM's selection step: the exponential mechanism with ``epsilon`` on
+    ``q_r = w_r (||answers[r] - estimates[r]||_1 - noise_bias · n_r)``, sensitivity
+    ``max_r w_r`` (``w_r = candidates[r]``; counts, not frequencies). The accountant is
+    charged ``ε² / 8`` zCDP (``notion="zcdp"``) or ``ε`` (``"pure"``) before the draw."""
+    keys = list(candidates)
+    scores = np.array(
+        [
+            candidates[r] * (np.abs(answers[r] - estimates[r]).sum() - noise_bias * answers[r].size)
+            for r in keys
+        ]
+    )
+    sens = max(candidates[r] for r in keys)
+    pure = PureDP(epsilon)
+    if notion == "zcdp":
+        if check_accountant(accountant) is not None:
+            accountant.charge(
+                ZCDP(epsilon**2 / 8),
+                what=what,
+                mechanism="exponential (bounded range)",
+                scale=2 * sens / epsilon,
+            )
+        return keys[exponential_mechanism(scores, sensitivity=sens, budget=pure, rng=rng)]
+    return keys[
+        exponential_mechanism(
+            scores, sensitivity=sens, budget=pure, rng=rng, accountant=accountant, what=what
+        )
+    ]
+
+
+def should_anneal(before: np.ndarray, after: np.ndarray, noise_bias: float) -> bool:
+    """AIM's annealing test: the estimate of the marginal just measured moved by at most
+    the expected noise, ``||after - before||_1 <= noise_bias · n_r`` (counts)."""
+    return bool(np.abs(np.asarray(after) - np.asarray(before)).sum() <= noise_bias * after.size)
+
+
+@dataclass
+class _State:
+    """The loop's working state (not returned)."""
+
+    setup: dict
+    gen: np.random.Generator
+    accountant: Accountant
+    measurements: list
+    model: Any = None
+    release: NoisyMarginals | None = None
+    used: float = 0.0
+
+
+def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> None:
+    """Release ``cliques`` with a measurement cost each (one stacked release)."""
+    s = state.setup
+    k = len(cliques)
+    budget = ZCDP(cost * k) if s["notion"] == "zcdp" else PureDP(cost * k)
+    rel = release_marginals(
+        s["codes"],
+        cliques,
+        s["domain"],
+        budget=budget,
+        mechanism=s["mechanism"],
+        rng=state.gen,
+        accountant=state.accountant,
+        total="estimate",
+        what=f"aim round {rnd}: measure",
+    )
+    state.measurements += [Measurement(c, rel.noisy[c], rel.noise[c], rnd) for c in cliques]
+    state.used += cost * k
+
+
+def _estimate(state: _State, final: bool = False) -> None:
+    s = state.setup
+    state.release = merged_release(
+        state.measurements,
+        s["domain"],
+        budget=s["budget"],
+        mechanism=s["mechanism"],
+        total=s["total"],
+    )
+    state.model = call_estimator(s["estimator"], state.release, s["domain"], state.model, final)
+
+
+def _counts(state: _State, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+    margs = model_marginals(state.model, cliques)
+    return {c: m * state.release.total for c, m in zip(cliques, margs, strict=True)}
+
+
+def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound, tuple]:
+    """One AIM round (module docstring, steps 2-4); the log entry and the next costs."""
+    s, sched = state.setup, state.setup["schedule"]
+    measure, select, last = sched.next(state.used, costs)
+    planned = state.used + measure + select
+    limit = s["max_model_size"] * planned / sched.budget
+    small = filter_candidates(s["candidates"], s["domain"], state.release.cliques, limit)
+    bias = sched.expected_abs_noise(measure)
+    eps = sched.selection_epsilon(select)
+    clique = select_marginal(
+        small,
+        s["answers"],
+        _counts(state, list(small)),
+        noise_bias=bias,
+        epsilon=eps,
+        notion=sched.notion,
+        rng=state.gen,
+        accountant=state.accountant,
+        what=f"aim round {t}: select",
+    )
+    state.used += select
+    before = _counts(state, [clique])[clique]
+    _measure(state, [clique], measure, t)
+    _estimate(state)
+    annealed = should_anneal(before, _counts(state, [clique])[clique], bias)
+    entry = AIMRound(
+        t, (clique,), sched.scale(measure), eps, measure, select, state.used,
+        limit, len(small), annealed, last,
+    )  # fmt: skip
+    return entry, sched.anneal((measure, select)) if annealed else (measure, select)
+
+
+def _validate(data, domain, budget, workload, accountant, options) -> dict:
+    """Every check and every data-independent quantity, before anything is charged."""
+    if not isinstance(domain, Domain):
+        raise PrivacyParameterError(f"domain must be a Domain, got {type(domain).__name__}")
+    notion, amount = _notion(budget)
+    mechanism = options["mechanism"] or _MECHANISMS[notion][0]
+    if mechanism not in _MECHANISMS[notion]:
+        raise PrivacyParameterError(
+            f"a {type(budget).__name__} budget measures with {_MECHANISMS[notion]}, "
+            f"got mechanism={mechanism!r}"
+        )
+    size = options["max_model_size"]
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+        raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
+    total = options["total"]
+    if total is not None and (
+        isinstance(total, bool) or not isinstance(total, int | float) or not 0 < total < math.inf
+    ):
+        raise PrivacyParameterError(f"a public total must be a positive number, got {total!r}")
+    estimator = options["estimator"] or NaiveMLEEstimator()
+    if not callable(estimator):
+        raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
+    candidates = candidate_weights(workload_cliques(domain, workload))
+    one_way = [c for c in candidates if len(c) == 1]
+    rounds = options["max_rounds"]
+    rounds = 16 * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
+    if rounds < len(one_way):
+        raise PrivacyParameterError(
+            f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
+        )
+    check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
+    check_accountant(accountant)
+    codes = domain.encode(data)  # DataValidationError before any charge
+    cost = ZCDP(amount) if notion == "zcdp" else PureDP(amount)
+    if accountant is not None:
+        accountant.check(cost, what="aim")
+    return dict(
+        domain=domain, codes=codes, notion=notion, mechanism=mechanism, budget=budget,
+        max_model_size=float(size), total=total, estimator=estimator, candidates=candidates,
+        one_way=one_way, schedule=Schedule(notion, amount, rounds), cost=cost,
+    )  # fmt: skip
+
+
+def aim(
+    data: Any,
+    domain: Domain,
+    budget: Budget,
+    workload: Any = None,
+    *,
+    rng: RngLike = None,
+    accountant: Accountant | None = None,
+    max_model_size: float = 80,
+    max_rounds: int | None = None,
+    estimator: Callable | None = None,
+    mechanism: str | None = None,
+    total: float | None = None,
+    progress: bool = False,
+) -> AIMResult:
+    """Run AIM (module docstring) on ``data`` over the public ``domain``.
+
+    ``budget``: ``ZCDP(ρ)`` (the paper's notion); ``ApproxDP(ε, δ)`` runs at the largest
+    ``ρ`` whose CKS conversion fits (:func:`~pgm_dp.privacy.zcdp_rho_within`); ``PureDP(ε)``
+    (or ``δ = 0``) runs the pure-DP variant (:mod:`.schedule`): zCDP implies no pure-DP
+    guarantee, so a pure budget is never converted. ``workload``: see
+    :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
+    weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
+    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``); ``estimator``: see
+    :mod:`.estimators` (default :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
+    ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
+    (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:
+    estimated from the noisy tables). ``accountant`` is checked for the whole budget before
+    the data are read and charged before every draw; the whole budget is spent. Bad input
+    raises a ``ValueError`` subclass before anything is charged. ``rng``: leave ``None``
+    for a real release; a seed makes it reproducible (tests, experiments).
+    """
+    setup = _validate(
+        data, domain, budget, workload, accountant,
+        dict(mechanism=mechanism, max_model_size=max_model_size, total=total,
+             estimator=estimator, max_rounds=max_rounds),
+    )  # fmt: skip
+    codes, sched = setup["codes"], setup["schedule"]
+    setup["answers"] = {
+        c: contingency_table(codes, [domain.index(v) for v in c], domain.sizes(c)).astype(float)
+        for c in setup["candidates"]
+    }
+    acc = accountant if accountant is not None else Accountant(setup["cost"])
+    state = _State(setup, as_generator(rng), acc, [])
+    costs = sched.initial()
+    log = []
+    if setup["one_way"]:
+        _measure(state, setup["one_way"], costs[0], 0)
+        scale = sched.scale(costs[0])
+        log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, state.used, 0.0, state.used))
+    _estimate(state)
+    last, t = False, 0
+    with tqdm(total=None, desc="AIM", disable=not progress) as bar:
+        while not last:
+            t += 1
+            entry, costs = _round(state, t, costs)
+            log.append(entry)
+            last = entry.last
+            bar.update(1)
+            bar.set_postfix_str(f"{state.used / sched.budget:.0%} of the budget")
+    _estimate(state, final=True)
+    return AIMResult(
+        cliques=tuple(e.cliques[0] for e in log if e.round > 0),
+        release=state.release,
+        rounds=tuple(log),
+        model=state.model,
+        budget=budget,
+        notion=setup["notion"],
+        total=sched.budget,
+        measurements=tuple(state.measurements),
+    )

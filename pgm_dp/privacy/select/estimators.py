@@ -1,0 +1,176 @@
+"""AIM's measurements as one release, and the estimators AIM refits after each round.
+
+AIM may measure a marginal more than once (and a marginal and its subsets). A
+:class:`~pgm_dp.privacy.NoisyMarginals` holds one table per clique, so
+:func:`merged_release` keeps, for a clique measured several times, the inverse-variance
+weighted mean of its noisy tables (a sufficient statistic of the Gaussian measurements;
+for Laplace ones the best linear unbiased combination), with the variance ``1 / sum(1 /
+v_i)`` recorded as a Gaussian (or Laplace) :class:`~pgm_dp.privacy.NoiseModel` of that
+variance. The total ``N`` is never read from the data: it is the inverse-variance weighted
+mean of the noisy tables' sums (post-processing), or a public number the caller gives.
+
+An *estimator* is a callable ``(release, cliques, domain) -> model`` where the model has
+``.marginal(q)`` (a :class:`~pgm_dp.models.MarkovRandomField` is also read in one batch,
+:func:`~pgm_dp.privacy.select.marginals.batch_marginals`). It may accept the keywords
+``previous`` (the last round's model, for a warm start) and ``final`` (the last fit, after
+the loop). :class:`NaiveMLEEstimator` (the default) and :class:`LearnerEstimator` (any
+release learner, e.g. CGM-EM) are provided. AIM itself estimates with Private-PGM (mirror
+descent on the noise-weighted L2 loss); ours is the naive MLE of Bernstein et al. 2017,
+Sec. 3.1, on the merged tables, which weighs each clique's table alike whatever its noise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...domain import Clique, Domain
+from ..budget import Budget
+from ..noise import NoiseModel
+from ..release import NoisyMarginals
+from .mle import fit_tables
+
+__all__ = [
+    "Measurement",
+    "merged_release",
+    "estimated_total",
+    "NaiveMLEEstimator",
+    "LearnerEstimator",
+    "call_estimator",
+]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One noisy table: ``clique``, ``noisy`` counts, its ``noise`` and the AIM ``round``
+    (0: the one-way marginals)."""
+
+    clique: Clique
+    noisy: np.ndarray
+    noise: NoiseModel
+    round: int
+
+
+def estimated_total(measurements: Sequence[Measurement]) -> float:
+    """Inverse-variance weighted mean of the noisy tables' sums (at least 1)."""
+    sums = np.array([float(np.sum(m.noisy)) for m in measurements])
+    var = np.array([m.noisy.size * max(m.noise.variance, 1e-300) for m in measurements])
+    return max(float(np.sum(sums / var) / np.sum(1 / var)), 1.0)
+
+
+def _merge(group: list[Measurement]) -> tuple[np.ndarray, NoiseModel]:
+    if len(group) == 1:
+        return group[0].noisy, group[0].noise
+    weights = [1 / m.noise.variance for m in group]
+    tables = [np.asarray(m.noisy, dtype=np.float64) for m in group]
+    noisy = sum(w * t for w, t in zip(weights, tables, strict=True)) / math.fsum(weights)
+    var = 1 / math.fsum(weights)
+    laplace = group[0].noise.kind.endswith("laplace")
+    return noisy, NoiseModel("laplace", math.sqrt(var / 2)) if laplace else NoiseModel(
+        "gaussian", math.sqrt(var)
+    )
+
+
+def merged_release(
+    measurements: Sequence[Measurement],
+    domain: Domain,
+    *,
+    budget: Budget,
+    mechanism: str,
+    total: float | None = None,
+) -> NoisyMarginals:
+    """All ``measurements`` as one release (module docstring): cliques in the order first
+    measured, repeated ones merged; ``N`` estimated unless a public ``total`` is given;
+    ``budget`` is recorded as the release's cost and ``sensitivity`` is 1 (each table was
+    measured on its own, with sensitivity 1)."""
+    groups: dict[Clique, list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault(m.clique, []).append(m)
+    merged = {c: _merge(g) for c, g in groups.items()}
+    given = total is not None
+    return NoisyMarginals(
+        domain=domain,
+        cliques=tuple(groups),
+        noisy={c: t for c, (t, _) in merged.items()},
+        noise={c: n for c, (_, n) in merged.items()},
+        budget=budget,
+        mechanism=mechanism,
+        sensitivity=1.0,
+        total=float(total) if given else estimated_total(measurements),
+        total_source="given" if given else "estimate",
+    )
+
+
+def call_estimator(estimator: Callable, release, domain: Domain, previous, final: bool):
+    """``estimator(release, release.cliques, domain)`` with ``previous=``/``final=`` passed
+    when its signature takes them."""
+    try:
+        params = inspect.signature(estimator).parameters
+    except (TypeError, ValueError):
+        params = {}
+    any_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {}
+    if any_kw or "previous" in params:
+        kwargs["previous"] = previous
+    if any_kw or "final" in params:
+        kwargs["final"] = final
+    return estimator(release, release.cliques, domain, **kwargs)
+
+
+@dataclass(frozen=True)
+class NaiveMLEEstimator:
+    """Naive MLE (Bernstein et al. 2017, Sec. 3.1): the clique tables ``y_C / N``, projected
+    onto the simplex, as target marginals of an MRF on the measured cliques, with the
+    ``λ ||θ||²`` ridge ``l2``. Warm-started from the previous round's potentials; inside
+    the loop the solver stops at ``loop_tol`` (the largest marginal mismatch), the final
+    fit at ``tol``. ``backend="numpy"`` (default) solves with a NumPy junction tree
+    (:func:`~.mle.fit_tables`, nothing to compile); ``"jax"`` with the package's solver
+    :func:`~pgm_dp.learners.mle.fit_marginals` (one compilation per junction tree)."""
+
+    l2: float = 1e-4
+    tol: float = 1e-8
+    loop_tol: float = 1e-5
+    max_iters: int = 2000
+    backend: str = "numpy"
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("numpy", "jax"):
+            raise ValueError(f"backend must be 'numpy' or 'jax', got {self.backend!r}")
+
+    def __call__(self, release, cliques, domain, *, previous=None, final=False):
+        from ...learners.mle import fit_marginals
+        from ...learners.naive_mle import noisy_pseudo_marginals
+        from ...models.mrf import MarkovRandomField
+
+        mrf = MarkovRandomField(domain, cliques)
+        init = None
+        if isinstance(previous, MarkovRandomField) and previous.domain == domain:
+            old = previous.potentials
+            init = mrf.replace({c: old[c] for c in mrf.cliques if c in old})
+        targets = noisy_pseudo_marginals(release, project=True)
+        opts = dict(l2=self.l2, tol=self.tol if final else self.loop_tol, max_iters=self.max_iters)
+        if self.backend == "jax":
+            return fit_marginals(mrf, targets, init=init, **opts).model
+        start = None if init is None else [np.asarray(t) for t in init.log_potentials]
+        tables, _ = fit_tables(
+            domain, mrf.cliques, [targets[c] for c in mrf.cliques], init=start, **opts
+        )
+        return mrf.replace(tables)
+
+
+@dataclass(frozen=True)
+class LearnerEstimator:
+    """Any release learner (``fit(release, mrf) -> Fit``, e.g. ``CGMEM()``) as an AIM
+    estimator: the model of ``learner.fit(release, MarkovRandomField(domain, cliques))``."""
+
+    learner: Any
+
+    def __call__(self, release, cliques, domain):
+        from ...models.mrf import MarkovRandomField
+
+        return self.learner.fit(release, MarkovRandomField(domain, cliques)).model

@@ -1,0 +1,140 @@
+"""The MLE from clique marginals, solved with a NumPy junction tree (nothing to compile).
+
+The objective is that of :func:`pgm_dp.learners.mle.fit_marginals`, the per-record
+regularised negative log-likelihood
+
+    ``L(θ) = log Z(θ) - sum_C <μ̄_C, θ_C> + λ ||θ||²``,  gradient ``μ(θ) - μ̄ + 2λθ``,
+
+minimised by L-BFGS. That solver compiles a JAX program per junction tree; AIM changes the
+tree every round, and the compilation (seconds) then outweighs the solve. Here ``log Z``
+and the marginals ``μ(θ)`` come from the NumPy calibration of :mod:`.marginals`.
+
+Conditioning (our choice, as CGM-EM's, :mod:`pgm_dp.learners.conditioning`): L-BFGS runs
+on ``z = s · Pθ``, ``P`` the orthogonal projection onto the complement of the gauge
+directions (functions moved between cliques sharing variables, table constants) and
+``s = sqrt(μ̄ (1 - μ̄) + 2λ)`` a diagonal estimate of the curvature per cell. Along the
+gauge ``log Z`` is constant and the objective is ``-<μ̄, g> + λ ||g||²`` apart from the
+rest (``P`` is orthogonal), so the distribution at the optimum is that of the full
+problem: noisy targets that disagree on a shared margin only push the gauge part, slowly
+(curvature ``2λ``), to a place that changes no probability. Measured on AIM's Adult
+models: 4-6 times fewer iterations. Convergence: the largest entry of ``P`` times the
+gradient (the marginal mismatch outside the gauge) is at most ``tol``.
+
+>>> from pgm_dp import Domain
+>>> import numpy as np
+>>> dom = Domain(["A", "B"], [2, 2])
+>>> tables, info = fit_tables(dom, [("A", "B")], [np.array([[0.4, 0.1], [0.2, 0.3]])])
+>>> info["converged"], np.round(np.exp(tables[0]) / np.exp(tables[0]).sum(), 6).tolist()
+(True, [[0.4, 0.1], [0.2, 0.3]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.optimize
+
+from ..._config import one_blas_thread
+from ...domain import Clique, Domain
+from ...inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
+from .marginals import calibrate
+
+__all__ = ["fit_tables"]
+
+
+def _read_plan(jt, cliques: tuple[Clique, ...]) -> list[tuple[int, int, tuple, tuple]]:
+    """How to read the cliques' marginals from the calibrated tree: steps ``(clique index,
+    source, axes summed, permutation)`` in reading order, ``source`` indexing the beliefs
+    followed by the marginals read so far. Larger cliques are read first and each from the
+    smallest table that holds it, so a one-way table is summed from a pair, not from a big
+    junction-tree clique."""
+    dom = jt.domain
+    names = [tuple(c) for c in jt.cliques]  # variables of each readable table
+    steps = []
+    for n in sorted(range(len(cliques)), key=lambda m: -dom.size(cliques[m])):
+        c = cliques[n]
+        source = min(
+            (k for k, have in enumerate(names) if set(c) <= set(have)),
+            key=lambda k: dom.size(names[k]),
+        )
+        have = names[source]
+        kept = tuple(v for v in have if v in c)
+        axes = tuple(a for a, v in enumerate(have) if v not in c)
+        steps.append((n, source, axes, tuple(kept.index(v) for v in c)))
+        names.append(kept)
+    return steps
+
+
+def _conditioning(domain, cliques, target, l2, conditioned):
+    """The projection ``P`` and the scale ``s`` (module docstring), or identity and ones."""
+    if not conditioned:
+        return (lambda v: v), np.ones_like(target)
+    from ...learners.conditioning import gauge_projector
+
+    mu = np.clip(target, 0.0, 1.0)
+    return gauge_projector(domain, cliques), np.sqrt(mu * (1 - mu) + 2 * l2 + 1e-12)
+
+
+def fit_tables(
+    domain: Domain,
+    cliques: Sequence[Clique],
+    targets: Sequence[np.ndarray],
+    *,
+    l2: float = 0.0,
+    tol: float = 1e-8,
+    max_iters: int = 2000,
+    init: Sequence[np.ndarray] | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+    conditioned: bool = True,
+) -> tuple[list[np.ndarray], dict]:
+    """Log-potential tables of ``cliques`` whose model matches the ``targets`` marginals
+    (module docstring); ``init``: starting tables (default zeros); ``conditioned=False``
+    runs L-BFGS on ``θ`` itself. Returns the tables (gauge-projected when conditioned) and
+    ``{"iterations", "max_gradient", "converged", "objective"}``."""
+    cliques = tuple(tuple(c) for c in cliques)
+    jt = build_junction_tree(domain, cliques, max_cells)
+    shapes = [domain.sizes(c) for c in cliques]
+    bounds = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
+    target = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in targets])
+    reads = _read_plan(jt, cliques)
+
+    def split(x):
+        return [x[bounds[i] : bounds[i + 1]].reshape(s) for i, s in enumerate(shapes)]
+
+    def value_and_grad(x):
+        beliefs, log_z = calibrate(jt, split(x))
+        tables, mu = list(beliefs), [None] * len(cliques)
+        for n, source, axes, perm in reads:
+            t = tables[source].sum(axis=axes) if axes else tables[source]
+            tables.append(t)  # in the source's axis order, as ``names`` in the plan
+            mu[n] = np.transpose(t, perm).ravel()
+        mu = np.concatenate(mu)
+        value = log_z - target @ x + l2 * (x @ x)
+        return value, mu - target + 2.0 * l2 * x
+
+    x0 = np.zeros(bounds[-1]) if init is None else np.concatenate([np.ravel(t) for t in init])
+    project, scale = _conditioning(domain, cliques, target, l2, conditioned)
+
+    def objective(z):
+        v, g = value_and_grad(project(z / scale))
+        return v, project(g) / scale
+
+    z0 = scale * project(x0)
+    with one_blas_thread():  # BLAS threads cost more than L-BFGS-B's small vector work
+        res = scipy.optimize.minimize(
+            objective,
+            z0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
+        )
+    x = project(res.x / scale)
+    max_grad = float(np.max(np.abs(objective(res.x)[1] * scale)))
+    info = {
+        "iterations": int(res.nit),
+        "max_gradient": max_grad,
+        "converged": max_grad <= tol,
+        "objective": float(res.fun),
+    }
+    return split(x), info

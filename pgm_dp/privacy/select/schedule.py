@@ -1,0 +1,95 @@
+"""AIM's budget annealing (McKenna et al. 2022, Sec. 4), in zCDP and in a pure-DP variant.
+
+A round measures one marginal (L2 / L1 sensitivity 1) and selects it with the exponential
+mechanism. The schedule keeps the two costs of the next round, ``(measure, select)``:
+
+zCDP (the paper's mechanism; reference implementation ``AIM.run``)
+    ``T`` rounds planned (``16 d`` by default); the initial costs are ``0.9 ρ / T`` and
+    ``0.1 ρ / T``, i.e. Gaussian noise ``σ = sqrt(T / (2 · 0.9 ρ))`` (cost ``1 / (2σ²)``)
+    and an exponential mechanism with ``ε = sqrt(8 · 0.1 ρ / T)`` (cost ``ε² / 8``: it is
+    ``ε``-bounded-range, Cesar & Rogers 2021). The one-way marginals are measured first at
+    the same ``σ``. Before each round, if less than twice the round's cost is left, the
+    round is the last and takes all that is left: ``σ = sqrt(1 / (2 · 0.9 r))``,
+    ``ε = sqrt(8 · 0.1 r)``. Annealing (when the estimate barely moved) halves ``σ`` and
+    doubles ``ε``: both costs times 4.
+pure DP (our variant: zCDP does not imply pure DP)
+    The same rules with the pure costs: Laplace noise ``b = T / (0.9 ε)`` (cost ``1 / b``),
+    an exponential mechanism with ``ε_sel = 0.1 ε / T`` (cost ``ε_sel``); the last round
+    takes ``b = 1 / (0.9 r)``, ``ε_sel = 0.1 r``; annealing halves ``b`` and doubles
+    ``ε_sel`` (both costs times 2). The expected absolute noise of a cell is ``b`` where
+    the Gaussian's is ``sqrt(2/π) σ``.
+
+>>> s = Schedule("zcdp", 1.0, rounds=10)
+>>> [round(x, 6) for x in s.initial()]
+[0.09, 0.01]
+>>> round(s.scale(0.09), 6), round(s.selection_epsilon(0.01), 6)  # sigma, epsilon
+(2.357023, 0.282843)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...errors import PrivacyParameterError
+
+__all__ = ["Schedule", "MEASURE_SHARE"]
+
+#: Share of each round's budget spent on the measurement (the rest selects).
+MEASURE_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """AIM's annealing plan for a total ``budget`` (``ρ`` for ``"zcdp"``, ``ε`` for
+    ``"pure"``) and ``rounds`` ``T`` (module docstring)."""
+
+    notion: str
+    budget: float
+    rounds: int
+
+    def __post_init__(self) -> None:
+        if self.notion not in ("zcdp", "pure"):
+            raise PrivacyParameterError(f"notion must be 'zcdp' or 'pure', got {self.notion!r}")
+        if not (math.isfinite(self.budget) and self.budget > 0):
+            raise PrivacyParameterError(f"budget must be finite and > 0, got {self.budget!r}")
+
+    @property
+    def growth(self) -> float:
+        """Factor of both costs when annealing: 4 (zCDP), 2 (pure DP)."""
+        return 4.0 if self.notion == "zcdp" else 2.0
+
+    def initial(self) -> tuple[float, float]:
+        """Costs ``(measure, select)`` of a first round: ``0.9 B / T``, ``0.1 B / T``."""
+        return MEASURE_SHARE * self.budget / self.rounds, (1 - MEASURE_SHARE) * self.budget / (
+            self.rounds
+        )
+
+    def last(self, remaining: float) -> tuple[float, float]:
+        """Costs of a last round taking all of ``remaining``: ``0.9 r``, ``0.1 r``."""
+        return MEASURE_SHARE * remaining, remaining - MEASURE_SHARE * remaining
+
+    def next(self, used: float, costs: tuple[float, float]) -> tuple[float, float, bool]:
+        """``(measure, select, last)`` of the next round from the current costs: the last
+        round when less than twice ``sum(costs)`` is left."""
+        remaining = self.budget - used
+        if remaining < 2 * (costs[0] + costs[1]):
+            return (*self.last(remaining), True)
+        return (*costs, False)
+
+    def anneal(self, costs: tuple[float, float]) -> tuple[float, float]:
+        """Costs after annealing: noise scale halved, selection ``ε`` doubled."""
+        return costs[0] * self.growth, costs[1] * self.growth
+
+    def scale(self, measure: float) -> float:
+        """Noise scale bought by a measurement cost: ``σ = sqrt(1/(2ρ))`` or ``b = 1/ε``."""
+        return math.sqrt(1 / (2 * measure)) if self.notion == "zcdp" else 1 / measure
+
+    def selection_epsilon(self, select: float) -> float:
+        """``ε`` of the exponential mechanism: ``sqrt(8 ρ)`` (zCDP) or the cost itself."""
+        return math.sqrt(8 * select) if self.notion == "zcdp" else select
+
+    def expected_abs_noise(self, measure: float) -> float:
+        """``E|noise|`` of one cell: ``sqrt(2/π) σ`` (Gaussian) or ``b`` (Laplace)."""
+        s = self.scale(measure)
+        return math.sqrt(2 / math.pi) * s if self.notion == "zcdp" else s
