@@ -103,6 +103,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
+    ("privacy.select",),
     ("io", "selection", "bayes", "binning", "columns", "_spec", "prepare"),
     ("compare",),
     ("cli",),

@@ -70,7 +70,7 @@ def _conditioning(domain, cliques, target, l2, conditioned):
     """The projection ``P`` and the scale ``s`` (module docstring), or identity and ones."""
     if not conditioned:
         return (lambda v: v), np.ones_like(target)
-    from ...learners.conditioning import gauge_projector
+    from ...models.gauge import gauge_projector
 
     mu = np.clip(target, 0.0, 1.0)
     return gauge_projector(domain, cliques), np.sqrt(mu * (1 - mu) + 2 * l2 + 1e-12)
