@@ -29,6 +29,12 @@ estimator inside the loop is ours (:mod:`.estimators`; the paper's is Private-PG
 ``PureDP`` budget runs a pure-DP variant with Laplace measurements
 (:mod:`.schedule`). The number of records is never read from the data: the model's
 counts use ``N`` estimated from the noisy tables unless a public ``total`` is given.
+
+Privacy: the round costs are chosen adaptively (annealing reads the noisy estimates) and
+never add up to more than the budget, so the run is ``ρ``-zCDP by the zCDP (Rényi)
+filter (Feldman & Zrnic 2021), then ``(ε, δ)``-DP by the CKS conversion when the budget
+was given so; the pure variant is ``ε``-DP by the pure-DP filter (Rogers, Roth, Ullman &
+Vadhan 2016). These are the accountant's rules (:mod:`pgm_dp.privacy.accountant`).
 """
 
 from __future__ import annotations
