@@ -29,6 +29,12 @@ estimator inside the loop is ours (:mod:`.estimators`; the paper's is Private-PG
 ``PureDP`` budget runs a pure-DP variant with Laplace measurements
 (:mod:`.schedule`). The number of records is never read from the data: the model's
 counts use ``N`` estimated from the noisy tables unless a public ``total`` is given.
+
+Privacy: the round costs are chosen adaptively (annealing reads the noisy estimates) and
+never add up to more than the budget, so the run is ``ρ``-zCDP by the zCDP (Rényi)
+filter (Feldman & Zrnic 2021), then ``(ε, δ)``-DP by the CKS conversion when the budget
+was given so; the pure variant is ``ε``-DP by the pure-DP filter (Rogers, Roth, Ullman &
+Vadhan 2016). These are the accountant's rules (:mod:`pgm_dp.privacy.accountant`).
 """
 
 from __future__ import annotations
@@ -55,9 +61,19 @@ from .marginals import batch_marginals
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques
 
-__all__ = ["AIMRound", "AIMResult", "aim", "select_marginal", "should_anneal", "model_marginals"]
+__all__ = [
+    "AIMRound",
+    "AIMResult",
+    "ROUNDS_PER_VARIABLE",
+    "aim",
+    "select_marginal",
+    "should_anneal",
+    "model_marginals",
+]
 
 _MECHANISMS = {"zcdp": ("discrete_gaussian", "gaussian"), "pure": ("discrete_laplace", "laplace")}
+#: Default ``T`` per variable: the paper's 16 (zCDP); 4 for the pure variant (:mod:`.schedule`).
+ROUNDS_PER_VARIABLE = {"zcdp": 16, "pure": 4}
 
 
 @dataclass(frozen=True)
@@ -285,7 +301,8 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     candidates = candidate_weights(workload_cliques(domain, workload))
     one_way = [c for c in candidates if len(c) == 1]
     rounds = options["max_rounds"]
-    rounds = 16 * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
+    per_variable = ROUNDS_PER_VARIABLE[notion]
+    rounds = per_variable * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
     if rounds < len(one_way):
         raise PrivacyParameterError(
             f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
@@ -326,8 +343,9 @@ def aim(
     guarantee, so a pure budget is never converted. ``workload``: see
     :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
     weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
-    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``); ``estimator``: see
-    :mod:`.estimators` (default :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
+    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``; ``4 d`` in the pure
+    variant); ``estimator``: see :mod:`.estimators` (default
+    :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
     (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:
     estimated from the noisy tables). ``accountant`` is checked for the whole budget before
