@@ -54,3 +54,20 @@ def test_dp_accounting_warnings_are_silenced_at_their_source(caplog):
     assert not [r for r in caplog.records if "dp_accounting" in r.pathname]
     assert [r.getMessage() for r in caplog.records] == ["another absl user"]
     assert logging.getLogger().level == logging.WARNING  # the root logger: as caplog set it
+
+
+def test_dp_accounting_warnings_are_silenced_whoever_made_the_absl_logger():
+    code = (
+        "import logging; logging.getLogger('absl'); logging.basicConfig(); "  # a plain Logger
+        "from pgm_dp.privacy import dpsgd_epsilon; print(dpsgd_epsilon(1.0, 0.2, 10, 1e-3) > 0)"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PGM_DP_", "JAX_COMP"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environ | {"PYTHONPATH": str(REPO)},
+    )
+    assert done.stdout.split() == ["True"]
+    assert "_compute_log_a_frac" not in done.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -62,7 +63,18 @@ def _check_delta(delta: float) -> float:
 
 
 def _drop_dp_accounting_warnings(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.ERROR or "dp_accounting" not in record.pathname
+    """Keep a record unless it is below ERROR and dp_accounting is on the logging call's stack.
+
+    The stack, not ``record.pathname``: when the ``absl`` logger was created before
+    ``absl.logging`` was imported it is a plain ``Logger`` and names absl's own file."""
+    if record.levelno >= logging.ERROR:
+        return True
+    frame = sys._getframe(1)
+    while frame is not None:
+        if "dp_accounting" in frame.f_code.co_filename:
+            return False
+        frame = frame.f_back
+    return True
 
 
 @functools.cache
