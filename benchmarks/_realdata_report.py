@@ -78,10 +78,13 @@ def plot(med: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         sub = med[med["data"] == name]
-        for method, g in sub.groupby("method"):
-            g = g.sort_values("eps")
-            ax.plot(g["eps"], g["tvd2"], marker="o", label=method)
+        for k, method in enumerate(sorted(med["method"].unique())):
+            g = sub[sub["method"] == method].sort_values("eps")
+            ax.plot(g["eps"], g["tvd2"], marker="o", label=method, color=f"C{k}")
         ax.set(xscale="log", xlabel="ε", ylabel="mean 2-way TVD (model)", title=name)
+        ticks = sorted(sub["eps"].unique())
+        ax.minorticks_off()
+        ax.set_xticks(ticks, [f"{e:g}" for e in ticks])
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()

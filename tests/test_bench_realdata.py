@@ -113,7 +113,7 @@ def test_harness_pgm_dp_side(tmp_path):
             "domain": dict(zip(NAMES, SHAPE, strict=True))}  # fmt: skip
     args = SimpleNamespace(out=tmp_path, timeout=600, max_triples=4, peer_python=sys.executable,
                            aim_max_model_size=80.0, aim_max_iters=100,
-                           warm_cache=False, xla_default=False)  # fmt: skip
+                           warm_cache=False, xla="peers")  # fmt: skip
     row = bench.one_run("tiny", info, 3.0, 0, "independent", args)
     assert row["status"] == "ok", row.get("note")
     assert row["n_pairs"] == 10 and row["n_triples"] == 4
