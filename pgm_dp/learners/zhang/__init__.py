@@ -4,6 +4,7 @@
 * :mod:`.pairwise` — Alg. 2 (Ising) and Alg. 3 (pairwise over ``[k]``);
 * :mod:`.binary_mrf` — Alg. 4 and Alg. 5 (binary ``t``-wise MRFs);
 * :mod:`.pmw` — private multiplicative weights on parities (Alg. 5's release);
+* :mod:`.parities` — parities by PMW or per-query noise, whichever bound is smaller;
 * :mod:`.structure` — structure learning by stability (Sec. 6).
 """
 
@@ -20,14 +21,17 @@ from .pairwise import (
     model_from_tables,
     zcdp_for_epsilon,
 )
-from .pmw import PMW, PMWResult, parity_queries, pmw_release
+from .parities import ParityRelease, error_bounds, release_parities
+from .pmw import PMW, PMWPlan, PMWResult, parity_queries, pmw_plan, pmw_release
 from .structure import StabilityStructure, StructureResult, learn_structure
 
 __all__ = [
     "BinaryMRFEstimate",
     "IsingEstimate",
     "PMW",
+    "PMWPlan",
     "PMWResult",
+    "ParityRelease",
     "PairwiseEstimate",
     "StabilityStructure",
     "StructureResult",
@@ -39,10 +43,13 @@ __all__ = [
     "learn_ising",
     "learn_pairwise",
     "learn_structure",
+    "error_bounds",
     "model_from_tables",
     "monomials",
     "parity_queries",
+    "pmw_plan",
     "pmw_release",
+    "release_parities",
     "private_frank_wolfe",
     "zcdp_for_epsilon",
 ]

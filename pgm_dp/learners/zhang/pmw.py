@@ -21,8 +21,10 @@ Budget: ``2K`` pieces of ``eps_0``-DP, each ``eps_0^2/2``-zCDP (Zhang et al. Lem
 ``eps_0 = sqrt(rho / K)`` spends ``rho`` (Lemma 2.15). An ``ApproxDP(eps, delta)`` budget is
 spent as the largest ``rho`` whose conversion fits it
 (:func:`~pgm_dp.privacy.noise.zcdp_rho_within`). The accountant is charged once, before any
-noise. Defaults (ours; the paper leaves them open): ``K = 25`` updates and ``alpha`` = the
-query-noise scale times ``log(2m)`` (few false hits among ``m`` queries).
+noise. Defaults (ours; the paper leaves them open): ``K`` and ``alpha`` from :func:`pmw_plan`,
+the smallest ``K`` that the multiplicative-weights potential argument says is never exhausted
+and ``alpha`` three times the sparse-vector noise level (derivation in :mod:`~.parities`,
+which also says when per-query noise is the better release).
 
 The synthetic distribution ``x`` is a table over all ``2^p`` points: PMW refuses ``p >``
 :data:`PMW_MAX_VARIABLES` (:class:`~pgm_dp.errors.ModelTooLargeError`) before allocating it.
@@ -47,17 +49,29 @@ import numpy as np
 from ...errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
 from ...models.mrf import MarkovRandomField
 from ...privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
-from ...privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy
+from ...privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy, to_lattice
 from ...privacy.noise import zcdp_rho_within
 from ...privacy.samplers import discrete_laplace_rational_scale
 from ...rng import RngLike, as_generator
 from ..base import Fit
 from .pairwise import as_model
 
-__all__ = ["PMW", "PMW_MAX_VARIABLES", "PMWResult", "parity_queries", "pmw_release", "walsh"]
+__all__ = [
+    "PMW",
+    "PMW_MAX_VARIABLES",
+    "PMWPlan",
+    "PMWResult",
+    "parity_queries",
+    "parity_sums",
+    "pmw_plan",
+    "pmw_release",
+    "walsh",
+]
 
 PMW_MAX_VARIABLES = 20
 """Largest ``p`` PMW accepts: its table has ``2^p`` float64 cells (8 MiB at ``p = 20``)."""
+#: ``Delta' / Delta``: the lattice rounding raises the sensitivity by ``2^-20`` of itself.
+_LATTICE_SLACK = 1 + 2.0**-20
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,17 @@ class PMWResult:
     distribution: np.ndarray
     updates: int
     spent: ZCDP
+
+
+@dataclass(frozen=True)
+class PMWPlan:
+    """PMW's derived settings: ``K`` updates, threshold ``alpha``, per-piece ``eps0`` and the
+    high-probability max error ``bound = 4 nu`` (module docstring)."""
+
+    max_updates: int
+    alpha: float
+    eps0: float
+    bound: float
 
 
 def parity_queries(p: int, t: int) -> list[tuple[int, ...]]:
@@ -95,6 +120,24 @@ def _mask(query: tuple[int, ...]) -> int:
     return sum(1 << i for i in query)
 
 
+def _comparison_slack(n: int, m: int, k: int, rho: float, beta: float) -> float:
+    """``nu = 6 Delta' L / eps_0``: how far the sparse-vector noises move one comparison on
+    the probability-``1 - beta`` event (:mod:`~.parities`)."""
+    return 6 * (2.0 / n) * _LATTICE_SLACK * math.log(3 * (m + 1) / beta) / math.sqrt(rho / k)
+
+
+def pmw_plan(n: int, m: int, p: int, rho: float, beta: float = 0.05) -> PMWPlan:
+    """``K``, ``alpha`` and the error bound of PMW on ``m`` parities over ``p`` spins, ``n``
+    records, ``rho``-zCDP (derivation: :mod:`~.parities`)."""
+    check_sizes(n, m, p, beta)
+    if not (math.isfinite(rho) and rho > 0):
+        raise PrivacyParameterError(f"rho must be finite and > 0, got {rho}")
+    per_update = _comparison_slack(n, m, 1, rho, beta)  # nu at K = 1; nu grows as sqrt(K)
+    k = min(max(math.ceil(math.sqrt(0.56 * p) / per_update), 1), m)
+    nu = _comparison_slack(n, m, k, rho, beta)
+    return PMWPlan(k, 3 * nu, math.sqrt(rho / k), 4 * nu)
+
+
 def _rho_of(budget: Budget) -> float:
     if isinstance(budget, ZCDP):
         return budget.rho
@@ -119,11 +162,19 @@ def _svt_plans(sens: float, eps0: float, alpha: float) -> tuple[LatticePlan, Lat
     return plans[0], plans[1]
 
 
-def _noisy(value: float, plan: LatticePlan, gen: np.random.Generator) -> float:
-    return float(lattice_noisy(np.array([value]), plan, gen)[0])
+def _noises(plan: LatticePlan, count: int, gen: np.random.Generator) -> np.ndarray:
+    """``count`` independent draws of ``plan``'s noise (multiples of its lattice step), drawn
+    up front: adding one to a value rounded to the lattice is exactly ``lattice_noisy``."""
+    return lattice_noisy(np.zeros(count), plan, gen)
 
 
-def _checked(data: Any, queries, max_updates: int):
+def _rounded(value: float, plan: LatticePlan) -> float:
+    return float(np.ldexp(float(to_lattice(np.array([value]), plan.exponent)[0]), plan.exponent))
+
+
+def checked_parities(data: Any, queries) -> tuple[np.ndarray, int, list[tuple[int, ...]]]:
+    """``(z, p, queries)`` of ±1 ``data`` ``(n, p)`` and parity index sets, or
+    DataValidationError / ModelTooLargeError (``p > PMW_MAX_VARIABLES``)."""
     z = np.array(data, dtype=np.float64)
     if z.ndim != 2 or z.shape[0] < 1 or not np.all((z == 1.0) | (z == -1.0)):
         raise DataValidationError("data must be (n, p) spins in {-1, +1}")
@@ -135,9 +186,20 @@ def _checked(data: Any, queries, max_updates: int):
     qs = [tuple(int(i) for i in q) for q in queries]
     if not qs or any(not q or len(set(q)) != len(q) or min(q) < 0 or max(q) >= p for q in qs):
         raise DataValidationError(f"queries must be non-empty sets of indices in 0..{p - 1}")
-    if isinstance(max_updates, bool) or int(max_updates) != max_updates or max_updates < 1:
-        raise DataValidationError(f"max_updates must be a positive integer, got {max_updates!r}")
     return z, p, qs
+
+
+def _histogram(z: np.ndarray) -> np.ndarray:
+    """Counts of the ``2^p`` points, indexed by ``u = sum_i [z_i = +1] 2^i``."""
+    index = ((z > 0) * (1 << np.arange(z.shape[1]))).sum(axis=1)
+    return np.bincount(index, minlength=1 << z.shape[1])
+
+
+def parity_sums(z: np.ndarray, queries) -> np.ndarray:
+    """``sum_records prod_{i in I} z_i`` for each index set ``I`` (int64, exact), by one
+    Walsh-Hadamard transform of the records' histogram."""
+    sums = walsh(_histogram(z))
+    return np.rint(sums[[_mask(q) for q in queries]]).astype(np.int64)
 
 
 def pmw_release(
@@ -146,18 +208,25 @@ def pmw_release(
     budget: Budget,
     *,
     alpha: float | None = None,
-    max_updates: int = 25,
+    max_updates: int | None = None,
+    beta: float = 0.05,
     rng: RngLike = None,
     accountant: Accountant | None = None,
 ) -> PMWResult:
-    """Answers to parity ``queries`` on ±1 ``data`` by online PMW (module docstring)."""
-    z, p, qs = _checked(data, queries, max_updates)
+    """Answers to parity ``queries`` on ±1 ``data`` by online PMW (module docstring).
+
+    ``max_updates`` and ``alpha`` default to :func:`pmw_plan`'s (derived from ``n``, the
+    number of queries, ``p``, ``rho`` and the failure probability ``beta``)."""
+    z, p, qs = checked_parities(data, queries)
     rho = _rho_of(budget)
-    n, m, K = z.shape[0], len(qs), int(max_updates)
+    n, m = z.shape[0], len(qs)
+    K = pmw_plan(n, m, p, rho, beta).max_updates if max_updates is None else max_updates
+    if isinstance(K, bool) or int(K) != K or K < 1:
+        raise DataValidationError(f"max_updates must be a positive integer, got {K!r}")
+    K = int(K)
     sens = 2.0 / n
     eps0 = math.sqrt(rho / K)
-    query_scale = 4 * sens / eps0
-    alpha = query_scale * math.log(2 * m) if alpha is None else float(alpha)
+    alpha = 3 * _comparison_slack(n, m, K, rho, beta) if alpha is None else float(alpha)
     if not math.isfinite(alpha) or alpha < 0:
         raise DataValidationError(f"alpha must be finite and >= 0, got {alpha}")
     threshold_plan, query_plan = _svt_plans(sens, eps0, alpha)
@@ -165,17 +234,19 @@ def pmw_release(
     spent = ZCDP(rho)
     if accountant is not None:
         accountant.charge(spent, what="PMW parities", mechanism="sparse_vector+laplace")
-    index = ((z > 0) * (1 << np.arange(p))).sum(axis=1)
-    truth = walsh(np.bincount(index, minlength=1 << p) / n)
+    truth = walsh(_histogram(z) / n)
     masks = np.array([_mask(q) for q in qs])
     bits = (np.arange(1 << p)[:, None] >> np.arange(p)) & 1
     x = np.full(1 << p, 1.0 / (1 << p))
     synthetic = walsh(x)
     answers, updates = np.empty(m), 0
-    threshold = _noisy(alpha, threshold_plan, gen)
+    query_noise = _noises(query_plan, m, gen)  # one per query, as drawn in the loop
+    threshold_noise = _noises(threshold_plan, K + 1, gen)  # one per update, and the first
+    level = _rounded(alpha, threshold_plan)
+    threshold = level + threshold_noise[0]
     for j, mask in enumerate(masks):
         gap = abs(truth[mask] - synthetic[mask])
-        if updates < K and _noisy(gap, query_plan, gen) >= threshold:
+        if updates < K and _rounded(gap, query_plan) + query_noise[j] >= threshold:
             measured = laplace_mechanism(
                 truth[mask], l1_sensitivity=sens, budget=PureDP(eps0), rng=gen
             )
@@ -184,7 +255,7 @@ def pmw_release(
             x /= x.sum()
             synthetic = walsh(x)
             updates += 1
-            threshold = _noisy(alpha, threshold_plan, gen)
+            threshold = level + threshold_noise[updates]
             answers[j] = float(measured)
         else:
             answers[j] = synthetic[mask]
@@ -200,7 +271,7 @@ class PMW:
     selects_structure: ClassVar[bool] = True  # one clique of all variables, not mrf's
     t: int = 2
     alpha: float | None = None
-    max_updates: int = 25
+    max_updates: int | None = None
 
     def fit(self, data, mrf, *, budget, rng=None, accountant=None) -> Fit:
         domain = as_model(mrf).domain
@@ -220,3 +291,10 @@ class PMW:
         model = MarkovRandomField(domain, [tuple(domain.attributes)], [table])
         info = {"answers": res.answers, "queries": qs, "updates": res.updates}
         return Fit(model, info=info | {"spent": res.spent, "budget": budget})
+
+
+def check_sizes(n: int, m: int, p: int, beta: float) -> None:
+    if n < 1 or m < 1 or p < 1:
+        raise PrivacyParameterError(f"n, m and p must be >= 1, got {n}, {m}, {p}")
+    if not 0 < beta < 1:
+        raise PrivacyParameterError(f"beta must be in (0, 1), got {beta}")

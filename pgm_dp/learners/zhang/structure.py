@@ -8,7 +8,8 @@ Cor. 6.3 / 6.5 apply it to structure learners (Wu, Sanghavi & Dimakis 2019; Kliv
 
 1. the records are split at random into ``m`` disjoint blocks;
 2. on every block the non-private learner runs: Alg. 2 without noise (sparse logistic
-   regression per node by Frank-Wolfe, all blocks and nodes in one vmapped batch), then the
+   regression per node by Frank-Wolfe, all blocks and nodes in one compiled loop, in
+   ``O(n p)`` memory), then the
    edges ``{i, j}`` with ``(|A_ij| + |A_ji|) / 2 > eta / 2`` (``eta`` = the smallest edge weight
    to detect; the threshold ``eta / 2`` is ours, as in Wu et al.'s analysis);
 3. the block graphs are the votes; :func:`stable_mode` releases their mode or "no answer"
@@ -31,12 +32,15 @@ frozenset({(0, 1)})
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ...errors import DataValidationError
@@ -44,7 +48,7 @@ from ...models.mrf import MarkovRandomField
 from ...privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
 from ...rng import RngLike, as_generator
 from ..base import Fit
-from .frank_wolfe import frank_wolfe_batch
+from .frank_wolfe import LOGISTIC
 from .pairwise import _spins, as_model, check_spins
 
 __all__ = [
@@ -142,20 +146,55 @@ def stable_mode(
     return StableMode(mode if noisy > threshold else None, noisy, threshold)
 
 
+@functools.partial(jax.jit, static_argnames=("steps",))
+def _block_weights(F: jax.Array, Y: jax.Array, R: jax.Array, radius: float, steps: int):
+    """Alg. 1 without noise on every (block, node) problem at once: ``F`` ``(m, nb, p + 1)``
+    (spins and a bias column), ``Y`` ``(m, nb, p)`` labels, ``R`` ``(m, nb)`` 0/1 rows (blocks
+    padded to one length). Node ``i`` regresses on every column but its own; the same steps
+    as :func:`~.frank_wolfe.frank_wolfe_batch` (``mu = 2 / (t + 2)``, ``t = 1 .. steps - 1``,
+    ties to the first vertex), in ``O(n p)`` memory. Returns ``w`` ``(m, p, p + 1)``."""
+    m, nb, d = F.shape
+    p = Y.shape[2]
+    allowed = jnp.tile(~jnp.eye(p, d, dtype=bool), (1, 2))  # (p, 2d): +C e_j, then -C e_j
+    count = R.sum(axis=1)[:, None, None]
+    slope = jax.vmap(jax.grad(LOGISTIC.value))
+
+    def body(t, state):
+        w, margins = state  # (m, p, d), (m, nb, p)
+        dl = slope(margins.ravel(), Y.ravel()).reshape(margins.shape) * R[:, :, None]
+        g = jnp.einsum("bnd,bnp->bpd", F, dl) / count
+        score = jnp.where(allowed, radius * jnp.concatenate([g, -g], axis=2), jnp.inf)
+        k = jnp.argmin(score, axis=2)  # (m, p)
+        col, sign = k % d, jnp.where(k < d, radius, -radius)
+        mu = 2.0 / (t + 2)
+        vertex = jax.nn.one_hot(col, d) * sign[..., None]
+        picked = jnp.take_along_axis(F, jnp.broadcast_to(col[:, None, :], (m, nb, p)), axis=2)
+        return (1 - mu) * w + mu * vertex, (1 - mu) * margins + mu * picked * sign[:, None, :]
+
+    init = (jnp.zeros((m, p, d)), jnp.zeros((m, nb, p)))
+    return jax.lax.fori_loop(1, steps, body, init)[0]
+
+
 def block_graphs(
     z: np.ndarray, blocks: np.ndarray, m: int, *, eta: float, lam: float, steps: int
 ) -> list[Edges]:
     """The non-private learner on every block: Alg. 2 without noise, then thresholding."""
     n, p = z.shape
-    features = np.hstack([z, np.ones((n, 1))])
-    labels = np.tile(z, (1, m))  # problem b * p + i: block b, node i
-    rows = np.repeat((blocks[:, None] == np.arange(m)[None, :]).astype(float), p, axis=1)
-    cols = np.tile(~np.eye(p, p + 1, dtype=bool), (m, 1))
-    w = frank_wolfe_batch(features, labels, radius=2 * lam, rho=None, rows=rows, cols=cols,
-                          steps=steps).w  # fmt: skip
+    order = np.argsort(blocks, kind="stable")
+    sizes = np.bincount(blocks, minlength=m)
+    nb = int(sizes.max())
+    slot = np.arange(n) - np.repeat(np.cumsum(sizes) - sizes, sizes)  # place within its block
+    F = np.zeros((m, nb, p + 1))
+    Y = np.ones((m, nb, p))
+    R = np.zeros((m, nb))
+    where = (blocks[order], slot)
+    F[where] = np.hstack([z[order], np.ones((n, 1))])
+    Y[where] = z[order]
+    R[where] = 1.0
+    w = np.asarray(_block_weights(jnp.asarray(F), jnp.asarray(Y), jnp.asarray(R), 2 * lam, steps))
     graphs = []
     for b in range(m):
-        A = np.abs(w[b * p : (b + 1) * p, :p]) / 2
+        A = np.abs(w[b, :, :p]) / 2
         score = (A + A.T) / 2
         graphs.append(frozenset((i, j) for i in range(p) for j in range(i + 1, p)
                                 if score[i, j] > eta / 2))  # fmt: skip

@@ -8,9 +8,11 @@ import pytest
 from pgm_dp.errors import DataValidationError, ModelTooLargeError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import PMW, pmw_release
-from pgm_dp.learners.zhang.pmw import PMW_MAX_VARIABLES, parity_queries, walsh
+from pgm_dp.learners.zhang import error_bounds, pmw_plan, release_parities
+from pgm_dp.learners.zhang.pmw import PMW_MAX_VARIABLES, parity_queries, parity_sums, walsh
 from pgm_dp.models import ising
-from pgm_dp.privacy import ZCDP, Accountant, ApproxDP
+from pgm_dp.errors import PrivacyParameterError
+from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,7 @@ def test_answers_approach_the_truth_as_the_budget_grows(spins):
     qs = parity_queries(6, 2)
     truth = _true(spins, qs)
     errors = []
-    for rho in (0.001, 0.1, 100.0):
+    for rho in (0.1, 10.0, 1000.0):  # at 0.1 the derived threshold lets nothing through
         errs = [np.abs(pmw_release(spins, qs, ZCDP(rho), rng=s).answers - truth).mean()
                 for s in range(3)]  # fmt: skip
         errors.append(np.mean(errs))
@@ -80,3 +82,50 @@ def test_registered_pmw_returns_the_synthetic_distribution(spins):
     released = fit.info["answers"][fit.info["queries"].index((0, 1))]
     assert released == pytest.approx(target, abs=0.02)
     assert math.isclose(float(np.sum(pair)), 1.0)
+
+
+def test_parity_sums_are_exact(spins):
+    qs = parity_queries(6, 3)
+    brute = [int(np.prod(spins[:, list(q)], axis=1).sum()) for q in qs]
+    assert parity_sums(spins, qs).tolist() == brute
+
+
+def test_the_plan_never_runs_out_of_updates_on_its_own_bound():
+    """K covers the potential argument: at most 0.56 p / nu^2 updates (nu = bound / 4)."""
+    for n, m, p, rho in [(1000, 21, 6, 0.1), (10**5, 136, 16, 1.0), (10**4, 65535, 16, 10.0)]:
+        plan = pmw_plan(n, m, p, rho)
+        nu = plan.bound / 4
+        assert plan.max_updates == m or plan.max_updates >= 0.56 * p / nu**2
+        assert plan.alpha == pytest.approx(3 * nu)
+        assert plan.eps0 == pytest.approx(math.sqrt(rho / plan.max_updates))
+
+
+def test_release_uses_the_mechanism_with_the_smaller_bound(spins):
+    qs = parity_queries(6, 2)
+    truth = _true(spins, qs)
+    acc = Accountant(ZCDP(1.0))
+    out = release_parities(spins, qs, ZCDP(1.0), rng=0, accountant=acc)
+    assert out.mechanism == min(out.bounds, key=out.bounds.get) == "gaussian"
+    assert acc.spent == ZCDP(1.0) == out.spent and len(acc.charges) == 1
+    assert np.max(np.abs(out.answers - truth)) <= out.bounds["gaussian"]
+    pure = release_parities(spins, None, PureDP(1.0), t=2, rng=0)
+    assert pure.mechanism == "laplace" and set(pure.bounds) == {"laplace"}
+    assert np.max(np.abs(pure.answers - truth)) <= pure.bounds["laplace"]
+
+
+def test_forced_pmw_keeps_its_bound_and_a_wrong_budget_is_refused_before_charging(spins):
+    qs = parity_queries(6, 2)
+    truth = _true(spins, qs)
+    for seed in range(3):
+        out = release_parities(spins, qs, ZCDP(50.0), mechanism="pmw", rng=seed)
+        assert out.mechanism == "pmw" and out.updates is not None
+        assert np.max(np.abs(out.answers - truth)) <= out.bounds["pmw"]
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(PrivacyParameterError):
+        release_parities(spins, qs, PureDP(1.0), mechanism="pmw", accountant=acc)
+    assert acc.spent.epsilon == 0
+
+
+def test_per_query_noise_wins_the_bounds_for_few_queries_and_many_records():
+    bounds = error_bounds(10**5, 136, 16, ZCDP(1.0))
+    assert bounds["gaussian"] < bounds["pmw"] / 10
