@@ -1,13 +1,14 @@
 """Benchmark: parity queries by PMW against per-query Laplace and Gaussian noise.
 
-A 16-node 4-regular Ising model (couplings ±0.3, random signs, seed 0), ``n`` records drawn by
-Gibbs sampling; query sets: all parities of order ``<= t`` for ``t`` in ``--orders`` (``m`` =
-16, 136, 2516, 65535 for t = 1, 2, 4, 16). Per cell (n, m, rho) and seed, the max error over
-the queries of: PMW with its derived ``K`` and threshold (:func:`pgm_dp.learners.zhang.pmw_plan`),
-per-query discrete Gaussian at ``rho``-zCDP, per-query discrete Laplace at pure
-``eps = sqrt(2 rho)`` (which is ``rho``-zCDP), and what :func:`release_parities` chooses
-(``auto``). The table also prints both a-priori bounds (probability 0.95) and the ratio of
-``auto``'s measured error to the better per-query mechanism's (``<= 1`` is the target).
+A random 16-node 4-regular Ising model (couplings ±0.3, random signs, seed 0), ``n`` records
+drawn by Gibbs sampling; query sets: all parities of order ``<= t`` for ``t`` in ``--orders``
+(``m`` = 16, 136, 2516, 65535 for t = 1, 2, 4, 16). Per cell (n, m, rho) and seed, the max
+error over the queries of: PMW with its derived ``K`` and threshold
+(:func:`pgm_dp.learners.zhang.pmw_plan`), per-query discrete Gaussian at ``rho``-zCDP,
+per-query discrete Laplace at pure ``eps = sqrt(2 rho)`` (which is ``rho``-zCDP), and what
+:func:`release_parities` chooses (``auto``). The table also prints both a-priori bounds
+(probability 0.95) and the ratio of ``auto``'s measured error to the better per-query
+mechanism's (``<= 1`` is the target).
 
 Run: ``python benchmarks/bench_pmw.py [--n 1000 10000 100000] [--rho 0.1 1] [--seeds 2]
 [--orders 1 2 4 16] [--out results/pmw.csv]``.
@@ -21,6 +22,7 @@ import itertools
 import math
 import time
 
+import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
 import numpy as np
 from tqdm import tqdm
 
@@ -28,21 +30,10 @@ from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners.zhang import parity_queries, release_parities
 from pgm_dp.learners.zhang.pmw import parity_sums
 from pgm_dp.privacy import ZCDP, PureDP
+from reproductions.zhang2020.experiments import random_ising
 
 P = 16
 _MEASURED = ("err", "vs_per_query")
-
-
-def _regular_couplings(p: int, degree: int, strength: float, seed: int) -> np.ndarray:
-    """A random ``degree``-regular graph (circulant, then relabelled) with ±``strength``."""
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(p)
-    J = np.zeros((p, p))
-    for i in range(p):
-        for step in range(1, degree // 2 + 1):
-            a, b = perm[i], perm[(i + step) % p]
-            J[a, b] = J[b, a] = strength * rng.choice([-1.0, 1.0])
-    return J
 
 
 def _max_error(data, queries, budget, mechanism, seed, truth) -> tuple[float, str, dict, float]:
@@ -80,7 +71,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--out", default=None, help="CSV of every run")
     args = ap.parse_args()
-    J = _regular_couplings(P, 4, 0.3, seed=0)
+    J, _ = random_ising(P, degree=4, rng=0, low=0.3, high=0.3)
     pool = gibbs_ising(J, n_chains=max(args.n), n_sweeps=50, rng=1)
     cells = list(itertools.product(args.n, args.orders, args.rho, range(args.seeds)))
     rows = [_cell(pool[:n], t, rho, s) for n, t, rho, s in tqdm(cells, desc="cells")]
