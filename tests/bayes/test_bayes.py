@@ -42,7 +42,7 @@ def test_clt_and_scale_mixture_match_exact_enumeration():
     assert abs(draws.std() / sd - 1) < 0.15
     assert int(idata.sample_stats.diverging.sum()) == 0
     assert {"posterior", "posterior_predictive", "observed_data", "sample_stats"} <= set(
-        idata.groups()
+        idata.children
     )
 
 

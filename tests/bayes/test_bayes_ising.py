@@ -83,7 +83,7 @@ def test_nuts_gives_inference_data(network):
     idata = prising_posterior(
         release, ref, method="nuts", num_warmup=200, num_samples=300, num_chains=2, rng=1
     )
-    assert set(idata.groups()) >= {"posterior", "posterior_predictive", "observed_data"}
+    assert set(idata.children) >= {"posterior", "posterior_predictive", "observed_data"}
     assert idata.posterior.beta.shape == (2, 300)
     assert int(idata.sample_stats.diverging.sum()) == 0
     grid = prising_posterior(release, ref, num_samples=2000, rng=0).posterior.beta
