@@ -43,6 +43,7 @@ def _cli(*argv):
     return proc, time.perf_counter() - start
 
 
+@pytest.mark.slow  # release, fit, evaluate and posterior in one process
 def test_workflow_end_to_end(files, capsys):
     t = str(files)
     assert main(["release", "--data", f"{t}/train.csv", "--cliques", "X0,X1", "X1,X2",

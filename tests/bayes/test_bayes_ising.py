@@ -76,7 +76,7 @@ def test_central_intervals_cover_beta_drawn_from_the_prior(network, epsilon, del
     assert np.mean(errors) < 0.4  # the prior mean's error is 0.5
 
 
-def test_nuts_gives_inference_data(network):
+def test_nuts_gives_an_arviz_datatree(network):
     J, ref = network
     sigma = gibbs_ising(J, beta=1.2, n_chains=1, n_sweeps=100, rng=3)[0]
     release = prising(sigma, J, 20.0, 1e-3, rng=4)
