@@ -325,11 +325,12 @@ def _plot_chains(plt, site, path: Path) -> None:
         ax.plot(trace, lw=0.6, label=f"chain {c}")
     ax.set(xlabel="draw", ylabel=f"{site.name}, first cell", title="trace")
     fig.savefig(path / "bayes_trace.png", dpi=90)
-    fig, axes = plt.subplots(1, len(draws), figsize=(2.2 * len(draws), 2.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(draws), figsize=(2.6 * len(draws), 2.6), squeeze=False)
     for c, ax in enumerate(axes.ravel()):
         ax.hist(ranks[c], bins=20, range=(1, draws.size), color="0.6")
         ax.set(title=f"chain {c}", xticks=[], yticks=[])
-    fig.suptitle(f"rank plot: {site.name}, first cell")
+    fig.suptitle(f"rank plot: {site.name}, first cell", fontsize=9)
+    fig.tight_layout()
     fig.savefig(path / "bayes_rank.png", dpi=90)
     plt.close("all")
 
