@@ -56,6 +56,7 @@ def test_release_sampler_runs_algorithm_1(network):
     assert float(jnp.exp(law.log_prob(0.0))) == pytest.approx((actual == 0).mean(), abs=0.06)
 
 
+@pytest.mark.slow  # a calibration audit over 30 releases per setting
 @pytest.mark.parametrize(("epsilon", "delta"), [(20.0, 1e-3), (10.0, 0.0)])
 def test_central_intervals_cover_beta_drawn_from_the_prior(network, epsilon, delta):
     J, ref = network
