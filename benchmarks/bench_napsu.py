@@ -33,9 +33,11 @@ import time
 from pathlib import Path
 
 import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
-import arviz as az
+import arviz_stats
 import numpy as np
 import pandas as pd
+from arviz_base import from_dict
+from xarray import DataTree
 
 from pgm_dp.bayes import posterior, site_name
 from pgm_dp.privacy import release_marginals
@@ -65,7 +67,7 @@ def save_release(path: Path, truth, rel) -> None:
     np.savez(path, y=y, sigma=scales.pop(), total=rel.total, truth=true)
 
 
-def _as_idata(draws: np.ndarray, truth) -> az.InferenceData:
+def _as_idata(draws: np.ndarray, truth) -> DataTree:
     """NAPSU-MQ's draws ``(chains, draws, cells)`` as the ``marginal:...`` sites."""
     out, start = {}, 0
     for c in truth.cliques:
@@ -73,7 +75,7 @@ def _as_idata(draws: np.ndarray, truth) -> az.InferenceData:
         size = int(np.prod(shape))
         out[site_name(c)] = draws[..., start : start + size].reshape(*draws.shape[:2], *shape)
         start += size
-    return az.from_dict(posterior=out)
+    return from_dict({"posterior": out})
 
 
 def _row(method: str, eps: float, rep: int, idata, truth, seconds: float, nuts: bool) -> dict:
@@ -82,7 +84,7 @@ def _row(method: str, eps: float, rep: int, idata, truth, seconds: float, nuts: 
     row.update({f"cov{round(100 * lv)}": cover[lv] for lv in LEVELS})
     if nuts:
         names = [site_name(c) for c in truth.cliques]
-        ess = az.ess(idata, var_names=names)
+        ess = arviz_stats.ess(idata, var_names=names)
         row["min_ess"] = float(min(float(ess[n].min()) for n in names))
         row["ess_per_s"] = row["min_ess"] / seconds
     return row

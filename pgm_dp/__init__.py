@@ -7,8 +7,9 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 layout, shared numerics) → ``inference`` (pure functions of tables; its backends)
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
-``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``bayes`` (posteriors) / ``io`` /
-``selection`` / ``prepare`` → ``compare`` (learners on one budget) → ``cli``.
+``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
+marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``compare`` (learners
+on one budget) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -33,7 +34,7 @@ _LAZY = {
     "Domain": "domain",
     "MarkovRandomField": "models",
     "sufficient_statistics": "stats",
-    "select_cliques": "selection",
+    "select_cliques": "privacy.select",
     "load_adult": "datasets",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
@@ -104,7 +105,7 @@ LAYERS = (
     ("ising",),
     ("learners",),
     ("privacy.select",),
-    ("io", "selection", "bayes", "binning", "columns", "_spec", "prepare"),
+    ("io", "bayes", "binning", "columns", "_spec", "prepare"),
     ("compare",),
     ("cli",),
 )

@@ -12,6 +12,7 @@ import time
 import networkx as nx
 import pandas as pd
 import pytest
+import xarray as xr
 
 from pgm_dp.cli import COMMANDS, build_parser, main
 from pgm_dp.cli.compare import DEFAULT_LEARNERS
@@ -42,6 +43,7 @@ def _cli(*argv):
     return proc, time.perf_counter() - start
 
 
+@pytest.mark.slow  # release, fit, evaluate and posterior in one process
 def test_workflow_end_to_end(files, capsys):
     t = str(files)
     assert main(["release", "--data", f"{t}/train.csv", "--cliques", "X0,X1", "X1,X2",
@@ -58,6 +60,9 @@ def test_workflow_end_to_end(files, capsys):
     assert main(["posterior", "--release", f"{t}/r.json", "--draws", "50", "--out", t]) == 0
     out = capsys.readouterr().out
     assert "predictive p-value X0,X1" in out and f"written: {t}/summary.csv" in out
+    tree = xr.open_datatree(f"{t}/posterior.nc", engine="h5netcdf")  # the core install's engine
+    assert tree.posterior["marginal:X0,X1"].shape == (4, 50, 2, 2)
+    assert {"r_hat", "ess_bulk", "ess_tail"} <= set(pd.read_csv(f"{t}/summary.csv").columns)
 
 
 HELPS = [[], *([c] for c in COMMANDS), ["prising", "estimate"], ["prising", "posterior"]]

@@ -22,7 +22,7 @@ from pgm_dp.prepare import NonPrivateWarning, Preparation, prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, PureDP
 
 #: Δ' of the exact exponential mechanism for a utility of sensitivity 1: the lattice 2^-20
-#: (2^20 <= Δ/g < 2^21) and D = ceil(Δ/g) + 1 lattice units (pgm_dp.privacy.selection).
+#: (2^20 <= Δ/g < 2^21) and D = ceil(Δ/g) + 1 lattice units (pgm_dp.privacy.argmax).
 DELTA_LATTICE = 1 + 2.0**-20
 
 SPEC = {

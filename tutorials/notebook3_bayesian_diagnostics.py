@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -17,7 +19,9 @@
 # A release is noisy clique tables plus the mechanism that made them. `pgm_dp.bayes` puts a
 # NumPyro posterior over the model's log-potentials given the release: the true counts are
 # integrated out by the collective graphical model's CLT and the release follows its actual
-# mechanism (Laplace noise as an exact scale mixture of normals). The checks are ArviZ's.
+# mechanism (Laplace noise as an exact scale mixture of normals). The posterior is an ArviZ
+# `xarray.DataTree` and the diagnostics are ArviZ's (`arviz_stats`); the plots need matplotlib
+# (the `plot` extra).
 #
 # The test suite runs this with small settings; `PGM_DP_TUTORIAL_FULL=1` uses more records
 # and draws (a few minutes).
@@ -26,7 +30,8 @@
 import os
 import tempfile
 
-import arviz as az
+import arviz_stats
+import matplotlib.pyplot as plt
 import numpy as np
 
 import pgm_dp
@@ -61,7 +66,7 @@ naive = posterior(release, truth, method="laplace", num_samples=DRAWS, rng=3, no
 site = "marginal:B,C"
 true_bc = truth.marginal(("B", "C"))
 for name, idata in (("noise-aware", aware), ("naive", naive)):
-    hdi = az.hdi(idata.posterior[site], hdi_prob=0.9)[site].values
+    hdi = arviz_stats.hdi(idata.posterior[site], prob=0.9).values  # last axis: lower, upper
     print(f"{name:12s} 90% interval of P(B=1, C=1): {hdi[1, 1]}  (truth {true_bc[1, 1]:.3f})")
 
 # %% [markdown]
@@ -79,13 +84,30 @@ for name, idata in (("noise-aware", aware), ("naive", naive)):
 nuts = posterior(
     release, truth, method="nuts", num_warmup=WARMUP, num_samples=DRAWS, num_chains=2, rng=6
 )
-summary = az.summary(nuts, var_names=["marginal:"], filter_vars="like")
-summary[["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "ess_tail", "r_hat"]]
+summary = arviz_stats.summary(
+    nuts, var_names=["marginal:"], filter_vars="like", ci_kind="hdi", ci_prob=0.9
+)
+summary[["mean", "sd", "hdi90_lb", "hdi90_ub", "ess_bulk", "ess_tail", "r_hat"]]
 
 # %%
-print("largest R-hat:", round(float(az.rhat(nuts, var_names=[site])[site].max()), 3))
-print("smallest bulk ESS:", round(float(az.ess(nuts, var_names=[site])[site].min())))
+rhat = arviz_stats.rhat(nuts, var_names=[site])[site]
+ess = arviz_stats.ess(nuts, var_names=[site])[site]
+print("largest R-hat:", round(float(rhat.max()), 3))
+print("smallest bulk ESS:", round(float(ess.min())))
 print("divergent transitions:", int(nuts.sample_stats["diverging"].sum()))
+
+# %% [markdown]
+# The trace of each chain for one cell: the chains should overlap and look like noise.
+
+# %%
+cell = np.asarray(nuts.posterior[site])[..., 1, 1]  # (chain, draw): P(B=1, C=1)
+fig, ax = plt.subplots(figsize=(7, 2.4))
+for c, trace in enumerate(cell):
+    ax.plot(trace, lw=0.6, label=f"chain {c}")
+ax.set(xlabel="draw", ylabel="P(B=1, C=1)", title=f"R-hat {float(rhat[1, 1]):.3f}")
+ax.legend(fontsize=8)
+fig.savefig(os.path.join(out, "trace.png"), dpi=90)
+plt.show()
 
 # %% [markdown]
 # ## 4. Posterior predictive check of any fitted model

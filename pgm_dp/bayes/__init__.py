@@ -1,7 +1,7 @@
 """Bayesian posteriors of MRFs from private releases (noise-aware; NumPyro and ArviZ).
 
 * :mod:`~pgm_dp.bayes.model`: the NumPyro model (release observed, counts integrated out).
-* :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``InferenceData``;
+* :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``xarray.DataTree``;
   :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
 * :mod:`~pgm_dp.bayes.nuts`: NUTS on the whitened identifiable log-potentials.
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.

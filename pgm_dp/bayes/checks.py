@@ -3,7 +3,7 @@
 Contract: :func:`predictive_check` takes the release and a fitted model — a
 :class:`~pgm_dp.models.MarkovRandomField` (naive MLE, CGM-EM, PSGD, ...: replicated releases
 are simulated through the release's own mechanism: ``N`` records from the model, their clique
-tables, the release's noise kind and scale) or an ``arviz.InferenceData`` from
+tables, the release's noise kind and scale) or the ArviZ ``xarray.DataTree`` from
 :func:`~pgm_dp.bayes.posterior` (its ``posterior_predictive`` replicates) — and returns a
 :class:`PredictiveCheck`: per clique the discrepancy ``D_C(y) = sum (y - E y)^2 / Var y``
 (moments from the replicates; Gelman, Meng & Stern 1996, Eq. 2.6) of the observed and the
@@ -90,7 +90,7 @@ def replicate_releases(release, model, replicates: int, rng: RngLike = None) -> 
 
 
 def _from_idata(idata, release) -> dict:
-    """Split the flat ``posterior_predictive`` ``y`` of an InferenceData by clique (in the
+    """Split the flat ``posterior_predictive`` ``y`` of a posterior DataTree by clique (in the
     order of the model the posterior was fitted to, ``attrs["cliques"]``)."""
     y = np.asarray(idata.posterior_predictive["y"]).reshape(-1, idata.observed_data["y"].size)
     names = {site_name(c): c for c in release.cliques}
@@ -101,7 +101,7 @@ def _from_idata(idata, release) -> dict:
 
 
 def predictive_check(release, fitted, *, replicates: int = 100, rng: RngLike = None):
-    """The :class:`PredictiveCheck` of ``fitted`` (an MRF or an InferenceData)."""
+    """The :class:`PredictiveCheck` of ``fitted`` (an MRF or a posterior DataTree)."""
     if hasattr(fitted, "posterior_predictive"):
         reps = _from_idata(fitted, release)
     else:

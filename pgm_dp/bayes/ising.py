@@ -2,7 +2,7 @@
 
 Contract: :func:`score_reference` simulates, once per network ``J``, Gibbs draws of the local
 fields under ``P_β`` on a grid of ``β``; :func:`prising_posterior` returns an ArviZ
-``InferenceData`` with the posterior of ``β`` (``posterior``), replicated releases
+``xarray.DataTree`` with the posterior of ``β`` (``posterior``), replicated releases
 (``posterior_predictive``) and the release (``observed_data``), all under the site name
 ``"beta_priv"``; :func:`prising_model` is the NumPyro model.
 
@@ -29,16 +29,17 @@ import functools
 import math
 from dataclasses import dataclass
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from arviz_base import from_dict
 from jax.scipy.special import log_ndtr
 from numpyro.distributions import constraints
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import log_density
+from xarray import DataTree
 
 from ..errors import DataValidationError, DomainError
 from ..ising import PrIsingResult, check_coupling, gibbs_ising
@@ -249,7 +250,7 @@ def prising_posterior(
     num_warmup: int = 500,
     grid_points: int = 2000,
     rng=0,
-) -> az.InferenceData:
+) -> DataTree:
     """Posterior of ``β`` given PrIsing's ``release`` (module docstring), ``reference`` from
     :func:`score_reference` on the same ``J``.
 
@@ -279,11 +280,8 @@ def prising_posterior(
         draws = np.asarray(mcmc.get_samples(group_by_chain=True)["beta"])
         stats = {"diverging": np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])}
     pred = PrIsingRelease(jnp.asarray(draws), *args).sample(key_pred)
-    idata = az.from_dict(
-        posterior={"beta": draws},
-        posterior_predictive={"beta_priv": np.asarray(pred)},
-        observed_data={"beta_priv": np.asarray([t])},
-        sample_stats=stats,
-    )
+    groups = {"posterior": {"beta": draws}, "posterior_predictive": {"beta_priv": np.asarray(pred)}}
+    groups |= {"observed_data": {"beta_priv": np.asarray([t])}}
+    idata = from_dict(groups | ({"sample_stats": stats} if stats else {}))
     idata.posterior.attrs.update(method=method, mechanism=cal.mechanism, boundary=int(t == 0))
     return idata

@@ -1,9 +1,10 @@
 """Posterior of an MRF given a private release: NUTS or a Laplace approximation, as ArviZ.
 
-Contract: :func:`posterior` returns an ``arviz.InferenceData`` with groups ``posterior``
-(``theta``, ``noise_var`` for Laplace-kind releases under the exact covariance, and one
-``marginal:A,B`` table per clique), ``posterior_predictive`` (replicated noisy releases
-``y``), ``observed_data`` and, for NUTS, ``sample_stats`` (divergences, tree depth, ...).
+Contract: :func:`posterior` returns an ArviZ ``xarray.DataTree`` (``arviz_base.from_dict``;
+diagnostics with ``arviz_stats``) with groups ``posterior`` (``theta``, ``noise_var`` for
+Laplace-kind releases under the exact covariance, and one ``marginal:A,B`` table per clique),
+``posterior_predictive`` (replicated noisy releases ``y``), ``observed_data`` and, for NUTS,
+``sample_stats`` (divergences, tree depth, ...).
 :class:`PosteriorMean` is the registered release learner (name ``"bayes"``).
 
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
@@ -24,14 +25,15 @@ import functools
 import math
 from dataclasses import dataclass
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+from arviz_base import from_dict
 from numpyro.infer import Predictive
 from numpyro.infer.util import constrain_fn, potential_energy
+from xarray import DataTree
 
 from ..errors import DomainError
 from ..learners.base import Fit
@@ -333,7 +335,7 @@ def posterior(
     covariance: str = "auto",
     prior_scale: float = PRIOR_SCALE,
     laplace_noise: str = "auto",
-) -> az.InferenceData:
+) -> DataTree:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
     ``noise_aware=False`` ignores the privacy noise (the release is taken as the true counts),
@@ -349,7 +351,7 @@ def posterior(
     ::
 
         idata = posterior(release, mrf, method="nuts", rng=0)
-        az.summary(idata, var_names=["~theta"])
+        arviz_stats.summary(idata, var_names=["~theta"])
     """
     _check(method, laplace_noise, num_warmup, num_samples, num_chains)
     key_run, key_pred = jax.random.split(as_key(rng))
@@ -370,12 +372,9 @@ def posterior(
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
     samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
     pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
-    idata = az.from_dict(
-        posterior=draws,
-        posterior_predictive={"y": pred},
-        observed_data={"y": problem.y},
-        sample_stats=stats,
-    )
+    groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
+    groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
+    idata = from_dict(groups)
     idata.posterior.attrs.update(
         method=method,
         covariance=kw["covariance"],
@@ -385,7 +384,7 @@ def posterior(
     return idata
 
 
-def posterior_marginals(idata: az.InferenceData, mrf: MarkovRandomField) -> dict:
+def posterior_marginals(idata: DataTree, mrf: MarkovRandomField) -> dict:
     """``{clique: posterior mean table}`` from ``idata``'s ``marginal:...`` sites."""
     post = idata.posterior
     return {c: np.asarray(post[site_name(c)].mean(("chain", "draw"))) for c in mrf.cliques}
@@ -420,7 +419,7 @@ class PosteriorMean:
         return Fit(model, info={"idata": idata, "budget": release.budget})
 
 
-def posterior_mean_model(idata: az.InferenceData, mrf: MarkovRandomField) -> MarkovRandomField:
+def posterior_mean_model(idata: DataTree, mrf: MarkovRandomField) -> MarkovRandomField:
     """The model of ``mrf``'s structure whose marginals are ``idata``'s posterior means
     (moment matched by :func:`~pgm_dp.learners.fit_marginals`)."""
     means = posterior_marginals(idata, mrf)

@@ -55,7 +55,7 @@ def _from_data(args, spec):
 
     from ..models import MarkovRandomField
     from ..privacy import Accountant, PureDP, release_marginals
-    from ..selection import select_cliques, with_one_way
+    from ..privacy.select import select_cliques, with_one_way
 
     budget, mechanism = budget_of(args)
     cliques = args.cliques

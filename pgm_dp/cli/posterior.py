@@ -2,8 +2,9 @@
 
 Reads a release JSON (``pgm-dp release``), fits :func:`pgm_dp.bayes.posterior` over the
 release's cliques and writes into ``--out``: the posterior as ArviZ netCDF
-(``posterior.nc``), ``az.summary`` of the clique marginals (``summary.csv``: means,
-intervals, R-hat, bulk / tail ESS) and the posterior predictive check of the posterior mean
+(``posterior.nc``, an ``xarray.DataTree``: ``xarray.open_datatree``), ``arviz_stats.summary``
+of the clique marginals (``summary.csv``: means, sd, 89 % equal-tailed intervals, R-hat,
+bulk / tail ESS, MCSE) and the posterior predictive check of the posterior mean
 (p-values printed; ``ppc.png`` where matplotlib, the ``plot`` extra, is installed).
 """
 
@@ -18,7 +19,7 @@ __all__ = ["add_parser"]
 def _run(args) -> None:
     from pathlib import Path
 
-    import arviz as az
+    import arviz_stats
 
     from ..bayes import plot_check, posterior, posterior_mean_model, predictive_check
     from ..models import MarkovRandomField
@@ -39,9 +40,9 @@ def _run(args) -> None:
         rng=args.seed,
     )
     out = Path(args.out)
-    idata.to_netcdf(out / "posterior.nc")
+    idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
     sites = [v for v in idata.posterior.data_vars if v.startswith("marginal:")]
-    az.summary(idata, var_names=sites).to_csv(out / "summary.csv")
+    arviz_stats.summary(idata, var_names=sites).to_csv(out / "summary.csv")
     mean_model = posterior_mean_model(idata, mrf)  # the same posterior, not a second one
     check = predictive_check(rel, mean_model, replicates=200, rng=args.seed)
     written = ["posterior.nc", "summary.csv"]

@@ -91,7 +91,7 @@ def _posterior(a: argparse.Namespace) -> dict:
     lo, hi = np.quantile(d, [0.05, 0.95])
     print(f"posterior of beta: mean {d.mean():.4g}, sd {d.std():.4g}, 90% [{lo:.4g}, {hi:.4g}]")
     if a.out:
-        idata.to_netcdf(a.out)
+        idata.to_netcdf(a.out, engine="h5netcdf")
         print(f"written: {a.out}")
     return {"mean": float(d.mean()), "sd": float(d.std()), "lo90": lo, "hi90": hi}
 

@@ -6,13 +6,21 @@
 * :mod:`~pgm_dp.privacy.noise`: noise calibration and ``NoiseModel``.
 * :mod:`~pgm_dp.privacy.lattice`: exact noise on a lattice ``2^k Z`` (floating-point safe).
 * :mod:`~pgm_dp.privacy.mechanisms`: Laplace, Gaussian, discrete (all exact, fp-safe).
-* :mod:`~pgm_dp.privacy.selection`: exact exponential mechanism, report-noisy-max / -min.
+* :mod:`~pgm_dp.privacy.argmax`: exact exponential mechanism, report-noisy-max / -min.
 * :mod:`~pgm_dp.privacy.release`: noisy sufficient statistics (Bernstein et al. 2017).
 * :mod:`~pgm_dp.privacy.dpsgd`: DP-SGD accounting via ``dp_accounting``.
 * :mod:`~pgm_dp.privacy.audit`: statistical checks of DP claims.
+* :mod:`~pgm_dp.privacy.select`: private choice of the marginals to measure (AIM, MST); a layer
+  above the learners, not imported by this package.
 """
 
 from .accountant import Accountant, Charge
+from .argmax import (
+    exponential_mechanism,
+    frank_wolfe_step_budget,
+    report_noisy_max,
+    report_noisy_min,
+)
 from .budget import ZCDP, ApproxDP, Budget, PureDP, compose, zcdp_to_approx_dp
 from .dpsgd import (
     DPSGDCost,
@@ -24,13 +32,9 @@ from .dpsgd import (
 from .mechanisms import (
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
-    exponential_mechanism,
-    frank_wolfe_step_budget,
     gaussian_mechanism,
     laplace_mechanism,
     perturb,
-    report_noisy_max,
-    report_noisy_min,
 )
 from .noise import (
     NoiseModel,

@@ -1,4 +1,4 @@
-"""Additive-noise and selection mechanisms.
+"""Additive-noise mechanisms.
 
 Every mechanism follows the same order: validate the privacy parameters, sensitivity and
 inputs (``PrivacyParameterError`` / ``DataValidationError``), compute the noise scale, charge
@@ -7,8 +7,8 @@ the optional :class:`~pgm_dp.privacy.accountant.Accountant` (which raises
 Inputs are copied, never modified. Noise scales are given in :mod:`pgm_dp.privacy.noise`.
 
 Every additive mechanism is floating-point safe (Mironov 2012; see :func:`perturb`). The
-selection mechanisms (:func:`report_noisy_max`, :func:`exponential_mechanism`,
-:func:`frank_wolfe_step_budget`) live in :mod:`pgm_dp.privacy.selection` and are re-exported.
+private-argmax mechanisms (:func:`~pgm_dp.privacy.argmax.report_noisy_max`,
+:func:`~pgm_dp.privacy.argmax.exponential_mechanism`) are in :mod:`pgm_dp.privacy.argmax`.
 
 Example
 -------
@@ -48,22 +48,12 @@ from .samplers import (
     sample_discrete_gaussian_var,
     sample_discrete_laplace,
 )
-from .selection import (
-    exponential_mechanism,
-    frank_wolfe_step_budget,
-    report_noisy_max,
-    report_noisy_min,
-)
 
 __all__ = [
     "laplace_mechanism",
     "gaussian_mechanism",
     "discrete_laplace_mechanism",
     "discrete_gaussian_mechanism",
-    "exponential_mechanism",
-    "report_noisy_max",
-    "report_noisy_min",
-    "frank_wolfe_step_budget",
     "perturb",
     "MAX_NOISE_SCALE",
 ]

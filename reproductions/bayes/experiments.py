@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 from tqdm.auto import tqdm
 
 from pgm_dp.bayes import PRIOR_SCALE, posterior, site_name
@@ -276,7 +277,7 @@ def run_example(
     matrix) on the
     third-order chain: diagnostics, wall and CPU seconds, ESS/s and, with ``out_dir``, the
     PPC, trace and rank plots."""
-    import arviz as az
+    import arviz_stats
 
     truth = third_order_chain(T, k, derived_generator(seed, "truth"))
     data = truth.sample(N, derived_generator(seed, "data"))
@@ -291,7 +292,7 @@ def run_example(
     )  # fmt: skip
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     names = [site_name(c) for c in truth.cliques]
-    summ = az.summary(idata, var_names=names)
+    summ = arviz_stats.summary(idata, var_names=names)
     out = {
         "seconds": seconds,
         "cpu_seconds": cpu,
@@ -303,22 +304,35 @@ def run_example(
         "min_ess_per_s": float(summ.ess_bulk.min() / seconds),
     }
     if out_dir is not None:
-        import matplotlib
+        from pgm_dp.plotting import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        path = Path(out_dir)
+        plt, path = pyplot(), Path(out_dir)
         path.mkdir(parents=True, exist_ok=True)
         check = predictive_check(rel, idata)
         out["ppc_min_p"] = check.min_p
         plot_check(check, path / "bayes_ppc.png")
-        az.plot_trace(idata, var_names=names[:2])
-        plt.savefig(path / "bayes_trace.png", dpi=90)
-        az.plot_rank(idata, var_names=names[:1])
-        plt.savefig(path / "bayes_rank.png", dpi=90)
-        plt.close("all")
+        _plot_chains(plt, idata.posterior[names[0]], path)
     return out
+
+
+def _plot_chains(plt, site, path: Path) -> None:
+    """Trace (``bayes_trace.png``) and rank histograms (``bayes_rank.png``, Vehtari et al.
+    2021: near-uniform when the chains mix) of the first cell of ``site``, per chain."""
+    draws = np.asarray(site).reshape(*site.shape[:2], -1)[..., 0]  # (chain, draw)
+    ranks = scipy.stats.rankdata(draws, axis=None).reshape(draws.shape)
+    fig, ax = plt.subplots(figsize=(7, 2.4))
+    for c, trace in enumerate(draws):
+        ax.plot(trace, lw=0.6, label=f"chain {c}")
+    ax.set(xlabel="draw", ylabel=f"{site.name}, first cell", title="trace")
+    fig.savefig(path / "bayes_trace.png", dpi=90)
+    fig, axes = plt.subplots(1, len(draws), figsize=(2.6 * len(draws), 2.6), squeeze=False)
+    for c, ax in enumerate(axes.ravel()):
+        ax.hist(ranks[c], bins=20, range=(1, draws.size), color="0.6")
+        ax.set(title=f"chain {c}", xticks=[], yticks=[])
+    fig.suptitle(f"rank plot: {site.name}, first cell", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path / "bayes_rank.png", dpi=90)
+    plt.close("all")
 
 
 def _calibrate_cli(a) -> None:

@@ -100,6 +100,19 @@ def _log_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> None:
     ax.legend(fontsize=8)
 
 
+def _kl_plot(df: pd.DataFrame, by: str, lines, x: str, labels, out_dir: OutDir, name: str) -> None:
+    """Median KL (with its range) against ``x``, one line per ``(value of by, style, label)``
+    in ``lines``; ``labels``: the x-axis label and the title. Nothing without ``out_dir``."""
+    if out_dir is None:
+        return
+    fig = _figure((5.5, 4.2))
+    ax = fig.add_subplot()
+    for value, style, label in lines:
+        median_errorbar(ax, df[df[by] == value], x, "kl", label, fmt=style)
+    _log_axes(ax, labels[0], "KL from true distribution", labels[1])
+    _save(fig, out_dir, name)
+
+
 def fig1a(
     *,
     T: int = 10,
@@ -224,15 +237,9 @@ def fig1b(
             bar.update(1)
     bar.close()
     df = pd.DataFrame(rows)
-    if out_dir is not None:
-        fig = _figure((5.5, 4.2))
-        ax = fig.add_subplot()
-        for project, style in ((True, "o-"), (False, "s--")):
-            label = "Naive MLE, projected" if project else "Naive MLE, not projected"
-            median_errorbar(ax, df[df.project == project], "N", "kl", label, fmt=style)
-        title = f"ER T={T}, |X|={k}, ε={epsilon:g}"
-        _log_axes(ax, "N (population size)", "KL from true distribution", title)
-        _save(fig, out_dir, "fig1b")
+    lines = [(True, "o-", "Naive MLE, projected"), (False, "s--", "Naive MLE, not projected")]
+    title = f"ER T={T}, |X|={k}, ε={epsilon:g}"
+    _kl_plot(df, "project", lines, "N", ("N (population size)", title), out_dir, "fig1b")
     return df
 
 
@@ -288,17 +295,12 @@ def fig1c(
             bar.update(1)
     bar.close()
     df = pd.DataFrame(rows)
-    if out_dir is not None:
-        fig = _figure((5.5, 4.2))
-        ax = fig.add_subplot()
-        for stats, style, label in (
-            ("true", "o-", "true statistics"),
-            ("noisy", "s--", f"noisy statistics (ε={epsilon:g})"),
-        ):
-            median_errorbar(ax, df[df.statistics == stats], "lam", "kl", label, fmt=style)
-        title = f"chain T={T}, |X|={k}, N={int(N):,}"
-        _log_axes(ax, "λ (regularisation, per record)", "KL from true distribution", title)
-        _save(fig, out_dir, "fig1c")
+    lines = [
+        ("true", "o-", "true statistics"),
+        ("noisy", "s--", f"noisy statistics (ε={epsilon:g})"),
+    ]
+    labels = ("λ (regularisation, per record)", f"chain T={T}, |X|={k}, N={int(N):,}")
+    _kl_plot(df, "statistics", lines, "lam", labels, out_dir, "fig1c")
     return df
 
 

@@ -42,7 +42,7 @@ def test_clt_and_scale_mixture_match_exact_enumeration():
     assert abs(draws.std() / sd - 1) < 0.15
     assert int(idata.sample_stats.diverging.sum()) == 0
     assert {"posterior", "posterior_predictive", "observed_data", "sample_stats"} <= set(
-        idata.groups()
+        idata.children
     )
 
 
@@ -109,6 +109,7 @@ def test_plugin_covariance_agrees_with_exact(chain):
         assert float(np.abs(ratio - 1).max()) < 0.25
 
 
+@pytest.mark.slow  # two NUTS runs of 1000 draws: an audit of the latent-count path
 def test_plugin_latent_counts_keep_laplace_noise_exact(chain):
     """The plug-in path with Laplace noise (latent counts, the exact Laplace density) against
     the exact path (the scale mixture), NUTS on both, on a release where the noise matters

@@ -56,6 +56,7 @@ def test_release_sampler_runs_algorithm_1(network):
     assert float(jnp.exp(law.log_prob(0.0))) == pytest.approx((actual == 0).mean(), abs=0.06)
 
 
+@pytest.mark.slow  # a calibration audit over 30 releases per setting
 @pytest.mark.parametrize(("epsilon", "delta"), [(20.0, 1e-3), (10.0, 0.0)])
 def test_central_intervals_cover_beta_drawn_from_the_prior(network, epsilon, delta):
     J, ref = network
@@ -76,14 +77,14 @@ def test_central_intervals_cover_beta_drawn_from_the_prior(network, epsilon, del
     assert np.mean(errors) < 0.4  # the prior mean's error is 0.5
 
 
-def test_nuts_gives_inference_data(network):
+def test_nuts_gives_an_arviz_datatree(network):
     J, ref = network
     sigma = gibbs_ising(J, beta=1.2, n_chains=1, n_sweeps=100, rng=3)[0]
     release = prising(sigma, J, 20.0, 1e-3, rng=4)
     idata = prising_posterior(
         release, ref, method="nuts", num_warmup=200, num_samples=300, num_chains=2, rng=1
     )
-    assert set(idata.groups()) >= {"posterior", "posterior_predictive", "observed_data"}
+    assert set(idata.children) >= {"posterior", "posterior_predictive", "observed_data"}
     assert idata.posterior.beta.shape == (2, 300)
     assert int(idata.sample_stats.diverging.sum()) == 0
     grid = prising_posterior(release, ref, num_samples=2000, rng=0).posterior.beta

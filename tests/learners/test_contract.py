@@ -20,7 +20,7 @@ FAST = {
     "cgm": {"max_iters": 20},
     "psgd": {"epochs": 0.5},
     "mbi": {"iters": (50,)},
-    "bayes": {"num_warmup": 20, "num_samples": 20},
+    "bayes": {"method": "laplace", "num_samples": 20},  # NUTS: tests/bayes
     "zhang_structure": {"steps": 20, "blocks": 8},
     **{
         f"zhang_{n}{s}": {"max_steps": 30}

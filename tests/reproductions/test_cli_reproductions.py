@@ -103,6 +103,7 @@ def test_errors_found_while_running_are_one_line(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # every paper's runner end to end (minutes)
 def test_experiments_end_to_end(tmp_path, capsys):
     t = str(tmp_path)
     small = ["--T", "4", "--k", "2", "--eps", "1", "--seed", "0", "--out", t]
@@ -143,7 +144,18 @@ MODULES = sorted(
 )
 
 
-@pytest.mark.parametrize("name", [m for m in MODULES if not m.endswith("__main__")])
+#: Examples that run NUTS: the slow tier.
+SLOW_EXAMPLES = {"reproductions.bayes.experiments"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(m, marks=pytest.mark.slow) if m in SLOW_EXAMPLES else m
+        for m in MODULES
+        if not m.endswith("__main__")
+    ],
+)
 def test_docstring_examples(name):
     mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -55,7 +55,7 @@ import numpy as np
 
 from ...errors import DataValidationError, PrivacyParameterError
 from ...privacy import ZCDP, Accountant, frank_wolfe_step_budget
-from ...privacy.mechanisms import report_noisy_min
+from ...privacy.argmax import report_noisy_min
 from ...rng import RngLike, as_generator
 
 __all__ = [

@@ -276,9 +276,13 @@ def model_from_tables(mrf: MarkovRandomField, unary, pair) -> MarkovRandomField:
     return mrf.replace(tables)
 
 
-def _spins(data: Any, mrf: MarkovRandomField) -> np.ndarray:
+def _check_binary(mrf: MarkovRandomField) -> None:
     if any(size != 2 for size in mrf.domain.shape):
         raise DomainError("an Ising learner needs 2-state variables (code 0 = -1, 1 = +1)")
+
+
+def _spins(data: Any, mrf: MarkovRandomField) -> np.ndarray:
+    _check_binary(mrf)
     return 2.0 * mrf.domain.encode(data) - 1.0
 
 
@@ -294,8 +298,10 @@ def as_model(structure: MarkovRandomField | Domain) -> MarkovRandomField:
 
 
 @dataclass(frozen=True)
-class ZhangIsing:
-    """Alg. 2 as a :class:`~pgm_dp.learners.RecordLearner` (``budget``: ``ZCDP`` or None)."""
+class _FrankWolfeLearner:
+    """The fit Alg. 2 and Alg. 3 share: check the model (pairwise, ``k`` states each) and the
+    budget before any charge, learn, then fill the model's tables from the estimate
+    (``_states`` and ``_learn``: each algorithm's own)."""
 
     lam: float = 1.0
     steps: int | None = None
@@ -303,41 +309,43 @@ class ZhangIsing:
 
     def fit(self, data, mrf, *, budget=None, rng=None, accountant=None) -> Fit:
         mrf = as_model(mrf)
-        z, rho = _spins(data, mrf), _budget_rho(budget, "ZhangIsing")
-        model_from_tables(mrf, lambda i: np.zeros(2), lambda i, j: np.zeros((2, 2)))  # checks
-        est = learn_ising(
-            z, self.lam, rho, steps=self.steps, max_steps=self.max_steps, rng=rng,
-            accountant=accountant,
-        )  # fmt: skip
-        spin = np.array([-1.0, 1.0])
-        A = (est.A + est.A.T) / 2
-        model = model_from_tables(
-            mrf, lambda i: est.theta[i] * spin, lambda i, j: A[i, j] * np.outer(spin, spin)
-        )
-        info = {"A": est.A, "theta": est.theta, "steps": est.steps, "sum_scale": est.sum_scale}
-        return Fit(model, info=info | {"spent": est.spent, "budget": budget})
+        k = self._states(mrf)
+        model_from_tables(mrf, lambda i: np.zeros(k), lambda i, j: np.zeros((k, k)))  # checks
+        rho = _budget_rho(budget, type(self).__name__)
+        run = {"steps": self.steps, "max_steps": self.max_steps, "rng": rng}
+        est, unary, pair, info = self._learn(mrf.domain.encode(data), k, rho, run, accountant)
+        info |= {"steps": est.steps, "sum_scale": est.sum_scale, "spent": est.spent}
+        return Fit(model_from_tables(mrf, unary, pair), info=info | {"budget": budget})
 
 
 @dataclass(frozen=True)
-class ZhangPairwise:
+class ZhangIsing(_FrankWolfeLearner):
+    """Alg. 2 as a :class:`~pgm_dp.learners.RecordLearner` (``budget``: ``ZCDP`` or None)."""
+
+    def _states(self, mrf: MarkovRandomField) -> int:
+        _check_binary(mrf)
+        return 2
+
+    def _learn(self, codes, k, rho, run, accountant):
+        est = learn_ising(2.0 * codes - 1.0, self.lam, rho, accountant=accountant, **run)
+        spin = np.array([-1.0, 1.0])
+        A = (est.A + est.A.T) / 2
+        unary, pair = lambda i: est.theta[i] * spin, lambda i, j: A[i, j] * np.outer(spin, spin)
+        return est, unary, pair, {"A": est.A, "theta": est.theta}
+
+
+@dataclass(frozen=True)
+class ZhangPairwise(_FrankWolfeLearner):
     """Alg. 3 as a :class:`~pgm_dp.learners.RecordLearner` (``budget``: ``ZCDP`` or None)."""
 
-    lam: float = 1.0
-    steps: int | None = None
-    max_steps: int = 2000
-
-    def fit(self, data, mrf, *, budget=None, rng=None, accountant=None) -> Fit:
-        mrf = as_model(mrf)
+    def _states(self, mrf: MarkovRandomField) -> int:
         k = mrf.domain.shape[0]
         if any(size != k for size in mrf.domain.shape):
             raise DomainError("Alg. 3 needs every variable over the same [k]")
-        model_from_tables(mrf, lambda i: np.zeros(k), lambda i, j: np.zeros((k, k)))  # checks
-        codes, rho = mrf.domain.encode(data), _budget_rho(budget, "ZhangPairwise")
-        est = learn_pairwise(
-            codes, k, self.lam, rho, steps=self.steps, max_steps=self.max_steps, rng=rng,
-            accountant=accountant,
-        )  # fmt: skip
+        return k
+
+    def _learn(self, codes, k, rho, run, accountant):
+        est = learn_pairwise(codes, k, self.lam, rho, accountant=accountant, **run)
         W = (est.W + est.W.transpose(1, 0, 3, 2)) / 2
-        model = model_from_tables(mrf, lambda i: est.Theta[i], lambda i, j: W[i, j])
-        info = {"W": est.W, "Theta": est.Theta, "steps": est.steps, "sum_scale": est.sum_scale}
-        return Fit(model, info=info | {"spent": est.spent, "budget": budget})
+        unary, pair = lambda i: est.Theta[i], lambda i, j: W[i, j]
+        return est, unary, pair, {"W": est.W, "Theta": est.Theta}

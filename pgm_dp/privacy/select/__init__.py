@@ -1,6 +1,8 @@
-"""Private, workload-aware choice of the marginals to measure.
+"""Private choice of the marginals to measure: workload-aware (AIM) or a tree of pairs (MST).
 
 * :mod:`.aim`: AIM (McKenna, Mullins, Sheldon & Miklau 2022), :func:`aim`.
+* :mod:`.mst`: MST's maximum spanning tree of pairs (McKenna, Miklau & Sheldon 2021),
+  :func:`select_cliques`.
 * :mod:`.workload`: workloads, the candidate set and the model-size filter.
 * :mod:`.schedule`: AIM's budget annealing (zCDP, and a pure-DP variant).
 * :mod:`.estimators`: the measurements as one release; the estimators refitted each round.
@@ -18,6 +20,7 @@ from .estimators import (
 )
 from .marginals import batch_marginals, calibrate, calibrated_beliefs
 from .mle import fit_tables
+from .mst import Selection, pair_scores, select_cliques, with_one_way
 from .schedule import Schedule
 from .workload import (
     WORKLOAD_MAX_CELLS,
@@ -46,6 +49,10 @@ __all__ = [
     "calibrate",
     "calibrated_beliefs",
     "fit_tables",
+    "Selection",
+    "select_cliques",
+    "pair_scores",
+    "with_one_way",
     "WORKLOAD_MAX_CELLS",
     "workload_cliques",
     "downward_closure",

@@ -52,10 +52,10 @@ from ...errors import PrivacyParameterError
 from ...rng import RngLike, as_generator
 from ...stats import contingency_table
 from ..accountant import Accountant, check_accountant
+from ..argmax import exponential_mechanism
 from ..budget import ZCDP, ApproxDP, Budget, PureDP
 from ..noise import zcdp_rho_within
 from ..release import NoisyMarginals, release_marginals
-from ..selection import exponential_mechanism
 from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
 from .marginals import batch_marginals
 from .schedule import Schedule

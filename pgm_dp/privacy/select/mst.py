@@ -30,18 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
-from .errors import DomainError, PrivacyParameterError
-from .privacy import (
-    Accountant,
-    NoisyMarginals,
-    PureDP,
-    compose,
-    exponential_mechanism,
-    release_marginals,
-)
-from .rng import RngLike, as_generator
-from .stats import contingency_table
+from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ...errors import DomainError, PrivacyParameterError
+from ...rng import RngLike, as_generator
+from ...stats import contingency_table
+from ..accountant import Accountant
+from ..argmax import exponential_mechanism
+from ..budget import PureDP, compose
+from ..release import NoisyMarginals, release_marginals
 
 __all__ = ["Selection", "select_cliques", "pair_scores", "with_one_way"]
 

@@ -1,4 +1,8 @@
-"""Selection mechanisms for private Frank-Wolfe, floating-point safe.
+"""Private argmax: the exponential mechanism and report-noisy-max, floating-point safe.
+
+These choose one item by its score; AIM and MST (:mod:`pgm_dp.privacy.select`), the
+private binning and the Frank-Wolfe learners call them.
+
 
 Zhang et al. 2020, Alg. 1 lines 3-4 (privacy by Lemma 3.3) select a vertex by report-noisy-max
 with Laplace noise: with scores of L∞ sensitivity ``Δ`` the scale is ``2Δ/ε`` (``Δ/ε`` when
