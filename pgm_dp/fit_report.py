@@ -94,7 +94,7 @@ def independent_check(model, release) -> dict | None:
     return {"fitted": s_fit, "independent": s_ind, "worse_than_independent": s_fit > s_ind}
 
 
-def build_report(model, release, plan, chosen, accountant, learner: str) -> dict:
+def build_report(model, release, plan, chosen, accountant, learner: str, guarantee=None) -> dict:
     """The fit's report (module docstring) as a JSON-ready dict; warns
     :class:`WorseThanIndependentWarning` when the check fails."""
     n_hat = float(release.total)
@@ -117,6 +117,7 @@ def build_report(model, release, plan, chosen, accountant, learner: str) -> dict
         },
         "steps": _steps(accountant),
         "budget_spent": str(accountant.spent),
+        "guarantee": str(guarantee if guarantee is not None else accountant.total),
         "expected_error": {
             "noise_tvd_per_table": noise_tvd,
             "mean_noise_tvd_multiway": float(np.mean(multi)) if multi else None,
@@ -143,7 +144,9 @@ def format_report(report: dict) -> str:
     """The report as lines for a terminal."""
     lines = [f"Selected ({report['selection']}, {len(report['selected'])}):"]
     lines.append("  " + " ".join(",".join(c) for c in report["selected"]))
-    lines.append(f"Budget per step (in all {report['budget_spent']}):")
+    lines.append(
+        f"Budget per step (in all {report['budget_spent']}; guarantee {report['guarantee']}):"
+    )
     lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} charges)" for s in report["steps"]]
     err = report["expected_error"]
     multi = err["mean_noise_tvd_multiway"]

@@ -37,7 +37,8 @@ Budget split (data-independent, decided before anything is read):
 
 Budgets: ``PureDP(ε)`` runs AIM's pure variant (discrete Laplace); ``ApproxDP(ε, δ)``
 runs everything in zCDP at the largest ``ρ`` whose conversion fits (discrete Gaussian
-noise, :func:`pgm_dp.privacy.zcdp_rho_within`); ``ZCDP(ρ)`` as is.
+noise, :func:`pgm_dp.privacy.zcdp_rho_within`), its accountant holding that ``ZCDP(ρ)``
+(the report gives both); ``ZCDP(ρ)`` as is.
 """
 
 from __future__ import annotations
@@ -184,8 +185,10 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
     if spec.kind != "release":
         raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
     check_accountant(accountant)
-    acc = accountant if accountant is not None else Accountant(budget)
-    acc.check(budget, what="fit_table")
+    # one notion for every charge: an (ε, δ) budget is held as the ρ its conversion allows
+    whole = PureDP(amount) if notion == "pure" else ZCDP(amount)
+    acc = accountant if accountant is not None else Accountant(whole)
+    acc.check(whole, what="fit_table")
     return spec, (notion, amount, first, rest), acc
 
 
@@ -237,7 +240,10 @@ def fit_table(
     start = time.process_time()
     fit = spec_l.make().fit(release, MarkovRandomField(dom, release.cliques))
     seconds = time.process_time() - start
-    report = {**build_report(fit.model, release, plan, chosen, acc, learner), "fit_cpu_s": seconds}
+    report = {
+        **build_report(fit.model, release, plan, chosen, acc, learner, budget),
+        "fit_cpu_s": seconds,
+    }
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     return TableFit(replace(fit, info=info), plan, release, report, chosen)
 
