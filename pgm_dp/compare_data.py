@@ -6,10 +6,10 @@ selected and measured, once (:func:`pgm_dp.workflow.fit_table`); every learner t
 the same noisy tables, so the learners differ only in how they use them. The private
 independent model (the product of the noisy one-way tables) is scored beside them.
 
-Scores, per learner: the held-out mean log-likelihood per record (nats) on the user's
-full domain (a ``"<rare>"`` state spreads its probability evenly over the states it
-merges, as decoding does), and the workload error, the mean total-variation distance
-between the model's and the held-out records' 2-way marginals (on the prepared domain).
+Scores, per learner, on the user's full domain (every model expanded as the saved fit is,
+:func:`~pgm_dp.workflow.expand_model`): the held-out mean log-likelihood per record (nats)
+and the workload error, the mean total-variation distance between the model's and the
+held-out records' 2-way marginals.
 Held-out records with values the preparation cannot encode (a category never declared
 nor seen in training) are left out and counted. The scores read the held-out records
 without privacy: a comparison is for choosing a method, not a release.
@@ -55,43 +55,35 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int) -> tuple:
 
 
 def _encodable(plan, test: pd.DataFrame) -> tuple[np.ndarray, int]:
-    """Codes of the held-out rows the plan can encode, and how many were left out."""
+    """Full-domain codes of the held-out rows the plan can encode, and how many were left
+    out."""
+    from .workflow import full_codes
+
     keep = np.ones(len(test), dtype=bool)
     for c in plan.columns:
         col = test[c.name]
         try:
-            c.encode(col)
+            c.encode_full(col)
         except ValueError:
-            ok = [_one_ok(c, v) for v in col]
-            keep &= np.asarray(ok, dtype=bool)
-    codes = plan.encode(test[keep])
-    return codes.to_numpy(), int((~keep).sum())
+            keep &= np.asarray([_one_ok(c, v) for v in col], dtype=bool)
+    return full_codes(plan, test[keep]), int((~keep).sum())
 
 
 def _one_ok(c, value) -> bool:
     try:
-        c.encode(pd.Series([value], dtype=object if isinstance(value, str) else None))
+        c.encode_full(pd.Series([value], dtype=object if isinstance(value, str) else None))
     except ValueError:
         return False
     return True
 
 
-def _rare_log_correction(plan, codes: np.ndarray) -> np.ndarray:
-    """``-log m`` for each record in a ``"<rare>"`` state merging ``m`` states (per record)."""
-    out = np.zeros(len(codes))
-    for j, c in enumerate(plan.columns):
-        if c.merged:
-            out -= np.where(codes[:, j] == len(c.kept), np.log(len(c.merged)), 0.0)
-    return out
-
-
-def heldout_scores(model, plan, test_codes: np.ndarray) -> dict:
-    """Held-out mean log-likelihood (full domain) and mean 2-way TVD of ``model``."""
+def heldout_scores(model, test_codes: np.ndarray) -> dict:
+    """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
     from .privacy.select import batch_marginals
     from .stats import contingency_table
 
-    dom = plan.domain
-    logp = np.asarray(model.log_prob(test_codes)) + _rare_log_correction(plan, test_codes)
+    dom = model.domain
+    logp = np.asarray(model.log_prob(test_codes))
     pairs = list(combinations(dom.attributes, 2))
     tvd = []
     for pair, p in zip(pairs, batch_marginals(model, pairs), strict=True):
@@ -135,7 +127,7 @@ def compare_on_table(
     from .errors import PrivacyParameterError
     from .models import MarkovRandomField
     from .privacy import ApproxDP, PureDP
-    from .workflow import fit_table
+    from .workflow import expand_model, fit_table
 
     specs = [registry.get(name) for name in learners]
     bad = [s.name for s in specs if s.kind != "release"]
@@ -149,16 +141,16 @@ def compare_on_table(
                        **fit_options)  # fmt: skip
         codes, left_out = _encodable(tf.plan, test)
         mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
-        models = [("independent", independent_model(tf.release), 0.0)]
+        models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]
         for s in specs:
             if s is specs[0]:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
             start = time.process_time()
-            fit = s.make().fit(tf.release, mrf)
-            models.append((s.name, fit.model, time.process_time() - start))
+            model = expand_model(s.make().fit(tf.release, mrf).model, tf.plan)
+            models.append((s.name, model, time.process_time() - start))
         for name, model, seconds in models:
-            row = {"epsilon": eps, "learner": name, **heldout_scores(model, tf.plan, codes)}
+            row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
             rows.append({**row, "seconds": seconds, "n_test": len(codes), "left_out": left_out})
             if progress is not None:
                 progress(rows[-1])

@@ -147,7 +147,7 @@ def format_report(report: dict) -> str:
     lines.append(
         f"Budget per step (in all {report['budget_spent']}; guarantee {report['guarantee']}):"
     )
-    lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} charges)" for s in report["steps"]]
+    lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} draws)" for s in report["steps"]]
     err = report["expected_error"]
     multi = err["mean_noise_tvd_multiway"]
     lines.append(

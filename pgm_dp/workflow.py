@@ -15,6 +15,8 @@ The steps, each charged to one accountant before any noise is drawn:
    then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
+   The model is then expanded back to the full domain (:func:`expand_model`): a merged
+   state gets an even share of its group, as decoding draws it.
 4. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
    expected error, and a :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the
    model explains the noisy tables worse than the private independent model does.
@@ -50,6 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .errors import PrivacyParameterError
 from .privacy import ZCDP, Accountant, ApproxDP, NoisyMarginals, PureDP
@@ -61,6 +64,8 @@ __all__ = [
     "TableFit",
     "fit_table",
     "sample_fit",
+    "expand_model",
+    "full_codes",
     "aim_rounds",
     "split_budget",
     "one_way_measurements",
@@ -82,7 +87,8 @@ SELECTIONS = ("aim", "mst")
 
 @dataclass(frozen=True)
 class TableFit:
-    """What :func:`fit_table` returns: ``fit`` (model on ``plan.domain``; ``info`` holds the
+    """What :func:`fit_table` returns: ``fit`` (model on ``plan.full_domain``, rare states
+    expanded, :func:`expand_model`; ``info`` holds the
     ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
     ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
     result (:class:`~pgm_dp.privacy.select.AIMResult` or MST's
@@ -96,8 +102,48 @@ class TableFit:
 
     def sample(self, n: int, rng: RngLike = None):
         """``n`` synthetic records in the user's own values (``"<rare>"`` expanded)."""
-        gen = as_generator(rng)
-        return self.plan.decode(self.fit.model.sample(n, rng=gen), rng=gen)
+        return _decode_full(self.plan, self.fit.model.sample(n, rng=rng))
+
+
+def expand_model(model, plan):
+    """``model`` (on ``plan.domain``, rare states merged) as a model on ``plan.full_domain``:
+    a full state in a ``"<rare>"`` group of ``m`` states gets ``1/m`` of the group's
+    probability, exactly the distribution that decoding (uniform expansion, MST's
+    ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
+    and ``-log m`` is added to the merged states in one clique of each variable."""
+    from .models import MarkovRandomField
+
+    maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
+    done: set = set()
+    tables = []
+    for clique, table in zip(model.cliques, model.log_potentials, strict=True):
+        t = np.asarray(table, dtype=np.float64)[np.ix_(*(maps[v] for v in clique))].copy()
+        for axis, v in enumerate(clique):
+            c = plan.column(v)
+            if v in done or not c.merged:
+                continue
+            shift = np.zeros(len(c.states))
+            shift[list(c.merged)] = -math.log(len(c.merged))
+            shape = [1] * len(clique)
+            shape[axis] = len(c.states)
+            t = t + shift.reshape(shape)
+            done.add(v)
+        tables.append(t)
+    return MarkovRandomField(plan.full_domain, model.cliques, tables)
+
+
+def full_codes(plan, df) -> np.ndarray:
+    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
+    from ._spec import check_frame
+
+    df = check_frame(df)
+    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
+
+
+def _decode_full(plan, codes) -> pd.DataFrame:
+    arr = np.asarray(codes)
+    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
+    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
 
 
 def sample_fit(fit, n: int, rng: RngLike = None):
@@ -115,8 +161,7 @@ def sample_fit(fit, n: int, rng: RngLike = None):
     text = getattr(fit, "info", {}).get("preparation")
     if text is None:
         raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
-    gen = as_generator(rng)
-    return Preparation.from_json(text).decode(fit.model.sample(n, rng=gen), rng=gen)
+    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))
 
 
 def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
@@ -245,7 +290,8 @@ def fit_table(
         "fit_cpu_s": seconds,
     }
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
-    return TableFit(replace(fit, info=info), plan, release, report, chosen)
+    fit = replace(fit, model=expand_model(fit.model, plan), info=info)
+    return TableFit(fit, plan, release, report, chosen)
 
 
 def _amount(b: Budget | None, notion: str) -> float:

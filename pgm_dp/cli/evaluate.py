@@ -1,7 +1,7 @@
 """``pgm-dp evaluate``: exact KL(reference || model) and the held-out mean log-likelihood
 of a data file under the model (nats per record). A fit of ``pgm-dp fit --data`` keeps its
 preparation: the data are then read in the user's own values, encoded as the fit's were,
-and a ``"<rare>"`` state spreads its probability evenly over the states it merges."""
+on the full domain the fit's model is saved on."""
 
 from __future__ import annotations
 
@@ -36,15 +36,13 @@ def _run(args) -> None:
 
 
 def _prepared_loglik(model, text: str, data) -> float:
-    """Mean log-likelihood on the user's full domain of a fit that keeps its preparation."""
+    """Mean log-likelihood of a fit that keeps its preparation, ``data`` in the user's values."""
     import numpy as np
 
-    from ..compare_data import _rare_log_correction
     from ..prepare import Preparation
+    from ..workflow import full_codes
 
-    plan = Preparation.from_json(text)
-    codes = plan.encode(data).to_numpy()
-    return float(np.mean(np.asarray(model.log_prob(codes)) + _rare_log_correction(plan, codes)))
+    return float(np.mean(model.log_prob(full_codes(Preparation.from_json(text), data))))
 
 
 def add_parser(subparsers) -> None:
