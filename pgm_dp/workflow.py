@@ -215,6 +215,30 @@ def one_way_measurements(plan) -> list:
     return out
 
 
+def _check_aim_options(df, workload, max_model_size, max_rounds) -> None:
+    """AIM's options, checked before the preparation spends anything (AIM checks them
+    again on the prepared domain)."""
+    size = max_model_size
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+        raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
+    if max_rounds is not None and (
+        isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
+    ):
+        raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    if workload is None or isinstance(workload, str):
+        if workload not in (None, "2way", "3way"):
+            raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
+        return
+    items = workload.items() if isinstance(workload, Mapping) else workload
+    cols = set(getattr(df, "columns", ()))
+    for item in items:
+        clique = item[0] if isinstance(item, tuple) and len(item) == 2 and isinstance(
+            item[0], tuple | list) else item  # fmt: skip
+        unknown = [v for v in clique if v not in cols]
+        if unknown:
+            raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
+
+
 def _check(budget, selection, learner, share, mst_fraction, accountant):
     from . import learners
     from .privacy.accountant import check_accountant
@@ -270,6 +294,8 @@ def fit_table(
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant
     )
+    if selection == "aim":
+        _check_aim_options(df, workload, max_model_size, max_rounds)
     gen = as_generator(rng)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
     used = _amount(plan.budget_spent, notion)

@@ -20,7 +20,14 @@ from pgm_dp.io import load
 from pgm_dp.prepare import prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from pgm_dp.privacy.select import aim
-from pgm_dp.workflow import aim_rounds, fit_table, one_way_measurements, sample_fit, split_budget
+from pgm_dp.workflow import (
+    aim_rounds,
+    expand_model,
+    fit_table,
+    one_way_measurements,
+    sample_fit,
+    split_budget,
+)
 
 CITIES = ["Lyon", "Nice", "Paris", "Lille", "Metz"]
 
@@ -237,3 +244,51 @@ def test_adult_end_to_end_default_command(tmp_path, capsys):
     assert (
         len(report["selected"]) >= 13 and not report["independent_check"]["worse_than_independent"]
     )
+
+
+def test_the_saved_model_is_the_decoded_distribution_on_the_full_domain():
+    """``expand_model``: a merged state gets ``1/m`` of its ``"<rare>"`` group, checked
+    against the compressed model's marginals (one-way and a pair)."""
+    df = _people(1500, seed=8)
+    spec = {"age": {"bins": [18, 30, 40, 50, 60, 70, 80, 90]}, "visits": list(range(12)),
+            "city": CITIES, "smoker": ["no", "yes"]}  # fmt: skip
+    tf = fit_table(df, spec, budget=PureDP(0.5), rng=0, max_rounds=4)
+    merged = {c.name: c for c in tf.plan.columns if c.merged}
+    assert "visits" in merged  # visits 7..11 never occur: merged privately
+    small = tf.selection.model  # AIM's own fit, on the compressed domain
+    full = expand_model(small, tf.plan)
+    assert full.domain.shape == tf.plan.full_domain.shape
+    for name in ("visits", "age"):
+        c = tf.plan.column(name)
+        want = np.asarray(small.marginal((name,)))[np.asarray(c.code_map)]
+        if c.merged:
+            want[list(c.merged)] /= len(c.merged)
+        np.testing.assert_allclose(np.asarray(full.marginal((name,))), want, atol=1e-9)
+    c = tf.plan.column("visits")
+    pair = np.asarray(full.marginal(("smoker", "visits")))
+    comp = np.asarray(small.marginal(("smoker", "visits")))[:, np.asarray(c.code_map)]
+    comp[:, list(c.merged)] /= len(c.merged)
+    np.testing.assert_allclose(pair, comp, atol=1e-9)
+    assert tf.fit.model.domain.shape == full.domain.shape  # what fit_table saves
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"workload": [("age", "nope")]}, "workload names columns"),
+        ({"workload": "4way"}, "workload must be"),
+        ({"max_model_size": 0}, "max_model_size"),
+        ({"max_rounds": 0}, "max_rounds"),
+        ({"learner": "nope"}, "unknown learner"),
+        ({"selection": "mwem"}, "selection must be"),
+        ({"prepare_share": 1.0}, "one-way share"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_spent(options, message):
+    df = _people(300, seed=9)
+    spec = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,
+            "smoker": ["no", "yes"]}  # fmt: skip
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(ValueError, match=message):
+        fit_table(df, spec, budget=PureDP(1.0), accountant=acc, **options)
+    assert acc.charges == ()
