@@ -274,16 +274,13 @@ def test_plots_without_matplotlib_are_skipped_or_refused_clearly(files, capsys, 
 @pytest.mark.slow
 def test_the_main_job_fits_adult_privately(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    start = time.perf_counter()
     assert main([]) == 0
-    seconds = time.perf_counter() - start
     out = capsys.readouterr().out
     assert "private fit of the shipped UCI Adult table" in out
     assert "Selected (aim, " in out and "Budget per step (in all PureDP(epsilon=1" in out
     assert "Fit check (no extra budget)" in out
     assert "Model written to pgm_dp_results/adult_model.npz" in out
     assert (tmp_path / "pgm_dp_results" / "adult_model.npz").exists()
-    assert seconds < 120, seconds
 
 
 def test_prising_estimate(files, capsys):
