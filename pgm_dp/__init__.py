@@ -8,7 +8,8 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``bayes`` (posteriors) / ``io`` /
-``selection`` / ``prepare`` → ``compare`` (learners on one budget) → ``cli``.
+``selection`` / ``prepare`` → ``fit_report`` → ``workflow`` (a table end to end) →
+``compare`` / ``compare_data`` (learners on one budget) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -105,7 +106,9 @@ LAYERS = (
     ("learners",),
     ("privacy.select",),
     ("io", "selection", "bayes", "binning", "columns", "_spec", "prepare"),
-    ("compare",),
+    ("fit_report",),
+    ("workflow",),
+    ("compare", "compare_data"),
     ("cli",),
 )
 
