@@ -32,7 +32,10 @@ from .release import add_budget_arguments, budget_of
 
 __all__ = ["add_parser", "DEFAULT_LEARNER", "SELECTION_FRACTION"]
 
-#: The default learner (``README``: 2-way TVD on Adult, naive MLE vs CGM-EM after AIM).
+#: The default learner: the more accurate after AIM. On the shipped Adult table (pure ε,
+#: mean 2-way TVD to the data) CGM-EM gave 0.043 and 0.041 (two seeds) at ε = 1 and 0.085
+#: at ε = 0.3, naive MLE 0.044, 0.043 and 0.087; CGM-EM's fit takes minutes there, naive
+#: MLE's seconds (the main job's choice).
 DEFAULT_LEARNER = "cgm"
 #: Default share, with ``--selection mst``, of what the preparation leaves for MST's tree
 #: (the rest measures it): MST's equal thirds.
