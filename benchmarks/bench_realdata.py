@@ -13,8 +13,9 @@ Adult as shipped, ``nass`` (US crash records), ``mpls`` (Minneapolis police stop
 gets the same training codes and the declared domain, and runs in a fresh subprocess:
 
 * ``pgmdp``: ``pgm-dp fit --data train.csv --domain domain.json --epsilon ε`` with the command
-  line's defaults (private MST selection, discrete Laplace release, its default learner);
-  ``pgmdp-naive`` / ``pgmdp-cgm`` the same with ``--learner naive`` / ``cgm``. Pure ε-DP.
+  line's defaults (rare states merged with a third of ε, AIM selection and discrete Laplace
+  measurements with the rest, its default learner); ``pgmdp-naive`` / ``pgmdp-cgm`` the
+  same with ``--learner naive`` / ``cgm``. Pure ε-DP.
 * ``independent``: ``pgm-dp fit --cliques`` (every one-way table) ``--learner naive``: the
   one-way marginals released with the whole ε (discrete Laplace), a product model. Pure ε-DP.
 * ``mst``, ``aim``: Private-PGM's mechanisms on mbi 2.x (``_peers_mbi.py``) at (ε, 1e-9);

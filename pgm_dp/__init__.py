@@ -8,8 +8,9 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
-marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``compare`` (learners
-on one budget) → ``cli``.
+marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``fit_report`` →
+``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
+→ ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -106,7 +107,9 @@ LAYERS = (
     ("learners",),
     ("privacy.select",),
     ("io", "bayes", "binning", "columns", "_spec", "prepare"),
-    ("compare",),
+    ("fit_report",),
+    ("workflow",),
+    ("compare", "compare_data"),
     ("cli",),
 )
 

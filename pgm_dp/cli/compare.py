@@ -1,5 +1,11 @@
 """``pgm-dp compare``: learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1).
 
+Without ``--data`` the learners fit releases of data drawn from a known true model (KL from
+it). With ``--data FILE`` they fit the user's own table (:mod:`pgm_dp.compare_data`): split
+by ``--seed``, prepared, selected and measured once per ``--eps`` as ``pgm-dp fit --data``
+does, then every learner on the same noisy tables; held-out log-likelihood and 2-way TVD
+per learner, a table, a CSV and a plot (when matplotlib is present).
+
 Only the arguments live here (each checked while parsing, nothing heavy imported); the
 comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
 checks the learners against the registry (any registered learner, plugins included) before
@@ -9,13 +15,24 @@ any work.
 from __future__ import annotations
 
 import argparse
+import warnings
 
-from ._args import int_at_least, learner_name, output_dir, positive_float
+from ._args import (
+    domain_file,
+    existing_file,
+    int_at_least,
+    learner_name,
+    output_dir,
+    positive_float,
+    probability,
+)
 
 __all__ = ["add_parser", "add_common_arguments", "add_graph_arguments", "DEFAULT_LEARNERS"]
 
 #: ``compare``'s default learners (equal to ``pgm_dp.compare.LEARNERS``, tested).
 DEFAULT_LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
+#: ``compare --data``'s default learners (release learners, on one release).
+DATA_LEARNERS = ("naive", "cgm")
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,9 +71,38 @@ def add_graph_arguments(p: argparse.ArgumentParser, N: list[int] | int, eps: lis
     )
 
 
+def _run_data(a: argparse.Namespace) -> None:
+    from .. import compare_data
+    from ..plotting import MISSING_MATPLOTLIB
+    from ._data import read_data, say
+    from ._table import _prepare_options, _say_warnings, table_spec
+
+    learners = DATA_LEARNERS if list(a.learners) == list(DEFAULT_LEARNERS) else a.learners
+    data = read_data(a.data)
+    reads: list[str] = []
+    a.prepare, a.no_compress = None, False
+    spec = table_spec(data, a, reads)
+    say(f"comparing {', '.join(learners)} on {a.data} (held out: {a.test_fraction:g}) ...")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = compare_data.compare_on_table(
+            data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
+            test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **_prepare_options(a),
+        )  # fmt: skip
+    _say_warnings(caught, reads)
+    say(compare_data.print_table(result))
+    say(f"written: {result.csv}")
+    if result.plot is not None:
+        say(f"Plot written to {result.plot}")
+    elif a.plot is None:
+        say(f"note: no plot written ({MISSING_MATPLOTLIB})")
+
+
 def _run(a: argparse.Namespace) -> None:
     from .. import compare
 
+    if a.data is not None:
+        return _run_data(a)
     result = compare.run_compare(
         a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, a.learners, a.seed,
         progress=True, out_dir=a.out, plot=a.plot,
@@ -66,6 +112,55 @@ def _run(a: argparse.Namespace) -> None:
         from ..plotting import MISSING_MATPLOTLIB
 
         print(f"note: no plot written ({MISSING_MATPLOTLIB})")
+
+
+def _add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """``--data`` and the flags of a comparison on the user's own table."""
+    p.add_argument(
+        "--data",
+        type=existing_file,
+        default=None,
+        help="compare on this CSV/Parquet table instead of a simulated one",
+    )
+    p.add_argument(
+        "--test-fraction",
+        type=probability,
+        default=0.2,
+        help="with --data: share of the records held out (split by --seed)",
+    )
+    p.add_argument(
+        "--delta",
+        type=probability,
+        default=None,
+        help="with --data: (epsilon, delta) through zCDP instead of pure epsilon",
+    )
+    p.add_argument(
+        "--domain",
+        type=domain_file,
+        default=None,
+        help="with --data: JSON {name: size or [labels]}",
+    )
+    p.add_argument(
+        "--drop-identifiers",
+        action="store_true",
+        help="with --data: drop identifier-like columns instead of refusing",
+    )
+    p.add_argument(
+        "--categories-from-data",
+        action="store_true",
+        help="with --data: read undeclared categories from the data (NOT private)",
+    )
+    p.add_argument(
+        "--bounds-from-data",
+        action="store_true",
+        help="with --data: read undeclared numeric bounds from the data (NOT private)",
+    )
+    p.add_argument(
+        "--missing",
+        choices=["state", "refuse", "data"],
+        default="state",
+        help="with --data: missing values as a state, refused, or where present",
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -96,6 +191,7 @@ def add_parser(subparsers) -> None:
         help="noisy releases (private fits) per data set and epsilon",
     )
     add_common_arguments(p)
+    _add_data_arguments(p)
     p.add_argument(
         "--plot",
         action=argparse.BooleanOptionalAction,

@@ -1,5 +1,7 @@
 """``pgm-dp evaluate``: exact KL(reference || model) and the held-out mean log-likelihood
-of a data file under the model (nats per record)."""
+of a data file under the model (nats per record). A fit of ``pgm-dp fit --data`` keeps its
+preparation: the data are then read in the user's own values, encoded as the fit's were,
+on the full domain the fit's model is saved on."""
 
 from __future__ import annotations
 
@@ -12,16 +14,35 @@ __all__ = ["add_parser"]
 def _run(args) -> None:
     if args.reference is None and args.data is None:
         raise ValueError("give --reference, --data or both")
-    from ..io import load_model
+    from ..io import load
     from ..metrics import kl_divergence, log_likelihood
+    from ..models import MarkovRandomField
 
-    model = load_model(args.model)
+    fit = load(args.model)
+    model = getattr(fit, "model", fit)
+    if not isinstance(model, MarkovRandomField):
+        raise ValueError(f"{args.model} holds no model")
+    text = getattr(fit, "info", {}).get("preparation")
     if args.reference is not None:
         ref = read_structure(args.reference, model.domain)
         say(f"KL(reference || model) = {kl_divergence(ref, model):.6g}")
     if args.data is not None:
         data = read_data(args.data)
-        say(f"held-out log-likelihood = {log_likelihood(model, data):.6g} ({len(data):,} records)")
+        if text is None:
+            value = log_likelihood(model, data)
+        else:
+            value = _prepared_loglik(model, text, data)
+        say(f"held-out log-likelihood = {value:.6g} ({len(data):,} records)")
+
+
+def _prepared_loglik(model, text: str, data) -> float:
+    """Mean log-likelihood of a fit that keeps its preparation, ``data`` in the user's values."""
+    import numpy as np
+
+    from ..prepare import Preparation
+    from ..workflow import full_codes
+
+    return float(np.mean(model.log_prob(full_codes(Preparation.from_json(text), data))))
 
 
 def add_parser(subparsers) -> None:

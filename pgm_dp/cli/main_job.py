@@ -6,12 +6,11 @@ attributes, public domain in ``adult-domain.json``), run exactly as
     pgm-dp fit --data ADULT.csv.gz --domain ADULT-DOMAIN.json --learner naive
                --out pgm_dp_results/adult_model.npz
 
-would run it (:mod:`pgm_dp.cli.fit`, pure ε = 1): the cliques are chosen privately (MST),
-their tables released with the discrete Laplace mechanism, and the model fitted to them and
-to the selection's one-way tables. The learner is Naive MLE because it fits all 14
-attributes in seconds; CGM-EM (``--learner cgm``, the ``fit`` default) takes minutes on
-Adult's widest tables (age x hours-per-week: 8,415 cells). A short report follows: what
-was chosen, the budget of each step, where the model was written.
+would run it (:mod:`pgm_dp.cli.fit`, pure ε = 1): the table is prepared (its rare states
+merged privately with a third of ε), AIM selects and measures marginals with the rest
+(discrete Laplace), and Naive MLE fits every table measured. The fit prints its report: what
+was selected, the budget of each step, the expected error and the check against the private
+independent model; then where the model was written and what to run next.
 """
 
 from __future__ import annotations
@@ -34,25 +33,14 @@ def _argv(data: Path, domain: Path) -> list[str]:
 
 
 def _report(args) -> None:
-    """What was chosen, the budget of each step, where the model was written."""
-    from ..io import load_model
+    """Where the model was written, and what to run next."""
     from ._data import say
 
-    model = load_model(args.out)
-    chosen = [c for c in model.cliques if len(c) > 1]
-    eps_select = args.epsilon * args.selection_fraction
-    say(f"Budget: pure epsilon-DP, epsilon = {args.epsilon:g} in all (discrete Laplace noise)")
-    say(
-        f"  1. choose the cliques (MST: the {len(model.domain)} one-way tables, then "
-        f"{len(chosen)} exponential-mechanism choices): epsilon {eps_select:g}"
-    )
-    say(f"  2. release the {len(chosen)} chosen tables: epsilon {args.epsilon - eps_select:g}")
-    say(
-        f"  3. fit {MAIN_JOB_LEARNER!r} to them and to step 1's one-way tables "
-        f"({len(model.cliques)} in all): nothing more spent"
-    )
     say(f"Model written to {args.out}; evaluate: pgm-dp evaluate --model {args.out} --data FILE")
-    say("Your own data: pgm-dp fit --data FILE.csv --domain DOMAIN.json (see pgm-dp fit --help)")
+    say(
+        "Your own data: pgm-dp fit --data FILE.csv (--prepare SPEC.json declares the columns; "
+        "see pgm-dp fit --help)"
+    )
 
 
 def run_main_job() -> int:

@@ -303,7 +303,15 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     rounds = options["max_rounds"]
     per_variable = ROUNDS_PER_VARIABLE[notion]
     rounds = per_variable * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
-    if rounds < len(one_way):
+    measured = tuple(options["measured"] or ())
+    if any(
+        not isinstance(m, Measurement)
+        or m.clique not in candidates
+        or np.shape(m.noisy) != domain.sizes(m.clique)
+        for m in measured
+    ):
+        raise PrivacyParameterError("measured must hold Measurements of candidate marginals")
+    if not measured and rounds < len(one_way):
         raise PrivacyParameterError(
             f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
         )
@@ -317,6 +325,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
         domain=domain, codes=codes, notion=notion, mechanism=mechanism, budget=budget,
         max_model_size=float(size), total=total, estimator=estimator, candidates=candidates,
         one_way=one_way, schedule=Schedule(notion, amount, rounds), cost=cost,
+        measured=measured,
     )  # fmt: skip
 
 
@@ -334,6 +343,7 @@ def aim(
     mechanism: str | None = None,
     total: float | None = None,
     progress: bool = False,
+    measured: Sequence[Measurement] | None = None,
 ) -> AIMResult:
     """Run AIM (module docstring) on ``data`` over the public ``domain``.
 
@@ -356,7 +366,7 @@ def aim(
     setup = _validate(
         data, domain, budget, workload, accountant,
         dict(mechanism=mechanism, max_model_size=max_model_size, total=total,
-             estimator=estimator, max_rounds=max_rounds),
+             estimator=estimator, max_rounds=max_rounds, measured=measured),
     )  # fmt: skip
     codes, sched = setup["codes"], setup["schedule"]
     setup["answers"] = {
@@ -367,7 +377,13 @@ def aim(
     state = _State(setup, as_generator(rng), acc, [])
     costs = sched.initial()
     log = []
-    if setup["one_way"]:
+    if setup["measured"]:
+        state.measurements += list(setup["measured"])
+        cliques = tuple(dict.fromkeys(m.clique for m in setup["measured"]))
+        var = max(m.noise.variance for m in setup["measured"])
+        scale = math.sqrt(var if setup["notion"] == "zcdp" else var / 2)
+        log.append(AIMRound(0, cliques, scale, None, 0.0, 0.0, 0.0))
+    elif setup["one_way"]:
         _measure(state, setup["one_way"], costs[0], 0)
         scale = sched.scale(costs[0])
         log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, state.used, 0.0, state.used))

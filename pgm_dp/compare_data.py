@@ -1,0 +1,199 @@
+"""Learners on a user's own table at one budget: the driver of ``pgm-dp compare --data``.
+
+The table is split reproducibly (``seed``) into a training part and a held-out part
+(``test_fraction``). For each ``epsilon`` the training part is prepared, and marginals
+selected and measured, once (:func:`pgm_dp.workflow.fit_table`); every learner then fits
+the same noisy tables, so the learners differ only in how they use them. The private
+independent model (the product of the noisy one-way tables) is scored beside them.
+
+Scores, per learner, on the user's full domain (every model expanded as the saved fit is,
+:func:`~pgm_dp.workflow.expand_model`): the held-out mean log-likelihood per record (nats)
+and the workload error, the mean total-variation distance between the model's and the
+held-out records' 2-way marginals.
+Held-out records with values the preparation cannot encode (a category never declared
+nor seen in training) are left out and counted. The scores read the held-out records
+without privacy: a comparison is for choosing a method, not a release.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["DataComparison", "compare_on_table", "split_table", "heldout_scores", "print_table"]
+
+
+@dataclass(frozen=True)
+class DataComparison:
+    """``runs``: one row per (epsilon, learner) with ``loglik_test``, ``tvd2_test``,
+    ``seconds`` (CPU time of the learner's fit), ``n_test`` (held-out records scored);
+    ``csv`` and ``plot``: the files written (or ``None``)."""
+
+    runs: pd.DataFrame
+    csv: Path | None = None
+    plot: Path | None = None
+
+
+def split_table(df: pd.DataFrame, test_fraction: float, seed: int) -> tuple:
+    """``(train, test)``: a fixed permutation of the rows by ``seed``."""
+    from .errors import DataValidationError
+
+    if not 0 < test_fraction < 1:
+        raise DataValidationError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    n_test = int(round(len(df) * test_fraction))
+    if n_test < 1 or n_test >= len(df):
+        raise DataValidationError(f"{len(df)} records are too few to hold {test_fraction:g} out")
+    perm = np.random.default_rng(seed).permutation(len(df))
+    return df.iloc[perm[n_test:]], df.iloc[perm[:n_test]]
+
+
+def _encodable(plan, test: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """Full-domain codes of the held-out rows the plan can encode, and how many were left
+    out."""
+    from .workflow import full_codes
+
+    keep = np.ones(len(test), dtype=bool)
+    for c in plan.columns:
+        col = test[c.name]
+        try:
+            c.encode_full(col)
+        except ValueError:
+            keep &= np.asarray([_one_ok(c, v) for v in col], dtype=bool)
+    return full_codes(plan, test[keep]), int((~keep).sum())
+
+
+def _one_ok(c, value) -> bool:
+    try:
+        c.encode_full(pd.Series([value], dtype=object if isinstance(value, str) else None))
+    except ValueError:
+        return False
+    return True
+
+
+def heldout_scores(model, test_codes: np.ndarray) -> dict:
+    """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
+    from .privacy.select import batch_marginals
+    from .stats import contingency_table
+
+    dom = model.domain
+    logp = np.asarray(model.log_prob(test_codes))
+    pairs = list(combinations(dom.attributes, 2))
+    tvd = []
+    for pair, p in zip(pairs, batch_marginals(model, pairs), strict=True):
+        t = contingency_table(test_codes, [dom.index(v) for v in pair], dom.sizes(pair))
+        tvd.append(0.5 * np.abs(np.asarray(p) - t / len(test_codes)).sum())
+    return {"loglik_test": float(np.mean(logp)), "tvd2_test": float(np.mean(tvd))}
+
+
+def independent_model(release):
+    """The private independent model: the product of the release's noisy one-way tables
+    (clipped at 0, normalised), as a :class:`~pgm_dp.models.MarkovRandomField`."""
+    from .models import MarkovRandomField
+
+    dom = release.domain
+    tables = []
+    for a in dom.attributes:
+        y = np.maximum(np.asarray(release.noisy[(a,)], dtype=np.float64), 0) + 1e-9
+        tables.append(np.log(y / y.sum()))
+    return MarkovRandomField(dom, [(a,) for a in dom.attributes], tables)
+
+
+def compare_on_table(
+    df: pd.DataFrame,
+    spec: Mapping | None = None,
+    *,
+    epsilons: Sequence[float],
+    learners: Sequence[str] = ("naive", "cgm"),
+    delta: float | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    out_dir: str | Path | None = None,
+    plot: bool | None = None,
+    progress: Any = None,
+    **fit_options: Any,
+) -> DataComparison:
+    """Compare ``learners`` (registered release learners) on ``df`` (module docstring) at
+    each ``epsilon`` (pure ε-DP, or ``(ε, delta)``); ``fit_options`` go to
+    :func:`~pgm_dp.workflow.fit_table`. Writes ``compare_data.csv`` (and, when matplotlib
+    is present or ``plot=True``, ``compare_data.png``) to ``out_dir``."""
+    from . import learners as registry
+    from .errors import PrivacyParameterError
+    from .models import MarkovRandomField
+    from .privacy import ApproxDP, PureDP
+    from .workflow import expand_model, fit_table
+
+    specs = [registry.get(name) for name in learners]
+    bad = [s.name for s in specs if s.kind != "release"]
+    if bad:
+        raise PrivacyParameterError(f"compare --data runs release learners; not {bad}")
+    train, test = split_table(df, test_fraction, seed)
+    rows = []
+    for k, eps in enumerate(epsilons):
+        budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
+        tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=specs[0].name,
+                       **fit_options)  # fmt: skip
+        codes, left_out = _encodable(tf.plan, test)
+        mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
+        models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]
+        for s in specs:
+            if s is specs[0]:
+                models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
+                continue
+            start = time.process_time()
+            model = expand_model(s.make().fit(tf.release, mrf).model, tf.plan)
+            models.append((s.name, model, time.process_time() - start))
+        for name, model, seconds in models:
+            row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
+            rows.append({**row, "seconds": seconds, "n_test": len(codes), "left_out": left_out})
+            if progress is not None:
+                progress(rows[-1])
+    return _finish(pd.DataFrame(rows), out_dir, plot)
+
+
+def _finish(runs: pd.DataFrame, out_dir, plot) -> DataComparison:
+    from .plotting import have_matplotlib
+
+    if out_dir is None:
+        return DataComparison(runs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / "compare_data.csv"
+    runs.to_csv(csv, index=False)
+    png = None
+    if plot or (plot is None and have_matplotlib()):
+        png = plot_table(runs, out / "compare_data.png")
+    return DataComparison(runs, csv, png)
+
+
+def plot_table(runs: pd.DataFrame, path: str | Path) -> Path:
+    """Held-out log-likelihood and 2-way TVD per learner against epsilon."""
+    from .plotting import pyplot
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for name, g in runs.groupby("learner", sort=False):
+        g = g.sort_values("epsilon")
+        axes[0].plot(g.epsilon, g.loglik_test, marker="o", label=name)
+        axes[1].plot(g.epsilon, g.tvd2_test, marker="o", label=name)
+    for ax, title in zip(axes, ("held-out log-likelihood", "mean 2-way TVD"), strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel("epsilon")
+        ax.set_title(title)
+    axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def print_table(result: DataComparison) -> str:
+    """The comparison as a table (one line per learner and epsilon)."""
+    cols = ["epsilon", "learner", "loglik_test", "tvd2_test", "seconds"]
+    return result.runs[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")

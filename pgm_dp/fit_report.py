@@ -1,0 +1,166 @@
+"""The report of a private fit of a table (:func:`pgm_dp.workflow.fit_table`).
+
+:func:`build_report` says what was selected, the budget of each step (the accountant's
+charges, grouped) and the expected error, and checks the fitted model against the
+**private independent model**: the product of the noisy one-way tables, which every fit
+has already paid for.
+
+How the check is judged (post-processing only, no extra budget): every table the fit used
+is a noisy measurement ``y_C = N·p(C) + noise`` with known variance ``v_C``. A model ``q``
+is scored by ``S(q) = sum_C ||N̂ q(C) - y_C||² / v_C`` (``N̂`` the release's estimated
+number of records): minus twice the Gaussian log-likelihood of the measurements, up to a
+constant, i.e. how well ``q`` explains what was measured. The fitted model was fitted to
+the ``y_C`` and the independent model only to the one-way ones, so the comparison favours
+the fitted model on the multi-way tables: when even so ``S(fitted) > S(independent)``, the
+fit is worse than the independent model and :class:`WorseThanIndependentWarning` is
+raised (a Python warning; the command line prints it too). Expected error: for each
+measured table the noise's expected total variation ``n_C · E|noise| / (2 N̂)`` (``n_C``
+cells), the error a table would have if used as is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["WorseThanIndependentWarning", "build_report", "format_report", "independent_check"]
+
+
+class WorseThanIndependentWarning(UserWarning):
+    """The fitted model explains the noisy measurements worse than the private independent
+    model (the product of the noisy one-way tables): see :mod:`pgm_dp.fit_report`."""
+
+
+_GROUPS = [
+    (r"^prepare: quantile", "prepare: private quantiles (bins)"),
+    (r"^prepare: one-way", "prepare: one-way marginals (compression; reused by the fit)"),
+    (r"^aim round \d+: select", "AIM: selections (exponential mechanism)"),
+    (r"^aim round \d+: measure", "AIM: measurements of the selected marginals"),
+    (r"^select_cliques: one-way", "MST: one-way marginals"),
+    (r"^select_cliques: edge", "MST: selections (exponential mechanism)"),
+    (r"^mst: measure", "MST: measurements of the selected pairs"),
+]
+
+
+def _steps(accountant) -> list[dict]:
+    """The accountant's charges grouped by step, each group's cost composed."""
+    from .privacy import Accountant
+
+    groups: dict[str, list] = {}
+    for ch in accountant.charges:
+        name = next((g for pat, g in _GROUPS if re.match(pat, ch.what)), ch.what)
+        groups.setdefault(name, []).append(ch)
+    out = []
+    for name, charges in groups.items():
+        acc = Accountant(accountant.total)
+        for ch in charges:
+            acc.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
+        out.append({"step": name, "charges": len(charges), "cost": str(acc.spent)})
+    return out
+
+
+def _expected_abs(noise) -> float:
+    """``E|X|`` of one cell's noise (Laplace ``b``; Gaussian ``sqrt(2/π) σ``)."""
+    sd = math.sqrt(noise.variance)
+    return sd / math.sqrt(2) if noise.is_laplace else sd * math.sqrt(2 / math.pi)
+
+
+def independent_check(model, release) -> dict | None:
+    """``S(fitted)``, ``S(independent)`` (module docstring) and the verdict, or ``None``
+    when some variable has no one-way table to build the independent model from."""
+    from .privacy.select import batch_marginals
+
+    attrs = release.domain.attributes
+    one = {c[0]: np.asarray(release.noisy[c], float) for c in release.cliques if len(c) == 1}
+    if set(one) != set(attrs):
+        return None
+    probs = {a: np.maximum(y, 0) / max(np.maximum(y, 0).sum(), 1e-300) for a, y in one.items()}
+    n_hat = float(release.total)
+    cliques = list(release.cliques)
+    fitted = batch_marginals(model, cliques)
+    s_fit = s_ind = 0.0
+    for c, q in zip(cliques, fitted, strict=True):
+        y = np.asarray(release.noisy[c], float)
+        v = max(release.noise[c].variance, 1e-12)
+        ind = probs[c[0]]
+        for a in c[1:]:
+            ind = np.multiply.outer(ind, probs[a])
+        s_fit += float(np.sum((n_hat * q - y) ** 2)) / v
+        s_ind += float(np.sum((n_hat * ind - y) ** 2)) / v
+    return {"fitted": s_fit, "independent": s_ind, "worse_than_independent": s_fit > s_ind}
+
+
+def build_report(model, release, plan, chosen, accountant, learner: str, guarantee=None) -> dict:
+    """The fit's report (module docstring) as a JSON-ready dict; warns
+    :class:`WorseThanIndependentWarning` when the check fails."""
+    n_hat = float(release.total)
+    noise_tvd = {
+        ",".join(map(str, c)): release.domain.size(c)
+        * _expected_abs(release.noise[c])
+        / (2 * n_hat)
+        for c in release.cliques
+    }
+    multi = [v for k, v in noise_tvd.items() if "," in k]
+    check = independent_check(model, release)
+    report: dict[str, Any] = {
+        "learner": learner,
+        "selection": "aim" if hasattr(chosen, "rounds") else "mst",
+        "selected": [list(map(str, c)) for c in chosen.cliques],
+        "rounds": len(getattr(chosen, "rounds", ())) - 1 if hasattr(chosen, "rounds") else None,
+        "n_estimate": n_hat,
+        "domain": {
+            str(a): int(s) for a, s in zip(plan.domain.attributes, plan.domain.shape, strict=True)
+        },
+        "steps": _steps(accountant),
+        "budget_spent": str(accountant.spent),
+        "guarantee": str(guarantee if guarantee is not None else accountant.total),
+        "expected_error": {
+            "noise_tvd_per_table": noise_tvd,
+            "mean_noise_tvd_multiway": float(np.mean(multi)) if multi else None,
+            "mean_noise_tvd_one_way": float(
+                np.mean([v for k, v in noise_tvd.items() if "," not in k])
+            ),
+        },
+        "independent_check": check,
+        "nonprivate_reads": list(plan.nonprivate_reads),
+    }
+    if check is not None and check["worse_than_independent"]:
+        warnings.warn(
+            f"the fitted model ({learner}) explains the noisy measurements worse than the "
+            f"private independent model (score {check['fitted']:.4g} > "
+            f"{check['independent']:.4g}); prefer a larger budget, --selection mst or "
+            "another --learner",
+            WorseThanIndependentWarning,
+            stacklevel=3,
+        )
+    return report
+
+
+def format_report(report: dict) -> str:
+    """The report as lines for a terminal."""
+    lines = [f"Selected ({report['selection']}, {len(report['selected'])}):"]
+    lines.append("  " + " ".join(",".join(c) for c in report["selected"]))
+    lines.append(
+        f"Budget per step (in all {report['budget_spent']}; guarantee {report['guarantee']}):"
+    )
+    lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} draws)" for s in report["steps"]]
+    err = report["expected_error"]
+    multi = err["mean_noise_tvd_multiway"]
+    lines.append(
+        f"Expected error (noise of the measured tables, total variation): one-way "
+        f"{err['mean_noise_tvd_one_way']:.4f}"
+        + ("" if multi is None else f", selected marginals {multi:.4f}")
+        + f" (N about {report['n_estimate']:,.0f})"
+    )
+    check = report["independent_check"]
+    if check is not None:
+        verdict = "WORSE than" if check["worse_than_independent"] else "better than"
+        lines.append(
+            f"Fit check (no extra budget): the model explains the measurements {verdict} the "
+            f"private independent model ({check['fitted']:.4g} vs {check['independent']:.4g})"
+        )
+    return "\n".join(lines)

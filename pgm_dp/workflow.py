@@ -1,0 +1,357 @@
+"""A user's table to a private model, end to end: :func:`fit_table`.
+
+The steps, each charged to one accountant before any noise is drawn:
+
+1. **Prepare** (:func:`pgm_dp.prepare.prepare_plan`): columns checked and encoded,
+   identifier-like columns refused (or dropped), numeric columns binned (private quantiles
+   when only bounds are declared), and the one-way marginals of every column released with
+   ``prepare_share`` of the budget, their rare states merged into ``"<rare>"`` (MST's
+   ``compress_domain``).
+2. **Select and measure** with the rest. ``selection="aim"`` (default): AIM (McKenna,
+   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.privacy.select.aim`) chooses marginals
+   against ``workload`` (default every pair) round by round, starting from step 1's one-way
+   tables (already paid for: AIM's round 0 is not run again). ``selection="mst"``: MST's
+   spanning tree (:func:`pgm_dp.privacy.select.select_cliques`, ``mst_fraction`` of the rest),
+   then one release of the chosen pairs (pure ε only).
+3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
+   3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
+   The model is then expanded back to the full domain (:func:`expand_model`): a merged
+   state gets an even share of its group, as decoding draws it.
+4. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
+   expected error, and a :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the
+   model explains the noisy tables worse than the private independent model does.
+
+Budget split (data-independent, decided before anything is read):
+
+* **One-way tables: a third of the budget** (``ONE_WAY_SHARE``), MST's rule (McKenna,
+  Miklau & Sheldon 2021, Alg. 1 and private-pgm ``mechanisms/mst.py``: ``ρ/3`` measures
+  the one-way marginals, which also decide the compression). When some numeric column
+  needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that third pays
+  for them. The share never depends on the data, and is never near zero.
+* **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
+  estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
+  AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
+  a typical workload marginal (median cells ``n``) below ``TARGET_TVD`` in total
+  variation, ``n · E|noise| / (2 N̂) <= TARGET_TVD``, at least one per variable (a
+  spanning tree needs ``d - 1`` pairs) and at most AIM's default (``16 d`` for zCDP,
+  ``4 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
+  (its Sec. 4) then adapts within them.
+
+Budgets: ``PureDP(ε)`` runs AIM's pure variant (discrete Laplace); ``ApproxDP(ε, δ)``
+runs everything in zCDP at the largest ``ρ`` whose conversion fits (discrete Gaussian
+noise, :func:`pgm_dp.privacy.zcdp_rho_within`), its accountant holding that ``ZCDP(ρ)``
+(the report gives both); ``ZCDP(ρ)`` as is.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import PrivacyParameterError
+from .privacy import ZCDP, Accountant, ApproxDP, NoisyMarginals, PureDP
+from .privacy.budget import Budget
+from .privacy.noise import zcdp_rho_within
+from .rng import RngLike, as_generator
+
+__all__ = [
+    "TableFit",
+    "fit_table",
+    "sample_fit",
+    "expand_model",
+    "full_codes",
+    "aim_rounds",
+    "split_budget",
+    "one_way_measurements",
+    "ONE_WAY_SHARE",
+    "TARGET_TVD",
+    "SELECTIONS",
+]
+
+#: Share of the budget for the one-way tables (and private quantiles): MST's third.
+ONE_WAY_SHARE = 1 / 3
+#: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
+TARGET_TVD = 0.05
+#: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
+#: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
+LOOP_TOL = 1e-3
+#: The selection mechanisms of :func:`fit_table`.
+SELECTIONS = ("aim", "mst")
+
+
+@dataclass(frozen=True)
+class TableFit:
+    """What :func:`fit_table` returns: ``fit`` (model on ``plan.full_domain``, rare states
+    expanded, :func:`expand_model`; ``info`` holds the
+    ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
+    ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
+    result (:class:`~pgm_dp.privacy.select.AIMResult` or MST's
+    :class:`~pgm_dp.privacy.select.Selection`)."""
+
+    fit: Any
+    plan: Any
+    release: NoisyMarginals
+    report: dict
+    selection: Any
+
+    def sample(self, n: int, rng: RngLike = None):
+        """``n`` synthetic records in the user's own values (``"<rare>"`` expanded)."""
+        return _decode_full(self.plan, self.fit.model.sample(n, rng=rng))
+
+
+def expand_model(model, plan):
+    """``model`` (on ``plan.domain``, rare states merged) as a model on ``plan.full_domain``:
+    a full state in a ``"<rare>"`` group of ``m`` states gets ``1/m`` of the group's
+    probability, exactly the distribution that decoding (uniform expansion, MST's
+    ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
+    and ``-log m`` is added to the merged states in one clique of each variable."""
+    from .models import MarkovRandomField
+
+    maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
+    done: set = set()
+    tables = []
+    for clique, table in zip(model.cliques, model.log_potentials, strict=True):
+        t = np.asarray(table, dtype=np.float64)[np.ix_(*(maps[v] for v in clique))].copy()
+        for axis, v in enumerate(clique):
+            c = plan.column(v)
+            if v in done or not c.merged:
+                continue
+            shift = np.zeros(len(c.states))
+            shift[list(c.merged)] = -math.log(len(c.merged))
+            shape = [1] * len(clique)
+            shape[axis] = len(c.states)
+            t = t + shift.reshape(shape)
+            done.add(v)
+        tables.append(t)
+    return MarkovRandomField(plan.full_domain, model.cliques, tables)
+
+
+def full_codes(plan, df) -> np.ndarray:
+    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
+    from ._spec import check_frame
+
+    df = check_frame(df)
+    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
+
+
+def _decode_full(plan, codes) -> pd.DataFrame:
+    arr = np.asarray(codes)
+    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
+    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
+
+
+def sample_fit(fit, n: int, rng: RngLike = None):
+    """``n`` records drawn from a saved fit of :func:`fit_table` (``pgm-dp fit --data``), in
+    the user's own values: the fit keeps its preparation (``fit.info["preparation"]``), which
+    decodes the codes (``"<rare>"`` expanded, bins as intervals, ``"<missing>"`` as NaN).
+
+    ``fit``: a :class:`~pgm_dp.learners.Fit` or the path of its ``.npz`` file."""
+    from .errors import DataValidationError
+    from .io import load
+    from .prepare import Preparation
+
+    if not hasattr(fit, "info"):
+        fit = load(fit)
+    text = getattr(fit, "info", {}).get("preparation")
+    if text is None:
+        raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
+    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))
+
+
+def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
+    """``(notion, amount, first, rest)``: the budget in AIM's unit (``"pure"`` ε or
+    ``"zcdp"`` ρ; ``(ε, δ)`` converted) cut into ``share`` and ``1 - share``."""
+    if not 0 < share < 1:
+        raise PrivacyParameterError(f"the one-way share must be in (0, 1), got {share!r}")
+    if isinstance(budget, ApproxDP) and budget.delta > 0:
+        budget = ZCDP(zcdp_rho_within(budget))
+    elif isinstance(budget, ApproxDP):
+        budget = PureDP(budget.epsilon)
+    if isinstance(budget, PureDP):
+        e = budget.epsilon
+        return "pure", e, PureDP(e * share), PureDP(e * (1 - share))
+    if isinstance(budget, ZCDP):
+        r = budget.rho
+        return "zcdp", r, ZCDP(r * share), ZCDP(r * (1 - share))
+    raise PrivacyParameterError(f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+
+
+def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
+    """AIM's ``T`` (module docstring): the largest ``T`` whose first rounds measure a
+    marginal of the median size in ``cells`` with expected total-variation noise at most
+    :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount`` (ε or ρ),
+    clipped to ``[d, 16 d]`` (zCDP) or ``[d, 4 d]`` (pure).
+
+    >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14)
+    29
+    """
+    n = float(np.median(cells)) if cells else 1.0
+    allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / n  # E|noise| per cell allowed
+    if notion == "pure":  # b = T / (0.9 ε)
+        t = 0.9 * amount * allowed
+        top = 4 * d
+    else:  # sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho))
+        t = 2 * 0.9 * amount * (allowed / math.sqrt(2 / math.pi)) ** 2
+        top = 16 * d
+    return int(min(max(math.floor(t), d), top))
+
+
+def one_way_measurements(plan) -> list:
+    """The preparation's noisy one-way tables on its compressed domain as AIM
+    measurements (round 0). A ``"<rare>"`` cell holds the sum of its merged noisy counts;
+    its larger variance is not kept (a table carries one noise model), which the estimators
+    only use to weigh repeated measurements."""
+    from .privacy.select import Measurement
+
+    out = []
+    for name, (counts, _) in plan.compressed_measurements().items():
+        out.append(Measurement((name,), counts, plan.one_way.noise[(name,)], 0))
+    return out
+
+
+def _check_aim_options(df, workload, max_model_size, max_rounds) -> None:
+    """AIM's options, checked before the preparation spends anything (AIM checks them
+    again on the prepared domain)."""
+    size = max_model_size
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+        raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
+    if max_rounds is not None and (
+        isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
+    ):
+        raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    if workload is None or isinstance(workload, str):
+        if workload not in (None, "2way", "3way"):
+            raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
+        return
+    items = workload.items() if isinstance(workload, Mapping) else workload
+    cols = set(getattr(df, "columns", ()))
+    for item in items:
+        clique = item[0] if isinstance(item, tuple) and len(item) == 2 and isinstance(
+            item[0], tuple | list) else item  # fmt: skip
+        unknown = [v for v in clique if v not in cols]
+        if unknown:
+            raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
+
+
+def _check(budget, selection, learner, share, mst_fraction, accountant):
+    from . import learners
+    from .privacy.accountant import check_accountant
+
+    if selection not in SELECTIONS:
+        raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    notion, amount, first, rest = split_budget(budget, share)
+    if selection == "mst" and notion != "pure":
+        raise PrivacyParameterError("MST selection runs under pure epsilon-DP; drop delta")
+    if not 0 < mst_fraction < 1:
+        raise PrivacyParameterError(f"mst_fraction must be in (0, 1), got {mst_fraction!r}")
+    spec = learners.get(learner)
+    if spec.kind != "release":
+        raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
+    check_accountant(accountant)
+    # one notion for every charge: an (ε, δ) budget is held as the ρ its conversion allows
+    whole = PureDP(amount) if notion == "pure" else ZCDP(amount)
+    acc = accountant if accountant is not None else Accountant(whole)
+    acc.check(whole, what="fit_table")
+    return spec, (notion, amount, first, rest), acc
+
+
+def fit_table(
+    df: Any,
+    spec: Mapping | None = None,
+    *,
+    budget: Budget,
+    rng: RngLike = None,
+    learner: str = "naive",
+    selection: str = "aim",
+    workload: Any = None,
+    max_model_size: float = 80.0,
+    max_rounds: int | None = None,
+    estimator: Any = None,
+    prepare_share: float = ONE_WAY_SHARE,
+    mst_fraction: float = 0.5,
+    accountant: Accountant | None = None,
+    progress: bool = False,
+    **prepare_options: Any,
+) -> TableFit:
+    """A private model of the pandas DataFrame ``df`` (module docstring). ``spec`` and
+    ``prepare_options`` (``categories``, ``bounds``, ``missing``, ``drop_identifiers``,
+    ``compress``, ...) go to :func:`~pgm_dp.prepare.prepare_plan`; ``workload``,
+    ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
+    (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
+    is a registered release learner. Every input error is raised before the budget is
+    touched; ``rng``: leave ``None`` for a real release, seeds are for tests.
+    """
+    from .fit_report import build_report
+    from .models import MarkovRandomField
+    from .prepare import prepare_plan
+
+    spec_l, (notion, amount, first, rest), acc = _check(
+        budget, selection, learner, prepare_share, mst_fraction, accountant
+    )
+    if selection == "aim":
+        _check_aim_options(df, workload, max_model_size, max_rounds)
+    gen = as_generator(rng)
+    plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
+    used = _amount(plan.budget_spent, notion)
+    rest = PureDP(amount - used) if notion == "pure" else ZCDP(amount - used)
+    codes = plan.encode(df)
+    dom = plan.domain
+    if selection == "aim":
+        options = (workload, max_model_size, max_rounds, estimator)
+        chosen = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        release = chosen.release
+    else:
+        chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
+    start = time.process_time()
+    fit = spec_l.make().fit(release, MarkovRandomField(dom, release.cliques))
+    seconds = time.process_time() - start
+    report = {
+        **build_report(fit.model, release, plan, chosen, acc, learner, budget),
+        "fit_cpu_s": seconds,
+    }
+    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
+    fit = replace(fit, model=expand_model(fit.model, plan), info=info)
+    return TableFit(fit, plan, release, report, chosen)
+
+
+def _amount(b: Budget | None, notion: str) -> float:
+    if b is None:
+        return 0.0
+    return b.epsilon if notion == "pure" else b.rho
+
+
+def _aim(codes, plan, rest, notion, options, gen, acc, progress):
+    from .privacy.select import NaiveMLEEstimator, aim, workload_cliques
+
+    workload, size, rounds, estimator = options
+    if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
+        estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
+    dom = plan.domain
+    measured = one_way_measurements(plan) if plan.one_way is not None else None
+    if rounds is None:
+        n_hat = plan.one_way.total if plan.one_way is not None else 0.0
+        cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
+        amount = rest.epsilon if notion == "pure" else rest.rho
+        rounds = aim_rounds(n_hat, cells, notion, amount, len(dom)) if n_hat else None
+    return aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
+               max_rounds=rounds, measured=measured, progress=progress,
+               estimator=estimator)  # fmt: skip
+
+
+def _mst(codes, dom, eps, fraction, gen, acc):
+    from .models import MarkovRandomField
+    from .privacy import release_marginals
+    from .privacy.select import select_cliques, with_one_way
+
+    sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc)
+    rel = release_marginals(
+        codes, MarkovRandomField(dom, sel.cliques), budget=PureDP(eps * (1 - fraction)),
+        mechanism="discrete_laplace", rng=gen, accountant=acc, what="mst: measure",
+    )  # fmt: skip
+    return sel, with_one_way(sel, rel)
