@@ -5,13 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from pgm_dp.errors import DataValidationError, ModelTooLargeError
+from pgm_dp.errors import DataValidationError, ModelTooLargeError, PrivacyParameterError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import PMW, pmw_release
 from pgm_dp.learners.zhang import error_bounds, pmw_plan, release_parities
 from pgm_dp.learners.zhang.pmw import PMW_MAX_VARIABLES, parity_queries, parity_sums, walsh
 from pgm_dp.models import ising
-from pgm_dp.errors import PrivacyParameterError
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
 
 
