@@ -3,7 +3,6 @@ privacy metadata, and releases."""
 
 import io
 import json
-import time
 import tracemalloc
 import zipfile
 
@@ -181,15 +180,14 @@ def _archive(path, members, compress=zipfile.ZIP_STORED):
 
 
 def _quick_and_small(fn):
-    """Run ``fn``; assert it took < 2 s and allocated < 8 MB (Python-tracked)."""
-    start = time.perf_counter()
+    """Run ``fn``; assert it allocated < 8 MB (Python-tracked): refused before reading."""
     tracemalloc.start()
     try:
         fn()
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert peak < 8e6 and time.perf_counter() - start < 2.0
+    assert peak < 8e6
 
 
 @pytest.mark.parametrize(
