@@ -3,17 +3,19 @@
 The learners' objectives are smooth and (for the MLE) convex, and their gradients come out
 of the same junction-tree pass as their values (``grad log Z`` is the model's marginals). So
 each fit is one JAX program: the start, L-BFGS (Nocedal & Wright 2006, Alg. 7.4/7.5: the
-two-loop recursion with memory ``m``, here optax's :func:`optax.lbfgs`) with the zoom line
-search of Nocedal & Wright Alg. 3.5/3.6 (strong Wolfe conditions; Hager & Zhang's
-approximate Wolfe test near the precision limit), and the stopping rule, all inside
-``jax.lax.while_loop``. Tolerances and iteration caps are arguments, not constants of the
-program, so a second fit of the same structure compiles nothing; ``jax.vmap`` of the loop
-fits many problems of one structure at once.
+two-loop recursion with memory ``m``) with a backtracking line search (Armijo's condition,
+quadratic interpolation, Nocedal & Wright Sec. 3.5; Hager & Zhang's approximate Wolfe test
+where float64 rounding hides the decrease), and the stopping rule, all inside one
+``jax.lax.while_loop`` whose every pass evaluates the objective once: the program holds a
+single copy of the junction-tree pass, which keeps its compile time near that of the
+objective alone. Tolerances and iteration caps are arguments, not constants of the program,
+so a second fit of the same structure compiles nothing; ``jax.vmap`` of the loop fits many
+problems of one structure at once.
 
 The stopping rule is that of the scipy driver it replaces (L-BFGS-B with ``gtol = tol``,
 ``ftol = 0``): stop when the largest gradient entry is at most ``tol``, after ``max_iters``
-iterations, or when the line search can no longer decrease the objective
-(:data:`STALL_ITERS` iterations in a row without a decrease: the float64 precision limit).
+iterations, or when the line search finds no acceptable step in :data:`LINESEARCH_STEPS`
+trials (the float64 precision limit).
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
-__all__ = ["LBFGSResult", "MEMORY", "STALL_ITERS", "lbfgs_loop", "with_gradient"]
+__all__ = ["LBFGSResult", "LINESEARCH_STEPS", "MEMORY", "lbfgs_loop"]
 
 #: L-BFGS memory (``maxcor`` of the scipy driver it replaces).
 MEMORY = 20
-#: Line-search steps per iteration at most.
+#: Trial steps of one line search at most.
 LINESEARCH_STEPS = 30
-#: Iterations in a row without a decrease of the objective after which the loop stops.
-STALL_ITERS = 3
+#: Sufficient-decrease and curvature constants (``c1``, ``c2`` of Nocedal & Wright Eq. 3.6).
+ARMIJO, CURVATURE = 1e-4, 0.9
+#: Relative change of the objective below which Hager & Zhang's approximate test applies.
+APPROX_RTOL = 1e-10
 
 
 class LBFGSResult(NamedTuple):
@@ -43,59 +46,128 @@ class LBFGSResult(NamedTuple):
     iterations: jax.Array
 
 
-def with_gradient(value_and_grad):
-    """The scalar ``f(x, args)`` of ``value_and_grad(x, *args) -> (f, grad f)``, whose
-    derivative in ``x`` is that ``grad`` (a ``jax.custom_vjp``): the line search asks
-    ``jax.value_and_grad`` and gets the objective's own gradient (for ``log Z``: the
-    marginals of one calibration) instead of a reverse-mode sweep. ``args`` get no
-    cotangent (zero)."""
+def _direction(grad, s_mem, y_mem, rho, head, count):
+    """``-H grad`` by the two-loop recursion (Nocedal & Wright Alg. 7.4) over the ``count``
+    newest pairs of the circular memory (newest at ``head - 1``), ``H_0 = gamma I`` with
+    ``gamma = s^T y / y^T y`` of the newest pair (Eq. 7.20; ``1`` with no pair)."""
+    memory = s_mem.shape[0]
 
-    @jax.custom_vjp
-    def f(x, args):
-        return value_and_grad(x, *args)[0]
+    def newest_first(i, carry):
+        q, alpha = carry
+        j = (head - 1 - i) % memory
+        a = jnp.where(i < count, rho[j] * jnp.dot(s_mem[j], q), 0.0)
+        return q - a * y_mem[j], alpha.at[j].set(a)
 
-    def forward(x, args):
-        value, grad = value_and_grad(x, *args)
-        return value, (grad, args)
+    q, alpha = jax.lax.fori_loop(0, memory, newest_first, (grad, jnp.zeros(memory)))
+    last = (head - 1) % memory
+    yy = jnp.dot(y_mem[last], y_mem[last])
+    gamma = jnp.where(count > 0, jnp.dot(s_mem[last], y_mem[last]) / jnp.maximum(yy, 1e-300), 1.0)
 
-    def backward(res, ct):
-        grad, args = res
-        return ct * grad, jax.tree_util.tree_map(jnp.zeros_like, args)
+    def oldest_first(i, r):
+        j = (head - count + i) % memory
+        b = rho[j] * jnp.dot(y_mem[j], r)
+        return jnp.where(i < count, r + s_mem[j] * (alpha[j] - b), r)
 
-    f.defvjp(forward, backward)
-    return f
+    return -jax.lax.fori_loop(0, memory, oldest_first, gamma * q)
+
+
+class _State(NamedTuple):
+    x: jax.Array
+    value: jax.Array
+    grad: jax.Array
+    direction: jax.Array
+    step: jax.Array
+    s_mem: jax.Array
+    y_mem: jax.Array
+    rho: jax.Array
+    head: jax.Array
+    count: jax.Array
+    iterations: jax.Array
+    backtracks: jax.Array
+
+
+def _accepts(state, value, slope, new_value, new_slope):
+    """Armijo's sufficient decrease (Nocedal & Wright Eq. 3.6a), or where rounding hides
+    the decrease, Hager & Zhang's (2005) approximate Wolfe conditions: the value within
+    ``APPROX_RTOL`` of the last and ``sigma phi'(0) <= phi'(t) <= (2 delta - 1) phi'(0)``."""
+    armijo = new_value <= value + ARMIJO * state.step * slope
+    approx = (
+        (new_value <= value + APPROX_RTOL * jnp.abs(value))
+        & (new_slope >= CURVATURE * slope)
+        & (new_slope <= (2.0 * ARMIJO - 1.0) * slope)
+    )
+    return jnp.isfinite(new_value) & (armijo | approx)
+
+
+def _backtrack(step, value, slope, new_value):
+    """The next trial step after a rejected one: the minimiser of the quadratic through
+    ``phi(0)``, ``phi'(0)`` and ``phi(t)`` (Nocedal & Wright Eq. 3.57), kept in
+    ``[0.1 t, 0.5 t]``; ``0.1 t`` after a non-finite value."""
+    curv = new_value - value - slope * step
+    quad = -slope * step * step / (2.0 * jnp.maximum(curv, 1e-300))
+    quad = jnp.where(jnp.isfinite(new_value) & (curv > 0), quad, 0.1 * step)
+    return jnp.clip(quad, 0.1 * step, 0.5 * step)
 
 
 def lbfgs_loop(value_and_grad, x0, args, tol, max_iters, memory: int = MEMORY) -> LBFGSResult:
     """Minimise ``x -> value_and_grad(x, *args)[0]`` from ``x0`` (traceable; see the module
     docstring for the method and the stopping rule). ``tol`` and ``max_iters`` may be
-    traced; ``memory`` is the program's."""
-    fun = with_gradient(value_and_grad)
-
-    def value_fn(x):
-        return fun(x, args)
-
-    opt = optax.lbfgs(
-        memory_size=memory,
-        linesearch=optax.scale_by_zoom_linesearch(
-            max_linesearch_steps=LINESEARCH_STEPS, initial_guess_strategy="one"
-        ),
-    )
+    traced; ``memory`` is the program's. Each pass of the loop evaluates the objective once
+    (a trial step of the line search), so the program holds one copy of it."""
     value0, grad0 = value_and_grad(x0, *args)
+    n = x0.shape[0]
+    init = _State(
+        x=x0,
+        value=value0,
+        grad=grad0,
+        direction=-grad0,
+        step=jnp.minimum(1.0, 1.0 / jnp.maximum(jnp.linalg.norm(grad0), 1e-300)),
+        s_mem=jnp.zeros((memory, n), x0.dtype),
+        y_mem=jnp.zeros((memory, n), x0.dtype),
+        rho=jnp.zeros(memory, x0.dtype),
+        head=jnp.asarray(0),
+        count=jnp.asarray(0),
+        iterations=jnp.asarray(0),
+        backtracks=jnp.asarray(0),
+    )
 
-    def cond(carry):
-        _, _, _, grad, it, stall = carry
-        return (jnp.max(jnp.abs(grad)) > tol) & (it < max_iters) & (stall < STALL_ITERS)
+    def cond(st):
+        return (
+            (jnp.max(jnp.abs(st.grad)) > tol)
+            & (st.iterations < max_iters)
+            & (st.backtracks <= LINESEARCH_STEPS)
+        )
 
-    def body(carry):
-        x, state, value, grad, it, stall = carry
-        updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=value_fn)
-        new_x = x + updates
-        new_value = optax.tree_utils.tree_get(state, "value")
-        new_grad = optax.tree_utils.tree_get(state, "grad")
-        stall = jnp.where(new_value < value, 0, stall + 1)
-        return new_x, state, new_value, new_grad, it + 1, stall
+    def body(st):
+        slope = jnp.dot(st.grad, st.direction)
+        trial = st.x + st.step * st.direction
+        new_value, new_grad = value_and_grad(trial, *args)
+        ok = _accepts(st, st.value, slope, new_value, jnp.dot(new_grad, st.direction))
 
-    init = (x0, opt.init(x0), value0, grad0, jnp.asarray(0), jnp.asarray(0))
-    x, _, value, grad, it, _ = jax.lax.while_loop(cond, body, init)
-    return LBFGSResult(x, value, grad, it)
+        def rejected(st, *_):
+            step = _backtrack(st.step, st.value, slope, new_value)
+            return st._replace(step=step, backtracks=st.backtracks + 1)
+
+        return jax.lax.cond(ok, _accept, rejected, st, trial, new_value, new_grad)
+
+    st = jax.lax.while_loop(cond, body, init)
+    return LBFGSResult(st.x, st.value, st.grad, st.iterations)
+
+
+def _accept(st: _State, trial, new_value, new_grad) -> _State:
+    """The state after accepting ``trial``: the pair ``(s, y)`` enters the memory when
+    ``s^T y > 0`` (curvature; skipped otherwise), then the new direction, unit step."""
+    s, y = trial - st.x, new_grad - st.grad
+    sy = jnp.dot(s, y)
+    good = sy > 1e-12 * jnp.dot(y, y)
+    memory = st.s_mem.shape[0]
+    s_mem = st.s_mem.at[st.head].set(jnp.where(good, s, st.s_mem[st.head]))
+    y_mem = st.y_mem.at[st.head].set(jnp.where(good, y, st.y_mem[st.head]))
+    rho = st.rho.at[st.head].set(jnp.where(good, 1.0 / jnp.where(good, sy, 1.0), st.rho[st.head]))
+    head = jnp.where(good, (st.head + 1) % memory, st.head)
+    count = jnp.where(good, jnp.minimum(st.count + 1, memory), st.count)
+    direction = _direction(new_grad, s_mem, y_mem, rho, head, count)
+    return _State(
+        trial, new_value, new_grad, direction, jnp.ones_like(st.step),
+        s_mem, y_mem, rho, head, count, st.iterations + 1, jnp.zeros_like(st.backtracks),
+    )  # fmt: skip
