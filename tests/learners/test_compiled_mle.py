@@ -7,6 +7,7 @@ import pytest
 import scipy.optimize
 from conftest import random_model
 
+from pgm_dp.learners import NaiveMLE
 from pgm_dp.learners.mle import _value_and_grad, fit_many, fit_marginals
 from pgm_dp.learners.naive_mle import noisy_pseudo_marginals
 from pgm_dp.models import third_order_chain
@@ -102,3 +103,20 @@ def test_fit_many_equals_the_fits_one_by_one():
         for c, m in batch.model.marginals().items():
             np.testing.assert_allclose(np.asarray(m), np.asarray(one.model.marginal(c)), atol=2e-8)
     assert fit_many(structure, [], l2=1e-4) == []
+
+
+def test_naive_mle_fit_many_equals_its_fits_one_by_one():
+    truth = third_order_chain(4, 2, rng=6)
+    data = truth.sample(2000, rng=1)
+    releases = [
+        release_marginals(data, truth, budget=PureDP(eps), rng=seed)
+        for eps, seed in [(0.5, 2), (1.0, 3), (2.0, 4), (1.0, 5)]
+    ]
+    learner = NaiveMLE()
+    fits = learner.fit_many(releases, truth)
+    assert len(fits) == 4
+    for release, batch in zip(releases, fits, strict=True):
+        one = learner.fit(release, truth)
+        assert batch.info["converged"] and batch.info["budget"] == release.budget
+        for c, m in batch.model.marginals().items():
+            np.testing.assert_allclose(np.asarray(m), np.asarray(one.model.marginal(c)), atol=2e-8)
