@@ -12,10 +12,10 @@ objective alone. Tolerances and iteration caps are arguments, not constants of t
 so a second fit of the same structure compiles nothing; ``jax.vmap`` of the loop fits many
 problems of one structure at once.
 
-The stopping rule is that of the scipy driver it replaces (L-BFGS-B with ``gtol = tol``,
-``ftol = 0``): stop when the largest gradient entry is at most ``tol``, after ``max_iters``
-iterations, or when the line search finds no acceptable step in :data:`LINESEARCH_STEPS`
-trials (the float64 precision limit).
+The stopping rule is that of scipy's L-BFGS-B with ``gtol = tol`` and ``ftol = 0``:
+stop when the largest gradient entry is at most ``tol``, after ``max_iters`` iterations,
+or when the line search finds no acceptable step in :data:`LINESEARCH_STEPS` trials (the
+float64 precision limit).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 __all__ = ["LBFGSResult", "LINESEARCH_STEPS", "MEMORY", "lbfgs_loop"]
 
-#: L-BFGS memory (``maxcor`` of the scipy driver it replaces).
+#: L-BFGS memory (the number of ``(s, y)`` pairs kept).
 MEMORY = 20
 #: Trial steps of one line search at most.
 LINESEARCH_STEPS = 30
@@ -38,12 +38,14 @@ APPROX_RTOL = 1e-10
 
 
 class LBFGSResult(NamedTuple):
-    """Final point, objective, gradient and iterations of :func:`lbfgs_loop` (traced)."""
+    """Final point, objective, gradient, iterations and carried state of
+    :func:`lbfgs_loop` (traced)."""
 
     x: jax.Array
     value: jax.Array
     grad: jax.Array
     iterations: jax.Array
+    aux: object = None
 
 
 def _direction(grad, s_mem, y_mem, rho, head, count):
@@ -84,6 +86,7 @@ class _State(NamedTuple):
     count: jax.Array
     iterations: jax.Array
     backtracks: jax.Array
+    started: jax.Array
 
 
 def _accepts(state, value, slope, new_value, new_slope):
@@ -109,19 +112,29 @@ def _backtrack(step, value, slope, new_value):
     return jnp.clip(quad, 0.1 * step, 0.5 * step)
 
 
-def lbfgs_loop(value_and_grad, x0, args, tol, max_iters, memory: int = MEMORY) -> LBFGSResult:
+def lbfgs_loop(
+    value_and_grad, x0, args, tol, max_iters, memory: int = MEMORY, *, aux0=None, done=None
+) -> LBFGSResult:
     """Minimise ``x -> value_and_grad(x, *args)[0]`` from ``x0`` (traceable; see the module
     docstring for the method and the stopping rule). ``tol`` and ``max_iters`` may be
     traced; ``memory`` is the program's. Each pass of the loop evaluates the objective once
-    (a trial step of the line search), so the program holds one copy of it."""
-    value0, grad0 = value_and_grad(x0, *args)
+    (a trial step of the line search), so the program holds one copy of it.
+
+    With ``aux0``, the objective carries a state from one evaluation to the next (an inner
+    solver's warm start): ``value_and_grad(x, aux, *args) -> (value, grad, aux)``, and
+    ``done(grad, aux)`` (default ``max |grad| <= tol``) is the stopping test at each
+    accepted point; the result's ``aux`` is that of the last evaluation."""
+    carry = aux0 is not None
+    evaluate = value_and_grad if carry else (lambda x, _, *a: (*value_and_grad(x, *a), None))
+    if done is None:
+        done = lambda grad, _: jnp.max(jnp.abs(grad)) <= tol  # noqa: E731
     n = x0.shape[0]
-    init = _State(
+    init = _State(  # the first pass of the loop evaluates x0 (one copy of the objective)
         x=x0,
-        value=value0,
-        grad=grad0,
-        direction=-grad0,
-        step=jnp.minimum(1.0, 1.0 / jnp.maximum(jnp.linalg.norm(grad0), 1e-300)),
+        value=jnp.asarray(jnp.inf, x0.dtype),
+        grad=jnp.zeros_like(x0),
+        direction=jnp.zeros_like(x0),
+        step=jnp.asarray(0.0, x0.dtype),
         s_mem=jnp.zeros((memory, n), x0.dtype),
         y_mem=jnp.zeros((memory, n), x0.dtype),
         rho=jnp.zeros(memory, x0.dtype),
@@ -129,29 +142,40 @@ def lbfgs_loop(value_and_grad, x0, args, tol, max_iters, memory: int = MEMORY) -
         count=jnp.asarray(0),
         iterations=jnp.asarray(0),
         backtracks=jnp.asarray(0),
+        started=jnp.asarray(False),
     )
 
-    def cond(st):
-        return (
-            (jnp.max(jnp.abs(st.grad)) > tol)
-            & (st.iterations < max_iters)
-            & (st.backtracks <= LINESEARCH_STEPS)
-        )
+    def cond(loop):
+        st, _, converged = loop
+        running = (st.iterations < max_iters) & (st.backtracks <= LINESEARCH_STEPS)
+        return ~st.started | (~converged & running)
 
-    def body(st):
+    def body(loop):
+        st, aux, _ = loop
         slope = jnp.dot(st.grad, st.direction)
         trial = st.x + st.step * st.direction
-        new_value, new_grad = value_and_grad(trial, *args)
+        new_value, new_grad, aux = evaluate(trial, aux, *args)
         ok = _accepts(st, st.value, slope, new_value, jnp.dot(new_grad, st.direction))
 
         def rejected(st, *_):
             step = _backtrack(st.step, st.value, slope, new_value)
             return st._replace(step=step, backtracks=st.backtracks + 1)
 
-        return jax.lax.cond(ok, _accept, rejected, st, trial, new_value, new_grad)
+        branch = jnp.where(st.started, jnp.where(ok, 1, 2), 0)
+        new = jax.lax.switch(branch, (_first, _accept, rejected), st, trial, new_value, new_grad)
+        return new, aux, (ok | ~st.started) & done(new_grad, aux)
 
-    st = jax.lax.while_loop(cond, body, init)
-    return LBFGSResult(st.x, st.value, st.grad, st.iterations)
+    st, aux, _ = jax.lax.while_loop(cond, body, (init, aux0, jnp.asarray(False)))
+    return LBFGSResult(st.x, st.value, st.grad, st.iterations, aux if carry else None)
+
+
+def _first(st: _State, x0, value, grad) -> _State:
+    """The state at the start ``x0``: steepest descent, first step ``min(1, 1 / |grad|)``
+    (as L-BFGS-B)."""
+    step = jnp.minimum(1.0, 1.0 / jnp.maximum(jnp.linalg.norm(grad), 1e-300))
+    return st._replace(
+        x=x0, value=value, grad=grad, direction=-grad, step=step, started=jnp.asarray(True)
+    )
 
 
 def _accept(st: _State, trial, new_value, new_grad) -> _State:
@@ -170,4 +194,5 @@ def _accept(st: _State, trial, new_value, new_grad) -> _State:
     return _State(
         trial, new_value, new_grad, direction, jnp.ones_like(st.step),
         s_mem, y_mem, rho, head, count, st.iterations + 1, jnp.zeros_like(st.backtracks),
+        st.started,
     )  # fmt: skip

@@ -113,7 +113,7 @@ def _program(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...], batched: boo
     value_and_grad = _value_and_grad(jt, shapes)
 
     def run(x0, flat_target, lam, tol, max_iters):
-        return tuple(lbfgs_loop(value_and_grad, x0, (flat_target, lam), tol, max_iters))
+        return tuple(lbfgs_loop(value_and_grad, x0, (flat_target, lam), tol, max_iters))[:4]
 
     if batched:
         run = jax.vmap(run, in_axes=(0, 0, None, None, None))
