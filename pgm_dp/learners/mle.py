@@ -10,9 +10,12 @@ minimise the per-record, regularised negative log-likelihood
 whose gradient is ``mu(theta) - mu_bar + 2 lam theta`` (model marginals from the exact
 junction tree, through ``jax.grad`` of ``log Z``). ``lam`` is the paper's ``λ`` of Sec. 3.1 /
 Fig. 1(c) on this per-record scale (our choice of normalisation: it makes ``λ`` independent
-of ``N``). ``L`` is convex; we minimise it with L-BFGS (scipy's L-BFGS-B on the jit-compiled
-value and gradient, float64) until the largest gradient entry — the largest marginal
-mismatch — is below ``tol``: a convergence criterion, not a fixed number of epochs.
+of ``N``). ``L`` is convex; we minimise it with L-BFGS until the largest gradient entry —
+the largest marginal mismatch — is below ``tol``: a convergence criterion, not a fixed
+number of epochs. The whole fit (start, L-BFGS with its line search, stopping rule) is one
+compiled program per structure (:mod:`pgm_dp.learners.lbfgs`, float64): a second fit of the
+same cliques and domain compiles nothing, and :func:`fit_many` fits many target sets of one
+structure as one vectorised program.
 
 The same solver is the non-private reference, the naive-MLE learner and CGM-EM's M-step.
 
@@ -28,14 +31,14 @@ True
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
-from .._config import jit_program, one_blas_thread
+from .._config import jit_program
 from .._progress import tick
 from ..domain import Clique
 from ..errors import DomainError
@@ -43,8 +46,9 @@ from ..inference.junction_tree import JunctionTree, marginals_and_log_z, use_sta
 from ..inference.stacked_pass import stacked_flat_marginals
 from ..models.mrf import MarkovRandomField
 from ..models.tables import concat_tables, flatten_tables, unflatten_tables
+from .lbfgs import lbfgs_loop
 
-__all__ = ["MLEResult", "fit_marginals", "check_marginals"]
+__all__ = ["MLEResult", "fit_marginals", "fit_many", "check_marginals"]
 
 
 class MLEResult(NamedTuple):
@@ -79,16 +83,14 @@ def check_marginals(
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=64)
-def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
-    """Jit-compiled ``flat theta -> (L, grad L)``; the gradient of ``log Z`` is read off the
-    calibrated tree as the model marginals (one forward pass, no reverse-mode sweep). On
-    trees the stacked pass takes, the flat vector is read as is (no per-clique tables), so
-    the program is compiled once per tree shape, whatever the clique count."""
+def _value_and_grad(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
+    """Traceable ``(flat theta, flat target, lam) -> (L, grad L)``; the gradient of
+    ``log Z`` is read off the calibrated tree as the model marginals (one forward pass, no
+    reverse-mode sweep). On trees the stacked pass takes, the flat vector is read as is (no
+    per-clique tables), so the program does not grow with the clique count."""
     stacked = use_stacked(jt)
 
     def value_and_grad(flat_theta, flat_target, lam):
-        """``grad L`` followed by ``L``, one vector (one host copy per evaluation)."""
         if stacked:
             mu, log_z = stacked_flat_marginals(jt, flat_theta)
         else:
@@ -97,9 +99,34 @@ def _objective(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...]):
             mu = concat_tables(margs)
         value = log_z - jnp.dot(flat_target, flat_theta) + lam * jnp.dot(flat_theta, flat_theta)
         grad = mu - flat_target + 2.0 * lam * flat_theta
-        return jnp.concatenate([grad, value[None]])
+        return value, grad
 
-    return jit_program(value_and_grad)
+    return value_and_grad
+
+
+@functools.lru_cache(maxsize=64)
+def _program(jt: JunctionTree, shapes: tuple[tuple[int, ...], ...], batched: bool = False):
+    """The whole fit as one compiled program, keyed by structure (junction tree and table
+    shapes), not by data: ``(x0, target, lam, tol, max_iters) -> (x, L, grad L, iterations)``
+    (:func:`~pgm_dp.learners.lbfgs.lbfgs_loop`). ``batched``: ``x0`` and ``target`` carry a
+    leading axis of problems (``jax.vmap``; ``lam``, ``tol``, ``max_iters`` shared)."""
+    value_and_grad = _value_and_grad(jt, shapes)
+
+    def run(x0, flat_target, lam, tol, max_iters):
+        return tuple(lbfgs_loop(value_and_grad, x0, (flat_target, lam), tol, max_iters))[:4]
+
+    if batched:
+        run = jax.vmap(run, in_axes=(0, 0, None, None, None))
+    return jit_program(run)
+
+
+def _check_options(l2: float, tol: float, max_iters: int) -> None:
+    if l2 < 0 or not np.isfinite(l2):
+        raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be a number >= 0, got {tol}")
+    if int(max_iters) != max_iters or max_iters < 0:
+        raise ValueError(f"max_iters must be an integer >= 0, got {max_iters}")
 
 
 def fit_marginals(
@@ -126,37 +153,61 @@ def fit_marginals(
     tol : float
         Convergence when ``max |∇L| <= tol``.
     """
-    if l2 < 0 or not np.isfinite(l2):
-        raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
+    _check_options(l2, tol, max_iters)
     targets = check_marginals(mrf, marginals)
     start = init if init is not None else mrf
     jt = mrf.junction_tree()
     shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
-    fn = _objective(jt, shapes)
-    flat_target = jnp.asarray(flatten_tables(targets))
-    x0 = flatten_tables(start.log_potentials)
-    lam = np.float64(l2)
+    out = _program(jt, shapes)(
+        jnp.asarray(flatten_tables(start.log_potentials)),
+        jnp.asarray(flatten_tables(targets)),
+        np.float64(l2),
+        np.float64(tol),
+        np.int64(max_iters),
+    )
+    x, value, grad, iters = (np.asarray(a) for a in out)
+    tick("mle", int(iters))
+    return _result(mrf, shapes, x, value, grad, iters, tol)
 
-    def value_and_grad(x):
-        out = np.asarray(fn(np.asarray(x, dtype=np.float64), flat_target, lam))
-        return float(out[-1]), out[:-1]
 
-    with one_blas_thread():
-        res = scipy.optimize.minimize(
-            value_and_grad,
-            x0,
-            jac=True,
-            method="L-BFGS-B",
-            callback=lambda xk: tick("mle"),
-            options={"maxiter": int(max_iters), "gtol": float(tol), "ftol": 0.0, "maxcor": 20},
-        )
-    tables = unflatten_tables(res.x, shapes)
-    _, grad = value_and_grad(res.x)
+def _result(mrf, shapes, x, value, grad, iters, tol) -> MLEResult:
     max_grad = float(np.max(np.abs(grad)))
     return MLEResult(
-        model=mrf.replace(tables),
-        objective=float(res.fun),
-        iterations=int(res.nit),
+        model=mrf.replace(unflatten_tables(x, shapes)),
+        objective=float(value),
+        iterations=int(iters),
         max_gradient=max_grad,
         converged=bool(max_grad <= tol),
     )
+
+
+def fit_many(
+    mrf: MarkovRandomField,
+    marginals: Sequence[Mapping[Clique, np.ndarray]],
+    *,
+    l2: float = 0.0,
+    tol: float = 1e-8,
+    max_iters: int = 2000,
+    init: MarkovRandomField | None = None,
+) -> list[MLEResult]:
+    """:func:`fit_marginals` of each target set of ``marginals`` (all on ``mrf``'s
+    cliques), as one program vectorised over them (``jax.vmap`` of the L-BFGS loop; it runs
+    until the last problem stops, each problem frozen at its own stopping point). Equal to
+    the fits one by one, to rounding."""
+    _check_options(l2, tol, max_iters)
+    if len(marginals) == 0:
+        return []
+    targets = np.stack([flatten_tables(check_marginals(mrf, m)) for m in marginals])
+    start = init if init is not None else mrf
+    x0 = np.broadcast_to(flatten_tables(start.log_potentials), targets.shape)
+    jt = mrf.junction_tree()
+    shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+    out = _program(jt, shapes, batched=True)(
+        jnp.asarray(x0), jnp.asarray(targets), np.float64(l2), np.float64(tol), np.int64(max_iters)
+    )
+    xs, values, grads, iters = (np.asarray(a) for a in out)
+    tick("mle", int(np.max(iters)))
+    return [
+        _result(mrf, shapes, xs[i], values[i], grads[i], iters[i], tol)
+        for i in range(len(marginals))
+    ]

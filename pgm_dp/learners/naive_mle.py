@@ -15,13 +15,14 @@ array([0.3, 0. , 0.7])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..models.mrf import MarkovRandomField
 from .base import Fit, check_release_matches
-from .mle import fit_marginals
+from .mle import fit_many, fit_marginals
 
 __all__ = ["project_to_simplex", "NaiveMLE", "noisy_pseudo_marginals"]
 
@@ -58,6 +59,7 @@ class NaiveMLE:
     ``project``: project each clique's pseudo-marginal onto the simplex first (Fig. 1b);
     ``l2``: ``λ`` of ``λ ||θ||²`` on the per-record scale (Fig. 1c); ``tol``/``max_iters``:
     the solver's convergence criterion (max marginal mismatch) and iteration cap.
+    :meth:`fit_many` fits many releases of one structure as one vectorised program.
     """
 
     project: bool = True
@@ -71,6 +73,22 @@ class NaiveMLE:
         res = fit_marginals(
             mrf.replace(None), targets, l2=self.l2, tol=self.tol, max_iters=self.max_iters
         )
+        return self._fit(res, release)
+
+    def fit_many(self, releases: Sequence, mrf: MarkovRandomField) -> list[Fit]:
+        """:meth:`fit` of each release of ``mrf``'s structure (seeds, budgets, calibration
+        runs), as one program vectorised over the releases
+        (:func:`~pgm_dp.learners.mle.fit_many`): equal to the fits one by one, to
+        rounding."""
+        for release in releases:
+            check_release_matches(release, mrf)
+        targets = [noisy_pseudo_marginals(r, self.project) for r in releases]
+        results = fit_many(
+            mrf.replace(None), targets, l2=self.l2, tol=self.tol, max_iters=self.max_iters
+        )
+        return [self._fit(res, r) for res, r in zip(results, releases, strict=True)]
+
+    def _fit(self, res, release) -> Fit:
         return Fit(
             model=res.model,
             history=[{"objective": res.objective}],

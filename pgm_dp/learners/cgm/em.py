@@ -33,7 +33,8 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    ``KL(u || p_theta)`` itself. ``prior_precision=0, pseudo_count=0`` is the paper's
    objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
-   objective and fixed points); ``solver="em"`` is Alg. 2 as written.
+   objective and fixed points), the whole loop with its E-steps and stopping rule one
+   compiled program per structure (:mod:`.compiled`); ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: the MLE of the release's tables shrunk by one noise scale per cell
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and
@@ -55,9 +56,7 @@ from typing import Literal, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
-from ..._config import one_blas_thread
 from ..._progress import tick
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
@@ -66,6 +65,7 @@ from ..base import Fit
 from ..mle import fit_marginals
 from ..naive_mle import noisy_pseudo_marginals
 from .anderson import AndersonState, anderson_init
+from .compiled import em_lbfgs_program
 from .conditioning import Reparam, bethe_naive, em_reparam, shrunk_marginals
 from .nlbp import clique_statistics, nlbp, prepare, start_statistics
 from .noise import noise_curvature, noise_gradient, noise_log_density
@@ -322,45 +322,52 @@ class CGMEM:
         return em_step(problem, state, flat, tol)
 
     def _lbfgs(self, problem, state, x, history, mrf):
-        """L-BFGS on ``F`` in ``problem.reparam``'s coordinates: inexact E-steps first; if it
-        stops early on their gradients (seen on very stiff E-steps), on from there with exact
-        E-steps."""
-        box, rp = [state, None, None], problem.reparam  # state, its z, projected gradient
-
-        def value_and_grad(z, forcing):
-            box[0] = self._evaluate(problem, box[0], rp.to_theta(z), forcing)
-            box[1], box[2] = np.array(z), rp.project(box[0].grad)
-            return box[0].value, box[2] / rp.scale
-
-        def callback(xk):
-            history.append({"iteration": len(history), "nlbp_iterations": box[0].passes})
-            tick("cgm")
-            at_last = np.array_equal(xk, box[1]) or np.array_equal(rp.to_theta(xk), box[0].x)
-            if at_last and self.done(problem, box[0], box[2]):
-                raise StopIteration
-
+        """L-BFGS on ``F`` in ``problem.reparam``'s coordinates, as one compiled loop
+        (:mod:`.compiled`): inexact E-steps first; if it stops early on their gradients
+        (seen on very stiff E-steps), on from there with exact E-steps (the same program,
+        which also makes the exact E-steps in between). Returns
+        ``(theta, state at theta after an exact E-step, iterations)``."""
+        used = 0
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
-            res = scipy.optimize.minimize(
-                value_and_grad,
-                rp.to_z(x),
-                args=(forcing,),
-                jac=True,
-                method="L-BFGS-B",
-                callback=callback,
-                options={
-                    "maxiter": self.max_iters - len(history),
-                    "gtol": 0.0,  # stopped by the callback (``done``)
-                    "ftol": 0.0,
-                    "maxcor": 20,
-                },
-            )
-            x = rp.to_theta(res.x)
-            if len(history) >= self.max_iters:
+            x, state, iters = self._compiled(problem, mrf, state, x, forcing, self.max_iters - used)
+            used += iters
+            history.append({"iteration": used, "nlbp_iterations": state.passes})
+            tick("cgm", iters)
+            if used < self.max_iters:
+                state = self._compiled(problem, mrf, state, x, 0.0, 0)[1]  # exact E-step at x
+            if used >= self.max_iters or self.done(problem, state):
                 break
-            box[0] = self._evaluate(problem, box[0], x, forcing, exact=True)
-            if self.done(problem, box[0]):
-                break
-        return x, box[0]
+        return x, state, used
+
+    def _compiled(self, problem, mrf, state, x, forcing, max_iters):
+        """``(theta, state, iterations)`` after the compiled loop from ``x``
+        (:func:`.compiled.em_lbfgs_program`); ``state`` holds the last E-step."""
+        rp = problem.reparam
+        program = em_lbfgs_program(problem.objective, mrf.domain, mrf.cliques)
+        last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
+        aux0 = (state.n, state.acc, state.alpha, last, np.zeros(x.size), 0, np.zeros(x.size))
+        z, iters, aux = program(
+            jnp.asarray(rp.to_z(x)),
+            jax.tree_util.tree_map(jnp.asarray, (*aux0, np.zeros(5))),
+            problem.y,
+            problem.scales,
+            np.float64(problem.total),
+            np.float64(problem.lam),
+            np.float64(problem.rho),
+            jnp.asarray(rp.scale),
+            tuple(np.float64(t) for t in (problem.tol, problem.estep_tol, self.count_tol)),
+            np.float64(forcing),
+            np.bool_(problem.newton),
+            np.int64(max_iters),
+        )
+        n, acc, alpha, _, _, passes, grad, tail = aux
+        value, delta, _, bp_ok, tol = np.asarray(tail)
+        x = rp.to_theta(np.asarray(z)) if int(iters) else x
+        state = EMState(
+            n, acc, alpha, state.passes + int(passes), x, float(tol),
+            bool(delta > tol) or not bp_ok, float(value), np.asarray(grad),
+        )  # fmt: skip
+        return x, state, int(iters)
 
     def _em(self, problem, state, x, history, mrf):
         """Alg. 2 as written; each M-step is the shared MLE solver started from NLBP's
@@ -382,7 +389,7 @@ class CGMEM:
             l2 = problem.lam * problem.total / (problem.total + beta)
             fit = fit_marginals(mrf, targets, l2=l2, init=start)
             x = flatten_tables(fit.model.log_potentials)
-        return x, state
+        return x, state, len(history)
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         """Fit ``mrf``'s potentials to ``release`` (see the class docstring)."""
@@ -412,8 +419,7 @@ class CGMEM:
             problem = problem._replace(reparam=em_reparam(release, mrf, mu, lam, rho))
         x, history = flatten_tables(start.log_potentials), []
         driver = self._lbfgs if self.solver == "lbfgs" else self._em
-        with one_blas_thread():  # L-BFGS-B on small vectors (docs/performance.md)
-            x, state = driver(problem, state, x, history, mrf)
+        x, state, iterations = driver(problem, state, x, history, mrf)
         state = self._evaluate(problem, state, x, 0.0, exact=True)
         max_grad = float(np.max(np.abs(state.grad)))
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
@@ -424,7 +430,7 @@ class CGMEM:
                 "converged": self.done(problem, state) and not state.capped,
                 "objective": -state.value,
                 "max_gradient": max_grad,
-                "iterations": len(history),
+                "iterations": iterations,
                 "nlbp_iterations": state.passes,
                 "inferred_statistics": {
                     c: np.asarray(t)

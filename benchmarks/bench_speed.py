@@ -1,0 +1,142 @@
+"""Benchmark: first and second fit of CGM-EM, naive MLE and mbi on a 13-edge Adult tree.
+
+The structure is fixed: the maximum spanning tree of the pairwise mutual information of all
+14 UCI Adult attributes (:data:`ADULT_TREE`, computed once on the full table; 13 edge
+cliques, 29,016 cells, the largest 8,500). At each ``epsilon`` the same pure-DP Laplace
+release of its tables (seeded) is fitted by each learner **in its own process**, twice:
+the first fit includes compilation (a fresh process with an empty compilation cache,
+unless ``--warm-cache``), the second is the time per fit once compiled. mbi 2.0's mirror
+descent runs ``--mbi-iters`` iterations (default 1,000); its first fit is its compile
+warm-up plus the run, its second the run alone (``pgm_dp.learners.mbi.fit_mbi``). Prints
+one row per (learner, epsilon) and the ratios to mbi; ``second_cpu_s`` is the second
+fit's CPU time of the process (on a shared machine wall time includes waiting for a core;
+mbi's includes its 50-step warm-up run).
+
+Run: ``python benchmarks/bench_speed.py [--eps 0.3 1 3] [--learners cgm naive mbi]
+[--mbi-iters 1000] [--warm-cache]``. Needs the ``bench`` extra (mbi).
+
+Device: the same script runs on a GPU when ``jax[cuda]`` is installed (JAX picks the
+accelerator by itself; ``JAX_PLATFORMS=cpu`` forces the CPU); the first line of the output
+names the device each child ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import _repo  # noqa: F401  (the repository root on sys.path when run from a clone)
+
+#: The fixed 13-edge tree over Adult's 14 attributes (see the module docstring).
+ADULT_TREE = (
+    ("age", "fnlwgt"),
+    ("age", "marital-status"),
+    ("age", "capital-loss"),
+    ("age", "hours-per-week"),
+    ("workclass", "occupation"),
+    ("education-num", "occupation"),
+    ("education-num", "native-country"),
+    ("marital-status", "relationship"),
+    ("occupation", "hours-per-week"),
+    ("relationship", "sex"),
+    ("relationship", "income>50K"),
+    ("race", "native-country"),
+    ("capital-gain", "income>50K"),
+)
+
+
+def _release(eps: float):
+    """The tree model and its seeded Laplace release at ``eps``."""
+    from pgm_dp import MarkovRandomField
+    from pgm_dp.datasets import load_adult
+    from pgm_dp.privacy import PureDP, release_marginals
+    from pgm_dp.rng import derived_generator
+
+    data, domain = load_adult()
+    mrf = MarkovRandomField(domain, cliques=list(ADULT_TREE))
+    gen = derived_generator(0, "bench_speed", eps)
+    release = release_marginals(data, mrf, budget=PureDP(eps), rng=gen, total="public")
+    return mrf, release
+
+
+def child(learner: str, eps: float, mbi_iters: int) -> dict:
+    """One learner's two fits in this process: seconds and what the fit reports."""
+    import jax
+
+    mrf, release = _release(eps)
+    row = {"learner": learner, "eps": eps, "device": str(jax.devices()[0])}
+    if learner == "mbi":
+        from pgm_dp.learners.mbi import fit_mbi
+
+        first = fit_mbi(release, mrf, [mbi_iters])[-1]
+        cpu = time.process_time()
+        second = fit_mbi(release, mrf, [mbi_iters])[-1]
+        row.update(first_s=first.compile_seconds + first.seconds, second_s=second.seconds)
+        row["second_cpu_s"] = time.process_time() - cpu  # with mbi's 50-step warm-up
+        return row
+    from pgm_dp.learners import CGMEM, NaiveMLE
+
+    make = {"cgm": CGMEM, "naive": NaiveMLE}[learner]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence is reported below
+        start, cpu = time.perf_counter(), time.process_time()
+        make().fit(release, mrf)
+        row["first_s"] = time.perf_counter() - start
+        start, cpu = time.perf_counter(), time.process_time()
+        fit = make().fit(release, mrf)
+        row["second_s"] = time.perf_counter() - start
+        row["second_cpu_s"] = time.process_time() - cpu
+    row.update(iterations=fit.info["iterations"], converged=bool(fit.info["converged"]))
+    return row
+
+
+def _run_child(learner: str, eps: float, args) -> dict:
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as cache:
+        if not args.warm_cache:
+            env["PGM_DP_CACHE_DIR"] = cache
+        cmd = [sys.executable, __file__, "--child", learner, "--eps", str(eps)]
+        cmd += ["--mbi-iters", str(args.mbi_iters)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{learner} at eps {eps} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
+    parser.add_argument("--learners", nargs="+", default=["cgm", "naive", "mbi"])
+    parser.add_argument("--mbi-iters", type=int, default=1000)
+    parser.add_argument("--warm-cache", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.eps[0], args.mbi_iters)))
+        return
+    rows = {}
+    for eps in args.eps:
+        for learner in args.learners:
+            row = _run_child(learner, eps, args)
+            rows[learner, eps] = row
+            print(json.dumps(row), flush=True)
+    head = f"first / mbi | second / mbi{args.mbi_iters}"
+    print(f"\n| learner | eps | first fit s | second fit s | {head} |")
+    print("|---|---|---|---|---|---|")
+    for (learner, eps), row in rows.items():
+        mbi = rows.get(("mbi", eps))
+        r1 = f"{row['first_s'] / mbi['first_s']:.2f}" if mbi else "-"
+        r2 = f"{row['second_s'] / mbi['second_s']:.2f}" if mbi else "-"
+        print(
+            f"| {learner} | {eps:g} | {row['first_s']:.2f} | {row['second_s']:.2f} | {r1} | {r2} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
