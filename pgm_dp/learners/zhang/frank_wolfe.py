@@ -33,7 +33,14 @@ Frank-Wolfe (exact arg-min, ``max_steps`` iterations), the paper's non-private r
 Many problems on the same records (Alg. 2's ``p`` nodes, Alg. 3's ``k^2 p`` sub-problems) are
 solved together: features ``F`` ``(n, d)`` are shared; problem ``b`` has labels ``Y[:, b]``,
 a row subset ``rows[:, b]`` (its ``n_b`` records) and the coordinates ``cols[b]`` it may use
-(its vertices). Gradients of all problems are one ``jax.vmap`` of the per-problem gradient.
+(its vertices). All steps of all problems run as one compiled ``lax.fori_loop`` over the
+distinct records (with their multiplicities: the same sums). Floating-point safety as in
+:func:`~pgm_dp.privacy.report_noisy_min`, whose selection the loop reproduces exactly: the
+exact discrete Laplace noise of every step is drawn up front (in chunks of at most
+``_CHUNK`` values) by the privacy layer's sampler, in lattice units of
+:func:`~pgm_dp.privacy.selection.noisy_min_lattice`; inside the loop each score is rounded to
+the lattice (``rint(s / 2^k)``, exact integers) and the arg-max of ``-units + noise`` is taken
+on integers. Given the same noise, the compiled loop selects what the per-step calls would.
 
 >>> import numpy as np
 >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [-1.0, 0.0], [-1.0, -1.0]])
