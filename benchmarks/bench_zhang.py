@@ -1,5 +1,5 @@
 """Benchmark: private Ising learning beside the per-node logistic regressions a user would
-try instead (issue model: 16 nodes, random 4-regular graph, couplings ±0.3, no fields).
+try instead (a 16-node model: random 4-regular graph, couplings ±0.3, no fields).
 
 For every ``n`` and ``rho`` (zCDP), the max coupling error ``max |A_hat - A|`` (every method
 symmetrised, ``(A_hat + A_hat^T) / 2``; median of ``--trials`` noise draws) and the CPU
@@ -7,7 +7,7 @@ seconds (``time.process_time``, median; the private learners compiled by an unti
 call on the same data) of:
 
 * ``pfw``: ``learn_ising`` (Zhang et al. Alg. 2, private Frank-Wolfe, ``lam = 1.5``);
-* ``ols``: ``learn_ising_logistic`` (per-node L2 logistic regression, Gaussian output
+* ``lr``: ``learn_ising_logistic`` (per-node L2 logistic regression, Gaussian output
   perturbation, shrinkage corrected; the registered ``ising_logistic``);
 * ``dpl``: diffprivlib's ``LogisticRegression`` per node at ``eps_i = sqrt(2 rho / p)`` (pure
   ``eps_i``-DP is ``eps_i^2 / 2``-zCDP: ``p`` nodes make ``rho``), run by ``--peer-python``
@@ -15,7 +15,7 @@ call on the same data) of:
   ``_peers_diffprivlib.py``; skipped when no ``--peer-python`` is given;
 * ``sk``: scikit-learn's non-private L1 logistic regression per node (liblinear, ``C = 0.05``).
 
-Ratios: error of ``pfw`` / ``ols`` over ``dpl``'s (target <= 1 from ``n = 3e4``), CPU time
+Ratios: error of ``pfw`` / ``lr`` over ``dpl``'s (target <= 1 from ``n = 3e4``), CPU time
 over ``sk``'s (target <= 1 from ``n = 1e5``). Run: ``python benchmarks/bench_zhang.py
 --peer-python PATH/TO/venv/bin/python [--ns 1e4 3e4 1e5 3e5] [--rhos 0.1 1] [--trials 3]``.
 """
@@ -72,7 +72,7 @@ def _peer(python, z, eps, seed, tmp):
     return np.load(out), float(res.stdout.split()[-1])
 
 
-def _ours(name, fn, trials, A):
+def _ours(fn, trials, A):
     fn(0)  # compile (and load the compilation cache) on the same shapes: untimed
     errs, secs = [], []
     for s in range(trials):
@@ -84,10 +84,10 @@ def _ours(name, fn, trials, A):
 
 def _row(n, rho, A, z, args, sk):
     p = z.shape[1]
-    e_pfw, t_pfw, est = _ours("pfw", lambda s: learn_ising(z, args.lam, rho, rng=s), args.trials, A)
-    e_ols, t_ols, _ = _ours("ols", lambda s: learn_ising_logistic(z, rho, rng=s), args.trials, A)
-    row = {"n": n, "rho": rho, "T": est.steps, "pfw": e_pfw, "ols": e_ols, "sk": sk[0],
-           "t_pfw": t_pfw, "t_ols": t_ols, "t_sk": sk[1]}  # fmt: skip
+    e_pfw, t_pfw, est = _ours(lambda s: learn_ising(z, args.lam, rho, rng=s), args.trials, A)
+    e_lr, t_lr, _ = _ours(lambda s: learn_ising_logistic(z, rho, rng=s), args.trials, A)
+    row = {"n": n, "rho": rho, "T": est.steps, "pfw": e_pfw, "lr": e_lr, "sk": sk[0],
+           "t_pfw": t_pfw, "t_lr": t_lr, "t_sk": sk[1]}  # fmt: skip
     if args.peer_python:
         eps = (2 * rho / p) ** 0.5
         with tempfile.TemporaryDirectory() as tmp:
@@ -97,18 +97,18 @@ def _row(n, rho, A, z, args, sk):
     return row
 
 
-HEAD = ("n", "rho", "T", "err pfw", "err ols", "err dpl", "err sk", "pfw/dpl", "ols/dpl",
-        "cpu pfw", "cpu ols", "cpu dpl", "cpu sk", "pfw/sk", "ols/sk")  # fmt: skip
+HEAD = ("n", "rho", "T", "err pfw", "err lr", "err dpl", "err sk", "pfw/dpl", "lr/dpl",
+        "cpu pfw", "cpu lr", "cpu dpl", "cpu sk", "pfw/sk", "lr/sk")  # fmt: skip
 
 
 def _print(rows) -> None:
     for r in rows:
         dpl, t_dpl = r.get("dpl", float("nan")), r.get("t_dpl", float("nan"))
         cells = (f"{r['n']:.0e}", f"{r['rho']:g}", str(r["T"]), f"{r['pfw']:.3f}",
-                 f"{r['ols']:.3f}", f"{dpl:.3f}", f"{r['sk']:.3f}", f"{r['pfw'] / dpl:.2f}",
-                 f"{r['ols'] / dpl:.2f}", f"{r['t_pfw']:.2f}", f"{r['t_ols']:.2f}",
+                 f"{r['lr']:.3f}", f"{dpl:.3f}", f"{r['sk']:.3f}", f"{r['pfw'] / dpl:.2f}",
+                 f"{r['lr'] / dpl:.2f}", f"{r['t_pfw']:.2f}", f"{r['t_lr']:.2f}",
                  f"{t_dpl:.2f}", f"{r['t_sk']:.2f}", f"{r['t_pfw'] / r['t_sk']:.2f}",
-                 f"{r['t_ols'] / r['t_sk']:.2f}")  # fmt: skip
+                 f"{r['t_lr'] / r['t_sk']:.2f}")  # fmt: skip
         print("| " + " | ".join(cells) + " |", flush=True)
 
 
