@@ -1,89 +1,133 @@
-"""Benchmark: Zhang et al. (2020) Alg. 2 beside the per-node logistic regressions a user
-would try instead, on one Ising model (p = 50, n = 1e5, random 3-regular graph).
+"""Benchmark: private Ising learning beside the per-node logistic regressions a user would
+try instead (a 16-node model: random 4-regular graph, couplings ±0.3, no fields).
 
-* time: private Alg. 2 (private Frank-Wolfe, all nodes vmapped) / scikit-learn's non-private
-  per-node L1 logistic regression (liblinear) — the target is a ratio <= 1;
-* error ``max |A - A_hat|``: Alg. 2 at ``rho`` with ``(eps, 1/n)``-DP (Lemma 2.14), diffprivlib's
-  ``LogisticRegression`` (objective perturbation, L2 only) per node at ``eps / p`` each (pure
-  ``eps``-DP in all by composition), scikit-learn's non-private L1 fit.
+For every ``n`` and ``rho`` (zCDP), the max coupling error ``max |A_hat - A|`` (every method
+symmetrised, ``(A_hat + A_hat^T) / 2``; median of ``--trials`` noise draws) and the CPU
+seconds (``time.process_time``, median; the private learners compiled by an untimed first
+call on the same data) of:
 
-Needs the ``bench`` extra (scikit-learn). diffprivlib 0.6.6 needs scikit-learn < 1.6, which
-pgmpy >= 1.1 cannot import, so it is not in the extra: its column is printed where it is
-installed (``pip install diffprivlib "scikit-learn<1.6"`` in an environment of its own) and
-skipped otherwise. Run: ``python benchmarks/bench_zhang.py [--p 50] [--n 100000] [--eps 1 10]``.
+* ``pfw``: ``learn_ising`` (Zhang et al. Alg. 2, private Frank-Wolfe, ``lam = 1.5``);
+* ``lr``: ``learn_ising_logistic`` (per-node L2 logistic regression, Gaussian output
+  perturbation, shrinkage corrected; the registered ``ising_logistic``);
+* ``dpl``: diffprivlib's ``LogisticRegression`` per node at ``eps_i = sqrt(2 rho / p)`` (pure
+  ``eps_i``-DP is ``eps_i^2 / 2``-zCDP: ``p`` nodes make ``rho``), run by ``--peer-python``
+  (its own environment: diffprivlib 0.6 needs scikit-learn < 1.6) through
+  ``_peers_diffprivlib.py``; skipped when no ``--peer-python`` is given;
+* ``sk``: scikit-learn's non-private L1 logistic regression per node (liblinear, ``C = 0.05``).
+
+Ratios: error of ``pfw`` / ``lr`` over ``dpl``'s (target <= 1 from ``n = 3e4``), CPU time
+over ``sk``'s (target <= 1 from ``n = 1e5``). Run: ``python benchmarks/bench_zhang.py
+--peer-python PATH/TO/venv/bin/python [--ns 1e4 3e4 1e5 3e5] [--rhos 0.1 1] [--trials 3]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
 import numpy as np
 
-from pgm_dp.learners import learn_ising, zcdp_for_epsilon
+from pgm_dp.learners import learn_ising, learn_ising_logistic
 from reproductions.zhang2020.experiments import random_ising, sample_ising
 
+HERE = Path(__file__).resolve().parent
 
-def _per_node(z, make):
-    """``A_hat`` from one logistic regression per node (``A_ij = w_j / 2``)."""
+
+def _err(A_hat, A) -> float:
+    return float(np.max(np.abs((A_hat + A_hat.T) / 2 - A)))
+
+
+def _sklearn(z):
+    from sklearn.linear_model import LogisticRegression
+
     n, p = z.shape
     A = np.zeros((p, p))
-    for i in range(p):
-        others = np.delete(np.arange(p), i)
-        model = make().fit(z[:, others], z[:, i])
-        A[i, others] = model.coef_.ravel() / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn >= 1.8 deprecates ``penalty``
+        for i in range(p):
+            others = np.delete(np.arange(p), i)
+            m = LogisticRegression(penalty="l1", C=0.05, solver="liblinear")
+            A[i, others] = m.fit(z[:, others], z[:, i]).coef_.ravel() / 2
     return A
 
 
+def _timed(fn):
+    t0 = time.process_time()
+    out = fn()
+    return out, time.process_time() - t0
+
+
+def _peer(python, z, eps, seed, tmp):
+    spins, out = Path(tmp) / "z.npy", Path(tmp) / "a.npy"
+    np.save(spins, z)
+    cmd = [python, str(HERE / "_peers_diffprivlib.py"), "--spins", str(spins),
+           "--epsilon", repr(eps), "--seed", str(seed), "--out", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return np.load(out), float(res.stdout.split()[-1])
+
+
+def _ours(fn, trials, A):
+    fn(0)  # compile (and load the compilation cache) on the same shapes: untimed
+    errs, secs = [], []
+    for s in range(trials):
+        est, sec = _timed(lambda s=s: fn(s + 1))
+        errs.append(_err(est.A, A))
+        secs.append(sec)
+    return statistics.median(errs), statistics.median(secs), est
+
+
+def _row(n, rho, A, z, args, sk):
+    p = z.shape[1]
+    e_pfw, t_pfw, est = _ours(lambda s: learn_ising(z, args.lam, rho, rng=s), args.trials, A)
+    e_lr, t_lr, _ = _ours(lambda s: learn_ising_logistic(z, rho, rng=s), args.trials, A)
+    row = {"n": n, "rho": rho, "T": est.steps, "pfw": e_pfw, "lr": e_lr, "sk": sk[0],
+           "t_pfw": t_pfw, "t_lr": t_lr, "t_sk": sk[1]}  # fmt: skip
+    if args.peer_python:
+        eps = (2 * rho / p) ** 0.5
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = [_peer(args.peer_python, z, eps, s, tmp) for s in range(args.trials)]
+        row["dpl"] = statistics.median(_err(a, A) for a, _ in runs)
+        row["t_dpl"] = statistics.median(t for _, t in runs)
+    return row
+
+
+HEAD = ("n", "rho", "T", "err pfw", "err lr", "err dpl", "err sk", "pfw/dpl", "lr/dpl",
+        "cpu pfw", "cpu lr", "cpu dpl", "cpu sk", "pfw/sk", "lr/sk")  # fmt: skip
+
+
+def _print(rows) -> None:
+    for r in rows:
+        dpl, t_dpl = r.get("dpl", float("nan")), r.get("t_dpl", float("nan"))
+        cells = (f"{r['n']:.0e}", f"{r['rho']:g}", str(r["T"]), f"{r['pfw']:.3f}",
+                 f"{r['lr']:.3f}", f"{dpl:.3f}", f"{r['sk']:.3f}", f"{r['pfw'] / dpl:.2f}",
+                 f"{r['lr'] / dpl:.2f}", f"{r['t_pfw']:.2f}", f"{r['t_lr']:.2f}",
+                 f"{t_dpl:.2f}", f"{r['t_sk']:.2f}", f"{r['t_pfw'] / r['t_sk']:.2f}",
+                 f"{r['t_lr'] / r['t_sk']:.2f}")  # fmt: skip
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--p", type=int, default=50)
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--eps", type=float, nargs="+", default=[1.0, 10.0])
-    parser.add_argument("--lam", type=float, default=1.5)
-    args = parser.parse_args()
-    from sklearn.linear_model import LogisticRegression
-
-    try:
-        from diffprivlib.models import LogisticRegression as DPLogistic
-    except ImportError as err:  # not in the bench extra (module docstring)
-        print(f"diffprivlib skipped ({err})")
-        DPLogistic = None
-
-    A, theta = random_ising(args.p, degree=3, rng=0)
-    z = sample_ising(A, theta, args.n, rng=1)
-    print(f"p={args.p} n={args.n} width={np.max(np.abs(A).sum(1) + np.abs(theta)):.2f}")
-    t0 = time.perf_counter()
-    A_sk = _per_node(z, lambda: LogisticRegression(penalty="l1", C=0.05, solver="liblinear"))
-    t_sk = time.perf_counter() - t0
-    print(f"sklearn L1 (non-private)   {t_sk:7.1f} s  max err {np.max(np.abs(A_sk - A)):.3f}")
-    for eps in args.eps:
-        rho = zcdp_for_epsilon(eps, args.n).rho
-        learn_ising(z[:200], args.lam, rho, steps=2, rng=0)  # compile
-        t0 = time.perf_counter()
-        est = learn_ising(z, args.lam, rho, rng=2)
-        t_pfw = time.perf_counter() - t0
-        err = np.max(np.abs(est.A - A))
-        line = (
-            f"eps={eps:g} (rho={rho:.4f}, T={est.steps}): PFW {t_pfw:6.1f} s "
-            f"(ratio to sklearn {t_pfw / t_sk:.2f})  max err {err:.3f}"
-        )
-        if DPLogistic is None:
-            print(line)
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            A_dp = _per_node(
-                z,
-                lambda e=eps: DPLogistic(
-                    epsilon=e / args.p, data_norm=np.sqrt(args.p - 1), random_state=3
-                ),  # fmt: skip
-            )
-            t_dp = time.perf_counter() - t0
-        print(f"{line} | diffprivlib {t_dp:5.1f} s max err {np.max(np.abs(A_dp - A)):.3f}")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ns", type=float, nargs="+", default=[1e4, 3e4, 1e5, 3e5])
+    ap.add_argument("--rhos", type=float, nargs="+", default=[0.1, 1.0])
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--lam", type=float, default=1.5)
+    ap.add_argument("--peer-python", default=None, help="a Python with diffprivlib")
+    args = ap.parse_args()
+    A, theta = random_ising(16, degree=4, rng=0, low=0.3, high=0.3)
+    print("| " + " | ".join(HEAD) + " |")
+    print("|" + "---|" * len(HEAD), flush=True)
+    for n in map(int, args.ns):
+        z = sample_ising(A, theta, n, rng=1)
+        A_sk, t_sk = _timed(lambda z=z: _sklearn(z))
+        for rho in args.rhos:  # a row as soon as it is measured
+            _print([_row(n, rho, A, z, args, (_err(A_sk, A), t_sk))])
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ BUDGETS: dict[str, Callable[[float, int], Budget]] = {
     "zhang_ising": _zhang_zcdp,
     "zhang_pairwise": _zhang_zcdp,
     "zhang_tmrf": _zhang_zcdp,
+    "ising_logistic": _zhang_zcdp,
 }
 #: Learners that report several models from one run, one table column each: mbi at 300,
 #: 1,000 and 3,000 mirror-descent iterations (``fit.info["snapshots"]``).

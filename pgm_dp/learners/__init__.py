@@ -121,10 +121,12 @@ from .zhang import (  # noqa: E402
 )
 from .zhang.binary_mrf import ZhangBinaryMRF, learn_binary_mrf  # noqa: E402
 from .zhang.frank_wolfe import private_frank_wolfe  # noqa: E402
+from .zhang.logistic import OutputPerturbationIsing, learn_ising_logistic  # noqa: E402
 from .zhang.pmw import PMW, pmw_release  # noqa: E402
 from .zhang.structure import StabilityStructure, learn_structure  # noqa: E402
 
 __all__ += [
+    "OutputPerturbationIsing",
     "PMW",
     "StabilityStructure",
     "ZhangBinaryMRF",
@@ -132,6 +134,7 @@ __all__ += [
     "ZhangPairwise",
     "learn_binary_mrf",
     "learn_ising",
+    "learn_ising_logistic",
     "learn_pairwise",
     "learn_structure",
     "pmw_release",
@@ -164,6 +167,16 @@ for _name, _cls, _label, _what in (
             private=False,
         )
     )
+register(
+    LearnerSpec(
+        "ising_logistic",
+        OutputPerturbationIsing,
+        "records",
+        "Logistic Ising (output pert.)",
+        "per-node L2 logistic regression + Gaussian output perturbation (Chaudhuri et al. "
+        "2011), rho-zCDP",
+    )
+)
 register(
     LearnerSpec(
         "pmw",

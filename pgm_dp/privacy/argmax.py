@@ -53,6 +53,7 @@ __all__ = [
     "report_noisy_max",
     "report_noisy_min",
     "frank_wolfe_step_budget",
+    "noisy_min_lattice",
 ]
 
 
@@ -74,10 +75,36 @@ def _setup(
     factor = 1 if monotonic else 2
     if delta == 0:
         return arr, 0, 0, factor
-    k = math.frexp(delta)[1] - 1 - LAPLACE_BITS  # 2^20 <= Δ/g < 2^21
-    units = to_lattice(arr, k)
-    d = math.ceil(Fraction(delta) / Fraction(2) ** k) + 1
-    return units, k, d, factor
+    k, d = _lattice(delta)
+    return to_lattice(arr, k), k, d, factor
+
+
+def _lattice(delta: float) -> tuple[int, int]:
+    """The exponent ``k`` (``2^20 <= Δ/g < 2^21``) and ``D = ceil(Δ/g) + 1`` lattice units."""
+    k = math.frexp(delta)[1] - 1 - LAPLACE_BITS
+    return k, math.ceil(Fraction(delta) / Fraction(2) ** k) + 1
+
+
+def noisy_min_lattice(
+    sensitivity: float, budget: PureDP, monotonic: bool = False
+) -> tuple[int, Fraction]:
+    """The lattice exponent ``k`` and the exact discrete Laplace scale ``t`` (lattice units)
+    that :func:`report_noisy_min` uses: callers that run many selections in one compiled
+    program round their scores with ``rint(s / 2^k)``, add ``sample_discrete_laplace(t)``
+    noise drawn here and take the row-wise arg-max of ``-units + noise`` (the same
+    distribution, ``ε``-DP per row). ``sensitivity`` must be ``> 0``.
+
+    >>> noisy_min_lattice(1.0, PureDP(1.0))[0]
+    -20
+    """
+    if not isinstance(budget, PureDP):
+        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
+    delta = check_sensitivity(sensitivity, "sensitivity")
+    if delta == 0:
+        raise PrivacyParameterError("noisy_min_lattice needs a sensitivity > 0")
+    k, d = _lattice(delta)
+    factor = 1 if monotonic else 2
+    return k, discrete_laplace_rational_scale(Fraction(factor * d + 1) / Fraction(budget.epsilon))
 
 
 def _argbest(values: np.ndarray, gen: np.random.Generator) -> int:

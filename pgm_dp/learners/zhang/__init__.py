@@ -2,6 +2,7 @@
 
 * :mod:`.frank_wolfe` — private Frank-Wolfe (Alg. 1), batched over sub-problems;
 * :mod:`.pairwise` — Alg. 2 (Ising) and Alg. 3 (pairwise over ``[k]``);
+* :mod:`.logistic` — beside Alg. 2: per-node logistic regression with output perturbation;
 * :mod:`.binary_mrf` — Alg. 4 and Alg. 5 (binary ``t``-wise MRFs);
 * :mod:`.pmw` — private multiplicative weights on parities (Alg. 5's release);
 * :mod:`.parities` — parities by PMW or per-query noise, whichever bound is smaller;
@@ -10,6 +11,7 @@
 
 from .binary_mrf import BinaryMRFEstimate, ZhangBinaryMRF, learn_binary_mrf, monomials
 from .frank_wolfe import private_frank_wolfe
+from .logistic import LogisticEstimate, OutputPerturbationIsing, learn_ising_logistic
 from .pairwise import (
     IsingEstimate,
     PairwiseEstimate,
@@ -28,6 +30,8 @@ from .structure import StabilityStructure, StructureResult, learn_structure
 __all__ = [
     "BinaryMRFEstimate",
     "IsingEstimate",
+    "LogisticEstimate",
+    "OutputPerturbationIsing",
     "PMW",
     "PMWPlan",
     "PMWResult",
@@ -41,6 +45,7 @@ __all__ = [
     "check_spins",
     "learn_binary_mrf",
     "learn_ising",
+    "learn_ising_logistic",
     "learn_pairwise",
     "learn_structure",
     "error_bounds",

@@ -33,7 +33,14 @@ Frank-Wolfe (exact arg-min, ``max_steps`` iterations), the paper's non-private r
 Many problems on the same records (Alg. 2's ``p`` nodes, Alg. 3's ``k^2 p`` sub-problems) are
 solved together: features ``F`` ``(n, d)`` are shared; problem ``b`` has labels ``Y[:, b]``,
 a row subset ``rows[:, b]`` (its ``n_b`` records) and the coordinates ``cols[b]`` it may use
-(its vertices). Gradients of all problems are one ``jax.vmap`` of the per-problem gradient.
+(its vertices). All steps of all problems run as one compiled ``lax.fori_loop`` over the
+distinct records (with their multiplicities: the same sums). Floating-point safety as in
+:func:`~pgm_dp.privacy.report_noisy_min`, whose selection the loop reproduces exactly: the
+exact discrete Laplace noise of every step is drawn up front (in chunks of at most
+``_CHUNK`` values) by the privacy layer's sampler, in lattice units of
+:func:`~pgm_dp.privacy.argmax.noisy_min_lattice`; inside the loop each score is rounded to
+the lattice (``rint(s / 2^k)``, exact integers) and the arg-max of ``-units + noise`` is taken
+on integers. Given the same noise, the compiled loop selects what the per-step calls would.
 
 >>> import numpy as np
 >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [-1.0, 0.0], [-1.0, -1.0]])
@@ -45,9 +52,11 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import jax
 import jax.numpy as jnp
@@ -55,8 +64,12 @@ import numpy as np
 
 from ...errors import DataValidationError, PrivacyParameterError
 from ...privacy import ZCDP, Accountant, frank_wolfe_step_budget
-from ...privacy.argmax import report_noisy_min
+from ...privacy.argmax import noisy_min_lattice
+from ...privacy.samplers import sample_discrete_laplace
 from ...rng import RngLike, as_generator
+
+#: at most this many pre-drawn noise values (int64) per compiled call (64 MiB)
+_CHUNK = 1 << 23
 
 __all__ = [
     "LOGISTIC",
@@ -151,23 +164,48 @@ def check_steps(steps: int | None, max_steps: int) -> None:
             return
 
 
-def _gradients(loss: Loss):
-    """``(d, B)`` gradients of all problems: a ``jax.vmap`` of one problem's gradient."""
+@functools.lru_cache(maxsize=8)
+def _program(loss: Loss, private: bool):
+    """Alg. 1 lines 2-5 for steps ``t0 .. t0 + count - 1`` of every problem, one compiled
+    ``lax.fori_loop``. Records are the unique rows of the data with their multiplicities
+    ``weight`` (the same sums as over all rows). Private: the scores are rounded to the lattice
+    ``2^k`` exactly as :func:`~pgm_dp.privacy.report_noisy_min` does (``rint(s / 2^k)``, exact
+    integers) and the pre-drawn exact discrete Laplace ``noise[s]`` (lattice units) is added
+    before the row-wise arg-max of ``-units + noise``: the same selection, ties to the first."""
+    slope = jax.vmap(jax.grad(loss.value))
 
-    def one(features, margin, y, rows, count):
-        dl = jax.vmap(jax.grad(loss.value))(margin, y)  # d l / d margin, per record
-        return features.T @ (rows * dl) / count
+    def run(state, F, Y, R, weight, counts, idx, stretch, radius, k, noise, t0, count):
+        b = jnp.arange(Y.shape[1])
+        width = idx.shape[1]
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 1, 1, 1, 0), out_axes=1))
+        def body(s, carry):
+            w, margins = carry  # (d, B), (u, B)
+            dl = slope(margins.ravel(), Y.ravel()).reshape(margins.shape) * R * weight[:, None]
+            g = (F.T @ dl / counts).T[b[:, None], idx]  # (B, m) each problem's coordinates
+            score = radius * jnp.concatenate([g, -g], axis=1)  # <s, grad L>, s = +-C e_j
+            if private:
+                units = jnp.rint(jnp.ldexp(score * stretch[:, None], -k)).astype(jnp.int64)
+                pick = jnp.argmax(-units + noise[s], axis=1)
+            else:
+                pick = jnp.argmin(score, axis=1)
+            cols = idx[b, pick % width]
+            signs = jnp.where(pick < width, radius, -radius)
+            mu = 2.0 / (t0 + s + 2)
+            vertex = jnp.zeros_like(w).at[cols, b].set(signs)
+            return (1 - mu) * w + mu * vertex, (1 - mu) * margins + mu * F[:, cols] * signs
+
+        return jax.lax.fori_loop(0, count, body, state)
+
+    return jax.jit(run)
 
 
-@jax.jit
-def _step(w, margins, features, picks, signs, radius, mu):
-    """``w <- (1 - mu) w + mu s`` and the margins ``F w`` updated alike (one column each)."""
-    b = jnp.arange(w.shape[1])
-    vertex = jnp.zeros_like(w).at[picks, b].set(signs * radius)
-    new_margins = (1 - mu) * margins + mu * features[:, picks] * (signs * radius)[None, :]
-    return (1 - mu) * w + mu * vertex, new_margins
+def _unique_rows(F, Y, R):
+    """The distinct rows of ``[F, Y, R]`` in order of first occurrence and their counts."""
+    key = np.ascontiguousarray(np.hstack([F, Y, R]))
+    _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    rows = first[order]
+    return F[rows], Y[rows], R[rows], counts[order].astype(np.float64)
 
 
 def _check_batch(features, labels, rows, cols):
@@ -186,6 +224,26 @@ def _check_batch(features, labels, rows, cols):
     if np.any(R.sum(axis=0) < 1) or np.any(mask.sum(axis=1) < 1):
         raise DataValidationError("every problem needs at least one record and one coordinate")
     return F, Y, R, mask
+
+
+def _run(F, Y, R, mask, counts, stretch, radius, steps, private, loss, k, t, gen) -> np.ndarray:
+    """Steps ``1 .. steps - 1`` of Alg. 1 from ``w = 0``, in chunks of at most ``_CHUNK``
+    noise values (one compiled call each); returns ``w`` ``(d, B)``."""
+    F, Y, R, weight = _unique_rows(F, Y, R)
+    idx = np.stack([np.flatnonzero(m) for m in mask])  # (B, m): each problem's coordinates
+    B = Y.shape[1]
+    shape = (B, 2 * idx.shape[1])
+    per = max(1, min(steps - 1, _CHUNK // (B * shape[1])))
+    run = _program(loss, private)
+    args = tuple(map(jnp.asarray, (F, Y, R, weight, counts, idx, stretch)))
+    state = (jnp.zeros((F.shape[1], B)), jnp.zeros(Y.shape))
+    for t0 in range(1, steps, per):
+        count = min(per, steps - t0)
+        noise = np.zeros((per, *shape), dtype=np.int64)
+        if private:
+            noise[:count] = sample_discrete_laplace(t, (count, *shape), gen)
+        state = run(state, *args, radius, k, jnp.asarray(noise), t0, count)
+    return np.asarray(state[0])
 
 
 def frank_wolfe_batch(
@@ -228,31 +286,16 @@ def frank_wolfe_batch(
     # the same arg-min distribution with the common scale ``base`` (one selection call).
     stretch = counts / n_min
     spent = ZCDP(B * rho) if private else None
-    gen = as_generator(rng)
     sum_scale = pfw_noise_scale(lip, radius, steps, 1, rho) if private else 0.0  # FWResult
-    if private and accountant is not None:
-        accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=sum_scale)
     step_budget = frank_wolfe_step_budget(rho, steps) if private else None
     sensitivity = base * step_budget.epsilon / 2 if private else 0.0  # scale = 2 Delta / eps
-    grads = _gradients(loss)
-    Fj, Yj, Rj, cj = jnp.asarray(F), jnp.asarray(Y), jnp.asarray(R), jnp.asarray(counts)
-    w = jnp.zeros((F.shape[1], B))
-    margins = jnp.zeros(Y.shape)
-    idx = np.stack([np.flatnonzero(m) for m in mask])  # (B, m): each problem's coordinates
-    width, rows_b = idx.shape[1], np.arange(B)
-    for t in range(1, steps):
-        g = np.asarray(grads(Fj, margins, Yj, Rj, cj)).T[rows_b[:, None], idx]  # (B, m)
-        score = radius * np.concatenate([g, -g], axis=1)  # <s, grad L> for s = +C e_j, -C e_j
-        if private:
-            k = report_noisy_min(
-                score * stretch[:, None], sensitivity=sensitivity, budget=step_budget, rng=gen
-            )
-        else:
-            k = np.argmin(score, axis=1)
-        picks = jnp.asarray(idx[rows_b, k % width])
-        signs = jnp.asarray(np.where(k < width, 1.0, -1.0))
-        w, margins = _step(w, margins, Fj, picks, signs, radius, 2.0 / (t + 2))
-    return FWResult(np.asarray(w).T, steps, base / stretch, spent, sum_scale)
+    k, t = noisy_min_lattice(sensitivity, step_budget) if private else (0, Fraction(0))
+    if math.ldexp(radius * loss.grad_bound * float(stretch.max()), -k) >= 2.0**52:
+        raise DataValidationError("scores too large for the exact noise lattice (|s| / 2^k)")
+    if private and accountant is not None:
+        accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=sum_scale)
+    w = _run(F, Y, R, mask, counts, stretch, radius, steps, private, loss, k, t, as_generator(rng))
+    return FWResult(w.T, steps, base / stretch, spent, sum_scale)
 
 
 def private_frank_wolfe(

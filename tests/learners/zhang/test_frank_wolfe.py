@@ -111,3 +111,55 @@ def test_audit_of_the_noisy_min_step(divisor, caught):
     out_b = _fw_selection(b, divisor, n, 1)
     res = audit_categorical(out_a, out_b, categories=range(4), alpha=1e-3)
     assert res.consistent_with(1.0) != caught
+
+
+def _old_loop(F, Y, mask, radius, steps, sensitivity, budget):
+    """The Python loop the compiled program replaced: one report-noisy-min call per step."""
+    import jax
+    import jax.numpy as jnp
+
+    from pgm_dp.learners.zhang.frank_wolfe import LOGISTIC
+
+    slope = jax.vmap(jax.grad(LOGISTIC.value))
+    idx = np.stack([np.flatnonzero(m) for m in mask])
+    width, b = idx.shape[1], np.arange(Y.shape[1])
+    w, margins = np.zeros((F.shape[1], Y.shape[1])), np.zeros(Y.shape)
+    for t in range(1, steps):
+        dl = np.asarray(slope(jnp.asarray(margins.ravel()), jnp.asarray(Y.ravel())))
+        g = (F.T @ dl.reshape(Y.shape) / F.shape[0]).T[b[:, None], idx]
+        score = radius * np.concatenate([g, -g], axis=1)
+        k = report_noisy_min(score, sensitivity=sensitivity, budget=budget, rng=0)
+        cols, signs = idx[b, k % width], np.where(k < width, radius, -radius)
+        mu = 2.0 / (t + 2)
+        vertex = np.zeros_like(w)
+        vertex[cols, b] = signs
+        w, margins = (1 - mu) * w + mu * vertex, (1 - mu) * margins + mu * F[:, cols] * signs
+    return w.T
+
+
+def test_compiled_loop_equals_the_python_loop_given_the_same_noise(monkeypatch):
+    """Both paths get the same exact discrete Laplace draws (in lattice units): the compiled
+    program must select the same vertices, hence the same iterates."""
+    import pgm_dp.learners.zhang.frank_wolfe as fw
+    import pgm_dp.privacy.selection as sel
+    from pgm_dp.privacy.samplers import sample_discrete_laplace
+
+    X, y = _problem(n=400, d=4, seed=3)
+    Y = np.stack([y, -y, np.sign(X[:, 0] + 1e-9)], axis=1)
+    mask = np.array([[1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 1, 1]], bool)
+    steps, rho, radius = 40, 0.3, 1.5
+    res_steps = fw.frank_wolfe_batch(X, Y, radius=radius, rho=rho, cols=mask, steps=steps)
+    assert res_steps.steps == steps
+    budget = frank_wolfe_step_budget(rho, steps)
+    delta = pfw_noise_scale(pfw_lipschitz(1.0), radius, steps, 400, rho) * budget.epsilon / 2
+    t = sel.noisy_min_lattice(delta, budget)[1]
+    noise = sample_discrete_laplace(t, (steps - 1, 3, 6), np.random.default_rng(7))
+    calls = iter(noise)
+    monkeypatch.setattr(sel, "sample_discrete_laplace", lambda t, shape, gen: next(calls))
+    monkeypatch.setattr(fw, "sample_discrete_laplace", lambda t, shape, gen: noise[: shape[0]])
+    old = _old_loop(X, Y, mask, radius, steps, delta, budget)
+    new = fw.frank_wolfe_batch(X, Y, radius=radius, rho=rho, cols=mask, steps=steps, rng=1).w
+    np.testing.assert_allclose(new, old, rtol=0, atol=1e-12)
+    # the noise matters here: without it the selections differ
+    clean = fw.frank_wolfe_batch(X, Y, radius=radius, rho=None, cols=mask, steps=steps).w
+    assert not np.allclose(clean, new)
