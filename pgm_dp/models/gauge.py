@@ -28,10 +28,10 @@ import numpy as np
 from ..domain import Clique, Domain
 from .tables import table_layout, table_offsets
 
-__all__ = ["gauge_projector"]
+__all__ = ["gauge_projector", "projection_groups", "shared_subsets"]
 
 
-def _shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
+def shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
     """Every non-empty variable set held by two or more cliques, with its holders."""
     holders: dict[tuple, list[int]] = {}
     for i, c in enumerate(cliques):
@@ -42,7 +42,7 @@ def _shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
     return {s: h for s, h in holders.items() if len(h) > 1}
 
 
-def _groups(domain: Domain, cliques, shared):
+def projection_groups(domain: Domain, cliques, shared):
     """(clique, shared set) pairs grouped by (clique shape, axes of the set in the clique):
     per group the stacked cell indices, the set's ids and the axes' order."""
     offsets = table_layout(domain, tuple(cliques)).offsets
@@ -66,10 +66,10 @@ def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
     """The orthogonal projection of flat log-potentials (clique order, each table raveled)
     onto the complement of the gauge directions (module docstring); vectorised per group of
     equally shaped (clique, shared set) pairs."""
-    shared = _shared_subsets(domain, cliques)
+    shared = shared_subsets(domain, cliques)
     s_cells = [math.prod(domain.sizes(s)) for s in shared]
     s_off = table_offsets(s_cells)
-    groups = _groups(domain, cliques, shared)
+    groups = projection_groups(domain, cliques, shared)
     layout = table_layout(domain, tuple(cliques))
     sizes, starts = layout.sizes, layout.offsets[:-1]
     inv_w = np.zeros(len(shared))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._config import jit_program
 from ...domain import Domain
-from ...models.gauge import _groups, _shared_subsets
+from ...models.gauge import projection_groups, shared_subsets
 from ...models.tables import concat_tables, table_layout, table_offsets
 from ..lbfgs import lbfgs_loop
 
@@ -39,10 +39,10 @@ def traced_gauge_projector(domain: Domain, cliques):
     same orthogonal projection off the gauge directions, for use inside the compiled
     loop."""
     cliques = tuple(cliques)
-    shared = _shared_subsets(domain, cliques)
+    shared = shared_subsets(domain, cliques)
     s_cells = [math.prod(domain.sizes(s)) for s in shared]
     s_off = table_offsets(s_cells)
-    groups = _groups(domain, cliques, shared)
+    groups = projection_groups(domain, cliques, shared)
     layout = table_layout(domain, cliques)
     sizes = layout.sizes
     segment = np.repeat(np.arange(len(sizes)), sizes)

@@ -141,7 +141,7 @@ def test_compiled_loop_equals_the_python_loop_given_the_same_noise(monkeypatch):
     """Both paths get the same exact discrete Laplace draws (in lattice units): the compiled
     program must select the same vertices, hence the same iterates."""
     import pgm_dp.learners.zhang.frank_wolfe as fw
-    import pgm_dp.privacy.selection as sel
+    import pgm_dp.privacy.argmax as sel
     from pgm_dp.privacy.samplers import sample_discrete_laplace
 
     X, y = _problem(n=400, d=4, seed=3)
