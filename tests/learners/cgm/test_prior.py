@@ -59,3 +59,17 @@ def test_the_spread_prior_leaves_a_sparse_tables_empty_cells_nearly_empty():
 
     spread, uniform = empty_mass(CGMEM()), empty_mass(CGMEM(prior_cells=None))
     assert spread < 0.5 * uniform, (spread, uniform)
+
+
+@pytest.mark.slow
+def test_models_of_tables_up_to_100_cells_fit_exactly_as_before():
+    """The papers' models (pairs of k <= 10 states) keep the Dirichlet(1) prior: the fit is
+    the one with ``prior_cells=None``."""
+    from pgm_dp.models import third_order_chain
+
+    truth = third_order_chain(4, 10, rng=0)
+    release = release_marginals(truth.sample(3000, rng=1), truth, budget=PureDP(1.0), rng=2)
+    new, old = CGMEM().fit(release, truth), CGMEM(prior_cells=None).fit(release, truth)
+    assert new.info["iterations"] == old.info["iterations"]
+    for a, b in zip(new.model.log_potentials, old.model.log_potentials, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
