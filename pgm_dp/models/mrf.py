@@ -33,6 +33,7 @@ from ..domain import Clique, Domain, check_table_cells, normalize_cliques
 from ..errors import DomainError
 from ..inference.backend import Backend, get_backend
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree, clique_marginals
+from ..inference.queries import calibrated
 from ..inference.sampling import sample_junction_tree
 from ..rng import as_generator
 from .pgmpy_io import read_pgmpy, write_pgmpy
@@ -142,27 +143,76 @@ class MarkovRandomField:
         return build_junction_tree(self.domain, cliques, self.max_cells)
 
     def marginals(
-        self, method: str | Backend = "junction_tree", **options
+        self,
+        queries: Sequence[Sequence[Hashable]] | str | Backend | None = None,
+        method: str | Backend = "junction_tree",
+        **options,
     ) -> dict[Clique, np.ndarray | jax.Array]:
-        """``{clique: probability table}`` for every clique of the model.
+        """Marginal probability tables: ``{clique: table}`` for every clique of the model,
+        or ``{query: table}`` for the given ``queries`` (variable tuples, axes in each
+        query's order; any variables, inside a clique of the model or not).
 
-        ``method``: an inference backend (:mod:`pgm_dp.inference.backend`) or its name,
-        ``options`` its options. ``"junction_tree"`` is exact; ``"loopy_bp"`` returns BP
-        pseudo-marginals (options ``damping``, ``tol``, ``max_iters`` of
-        :func:`pgm_dp.inference.loopy_bp.loopy_bp`), ``"trw_bp"`` tree-reweighted BP's.
+        Queries are answered exactly from one calibration of the junction tree
+        (:mod:`pgm_dp.inference.queries`: a belief summed where a clique holds the query,
+        variable elimination along the tree otherwise). ``method``: an inference backend
+        (:mod:`pgm_dp.inference.backend`) or its name, ``options`` its options;
+        ``"junction_tree"`` is exact; ``"loopy_bp"`` returns BP pseudo-marginals (options
+        ``damping``, ``tol``, ``max_iters`` of :func:`pgm_dp.inference.loopy_bp.loopy_bp`),
+        ``"trw_bp"`` tree-reweighted BP's; with those, each query must lie inside a clique
+        of the model. A name or backend given first is the ``method`` (``marginals("trw_bp")``).
         Called eagerly the tables are NumPy arrays; under ``jax.jit``/``jax.grad`` (traced
         log-potentials) they are JAX arrays.
         """
-        margs = get_backend(method, **options).marginals(self)
-        return dict(zip(self.cliques, margs, strict=True))
+        if isinstance(queries, str) or not (queries is None or isinstance(queries, Sequence)):
+            queries, method = None, queries  # marginals("loopy_bp"): the method
+        backend = get_backend(method, **options)
+        if queries is None:
+            return dict(zip(self.cliques, backend.marginals(self), strict=True))
+        qs = [self._query(q) for q in queries]
+        if backend.exact and not any_traced(self.log_potentials):
+            tree = calibrated(self.junction_tree(), self.log_potentials)
+            return dict(zip(qs, tree.marginals(qs), strict=True))
+        if not backend.exact:
+            return self._approximate(backend, qs)
+        return {q: self.marginal(q) for q in qs}
 
-    def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
-        """Exact marginal of any subset of variables (axes in the given order)."""
+    def _query(self, variables) -> Clique:
         if isinstance(variables, Set):
             raise DomainError("variables must be given in order (a tuple or list), not a set")
         if isinstance(variables, str) or not isinstance(variables, Sequence):
             variables = (variables,)
-        query = normalize_cliques(self.domain, [variables])[0]
+        return normalize_cliques(self.domain, [variables])[0]
+
+    def _approximate(self, backend: Backend, queries: list[Clique]) -> dict:
+        """Queries from an approximate backend's clique pseudo-marginals."""
+        margs = None
+        out = {}
+        for q in queries:
+            holder = next((c for c in self.cliques if set(q) <= set(c)), None)
+            if holder is None:
+                raise DomainError(
+                    f"{q} is inside no clique of the model: an approximate backend gives "
+                    "clique pseudo-marginals only (use the exact junction tree)"
+                )
+            if margs is None:
+                margs = dict(zip(self.cliques, backend.marginals(self), strict=True))
+            axes = tuple(a for a, v in enumerate(holder) if v not in q)
+            m = margs[holder].sum(axis=axes) if axes else margs[holder]
+            kept = tuple(v for v in holder if v in q)
+            out[q] = m.transpose([kept.index(v) for v in q])
+        return out
+
+    def marginal(self, variables: Sequence[Hashable]) -> np.ndarray | jax.Array:
+        """Exact marginal of any subset of variables (axes in the given order).
+
+        Eagerly: from one NumPy calibration of the junction tree, no compilation
+        (:mod:`pgm_dp.inference.queries`); for many queries :meth:`marginals` shares that
+        calibration. Under a JAX transformation: the junction tree of the model's cliques
+        plus the query, calibrated by the traced (differentiable) pass.
+        """
+        query = self._query(variables)
+        if not any_traced(self.log_potentials):
+            return calibrated(self.junction_tree(), self.log_potentials).marginal(query)
         jt = self.junction_tree()
         if jt.containing(query) is None:
             jt = self.junction_tree(extra=(query,))

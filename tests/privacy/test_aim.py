@@ -6,13 +6,11 @@ tests do not fit an MRF each round; one test runs the default naive-MLE estimato
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import brute_marginal
 
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.errors import (
@@ -30,7 +28,6 @@ from pgm_dp.privacy.select import (
     Measurement,
     Schedule,
     aim,
-    batch_marginals,
     candidate_weights,
     filter_candidates,
     junction_tree_cliques,
@@ -326,16 +323,6 @@ def test_release_merges_repeats_and_never_holds_the_true_total():
     assert run(ZCDP(0.3), total=400).release.total_source == "given"
 
 
-def test_batch_marginals_match_the_model():
-    dom = Domain(list("ABCDEF"), [2, 3, 2, 4, 2, 3])
-    cl = [("A", "B"), ("B", "C"), ("C", "D"), ("D", "E"), ("E", "F"), ("F", "A", "C")]
-    g = np.random.default_rng(0)
-    mrf = MarkovRandomField(dom, cl, [g.normal(size=dom.sizes(c)) for c in cl])
-    queries = [*itertools.combinations(dom.attributes, 2), ("E", "B", "A"), ("D", "A")]
-    for q, m in zip(queries, batch_marginals(mrf, queries), strict=True):
-        assert np.allclose(m, brute_marginal(mrf, q), atol=1e-12), q
-
-
 def test_default_estimator_and_a_plugged_learner():
     acc = Accountant(ZCDP(1.0))
     res = aim(make_data(), DOM, ZCDP(1.0), rng=0, accountant=acc, max_rounds=4)
@@ -348,8 +335,8 @@ def test_default_estimator_and_a_plugged_learner():
 
 
 def test_numpy_mle_matches_the_package_solver():
+    from pgm_dp.inference.queries import calibrate_tables
     from pgm_dp.learners.mle import fit_marginals
-    from pgm_dp.privacy.select.marginals import calibrate
     from pgm_dp.privacy.select.mle import fit_tables
 
     dom = Domain(list("ABCD"), [2, 3, 2, 3])
@@ -363,9 +350,9 @@ def test_numpy_mle_matches_the_package_solver():
         assert info["converged"]
         fitted = mrf.replace(tables)
         queries = [*cl, ("B", "D")]
-        pairs = zip(batch_marginals(fitted, queries), batch_marginals(ref, queries), strict=True)
-        assert all(np.allclose(a, b, atol=1e-6) for a, b in pairs)
-        _, log_z = calibrate(mrf.junction_tree(), tables)
+        got, want = fitted.marginals(queries), ref.marginals(queries)
+        assert all(np.allclose(got[q], want[q], atol=1e-6) for q in queries)
+        _, log_z = calibrate_tables(mrf.junction_tree(), tables)
         assert log_z == pytest.approx(float(fitted.log_partition()), abs=1e-10)
 
 

@@ -30,8 +30,10 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    records onto the few joint states whose cells drew positive noise, ending worse than the
    uniform model: the Gaussian prices each log-potential, while a collapse adds up
    moderate potentials along the cliques. The conjugate prior prices the model's distance
-   ``KL(u || p_theta)`` itself. ``prior_precision=0, pseudo_count=0`` is the paper's
-   objective.
+   ``KL(u || p_theta)`` itself. On tables of more than ``prior_cells`` (100) cells the
+   Gaussian prior's pseudo-records are spread as in BDeu (:meth:`CGMEM.prior_precisions`):
+   one per cell fills a large sparse table's empty cells with mass the data do not have.
+   ``prior_precision=0, pseudo_count=0`` is the paper's objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
    objective and fixed points), the whole loop with its E-steps and stopping rule one
    compiled program per structure (:mod:`.compiled`); ``solver="em"`` is Alg. 2 as written.
@@ -56,6 +58,7 @@ from typing import Literal, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import polygamma
 
 from ..._progress import tick
 from ...inference.backend import Backend, get_backend
@@ -85,6 +88,13 @@ __all__ = [
 
 #: ``tau = 3 / pi^2``: log-potential variance ``pi^2 / 6``, that of the log of an Exp(1) draw.
 DEFAULT_PRIOR_PRECISION = 3.0 / np.pi**2
+#: Tables with more cells than this get a Dirichlet prior of this many pseudo-records in all
+#: (``prior_cells``; :meth:`CGMEM.prior_precisions`): the papers' largest tables (k = 10
+#: pairs) keep the generative Dirichlet(1) prior.
+DEFAULT_PRIOR_CELLS = 100.0
+#: The smallest ``tau`` the spreading gives a cell (unless ``prior_precision`` is smaller):
+#: the prior keeps every cell's curvature, which bounds L-BFGS's iterations on large tables.
+MIN_SPREAD_PRECISION = 0.01
 #: ``a`` of ``pseudo_count="auto"`` where the noise swamps the counts (``b^2 >= N``).
 AUTO_PSEUDO_COUNT = 0.1
 _START_TOL = 1e-4  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
@@ -149,7 +159,7 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
         state.n,
         state.alpha,
         np.float64(problem.total),
-        np.float64(problem.lam),
+        np.asarray(problem.lam, dtype=np.float64),
         np.float64(problem.rho),
         np.float64(tol),
         state.acc,
@@ -175,7 +185,9 @@ def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) ->
 class CGMEM:
     """EM for CGMs (Alg. 2) with NLBP E-steps (Alg. 1): a release learner.
 
-    ``prior_precision``: ``tau`` of the Gaussian prior ``tau ||theta||^2``; ``pseudo_count``:
+    ``prior_precision``: ``tau`` of the Gaussian prior ``tau ||theta||^2``, spread over
+    tables of more than ``prior_cells`` cells (:meth:`prior_precisions`; ``solver="em"``
+    gives every cell the largest ``tau``); ``pseudo_count``:
     ``a`` of the conjugate prior ``beta (u^T theta - A(theta))``, ``beta = a`` times the
     cells of the largest clique, or ``"auto"``: ``a = 0.1 min(1, b^2 / N)``
     (:meth:`pseudo_records`; module docstring); ``solver``:
@@ -205,6 +217,7 @@ class CGMEM:
 
     inference: str | Backend = "junction_tree"
     prior_precision: float = DEFAULT_PRIOR_PRECISION
+    prior_cells: float | None = DEFAULT_PRIOR_CELLS
     pseudo_count: float | Literal["auto"] = "auto"
     solver: Literal["lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
@@ -225,6 +238,9 @@ class CGMEM:
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
             )
+        c = self.prior_cells
+        if c is not None and (isinstance(c, str) or not c > 0 or not np.isfinite(c)):
+            raise ValueError(f"prior_cells must be None or a finite number > 0, got {c!r}")
         a = self.pseudo_count
         if a != "auto" and (isinstance(a, str) or a < 0 or not np.isfinite(a)):
             raise ValueError(f"pseudo_count must be 'auto' or a finite number >= 0, got {a!r}")
@@ -238,6 +254,31 @@ class CGMEM:
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
+
+    def prior_precisions(self, mrf: MarkovRandomField) -> np.ndarray:
+        """``tau`` of each cell (flat, clique by clique) of the Gaussian prior. The default
+        ``tau = 3 / pi^2`` is the variance ``psi'(1) = pi^2 / 6`` of the log of a
+        Dirichlet(1) entry (module docstring): one pseudo-record per cell. On a table of
+        ``K > prior_cells`` cells that prior holds more pseudo-records than a real table's
+        cells hold records, and its pull on the many empty cells of a sparse table (about
+        ``2 tau |theta_i|`` records each, growing as ``theta_i`` falls) fills them with
+        mass the data do not have. There the ``prior_cells`` pseudo-records are spread over
+        the table as in BDeu (Heckerman, Geiger & Chickering 1995): Dirichlet(``alpha``),
+        ``alpha = prior_cells / K``, whose log-entries have variance ``psi'(alpha)``, so
+        ``tau_C = prior_precision * psi'(1) / psi'(alpha)``, at least
+        :data:`MIN_SPREAD_PRECISION` (the largest tables' cells would otherwise have almost
+        no curvature, and L-BFGS runs into its cap). ``prior_cells=None`` gives every cell
+        ``prior_precision``."""
+        out = []
+        for c in mrf.cliques:
+            cells = mrf.domain.size(c)
+            tau = self.prior_precision
+            if self.prior_cells is not None and cells > self.prior_cells:
+                alpha = self.prior_cells / cells
+                spread = tau * float(polygamma(1, 1.0) / polygamma(1, alpha))
+                tau = max(spread, min(tau, MIN_SPREAD_PRECISION))
+            out.append(np.full(cells, tau))
+        return np.concatenate(out)
 
     def pseudo_records(self, mrf: MarkovRandomField, release=None) -> float:
         """``beta`` of the conjugate prior: ``a`` times the cells of ``mrf``'s largest
@@ -352,7 +393,7 @@ class CGMEM:
             problem.y,
             problem.scales,
             np.float64(problem.total),
-            np.float64(problem.lam),
+            np.asarray(problem.lam, dtype=np.float64),
             np.float64(problem.rho),
             jnp.asarray(rp.scale),
             tuple(np.float64(t) for t in (problem.tol, problem.estep_tol, self.count_tol)),
@@ -406,7 +447,10 @@ class CGMEM:
             estep,
         )
         total = float(release.total)
-        lam, rho = self.prior_precision / total, self.pseudo_records(mrf, release) / total
+        rho = self.pseudo_records(mrf, release) / total
+        lam = self.prior_precisions(mrf) / total
+        if self.solver == "em":  # its M-step's solver takes one l2: the largest (see class)
+            lam = float(np.max(lam))
         problem = EMProblem(
             objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total)
         )

@@ -117,8 +117,8 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
         """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
         ``-grad F / N`` followed by ``-F / N``, the NLBP delta, its iterations and whether
         both BP runs of ``F`` converged (one host copy). NLBP starts from ``n0`` and the
-        last E-step's damping regrown by 2. Priors per record: ``lam = tau / N`` (Gaussian)
-        and ``rho = beta / N`` (conjugate)."""
+        last E-step's damping regrown by 2. Priors per record: ``lam = tau / N`` (Gaussian;
+        one per cell, or one for all) and ``rho = beta / N`` (conjugate)."""
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
@@ -132,7 +132,7 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
         kl = log_z - log_z_star
         for a, b, m in zip(shifted, theta, mu_star, strict=True):
             kl = kl + jnp.sum((a - b) * m)
-        value = fit / total - kl - lam * jnp.dot(flat_theta, flat_theta)
+        value = fit / total - kl - jnp.dot(flat_theta, lam * flat_theta)
         value = value + rho * (jnp.dot(uniform, flat_theta) - log_z)
         mu = concat_tables(mu)
         grad = concat_tables(mu_star) - mu - 2.0 * lam * flat_theta + rho * (uniform - mu)

@@ -6,8 +6,8 @@
 * :mod:`.workload`: workloads, the candidate set and the model-size filter.
 * :mod:`.schedule`: AIM's budget annealing (zCDP, and a pure-DP variant).
 * :mod:`.estimators`: the measurements as one release; the estimators refitted each round.
-* :mod:`.marginals`: many marginals of a model from one NumPy junction-tree calibration.
-* :mod:`.mle`: the MLE from clique marginals on that calibration (AIM's in-loop fits).
+* :mod:`.mle`: the MLE from clique marginals on a NumPy junction-tree calibration
+  (:mod:`pgm_dp.inference.queries`; AIM's in-loop fits).
 """
 
 from .aim import AIMResult, AIMRound, aim, model_marginals, select_marginal, should_anneal
@@ -18,7 +18,6 @@ from .estimators import (
     estimated_total,
     merged_release,
 )
-from .marginals import batch_marginals, calibrate, calibrated_beliefs
 from .mle import fit_tables
 from .mst import Selection, pair_scores, select_cliques, with_one_way
 from .schedule import Schedule
@@ -45,9 +44,6 @@ __all__ = [
     "estimated_total",
     "NaiveMLEEstimator",
     "LearnerEstimator",
-    "batch_marginals",
-    "calibrate",
-    "calibrated_beliefs",
     "fit_tables",
     "Selection",
     "select_cliques",

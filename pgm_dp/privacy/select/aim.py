@@ -49,6 +49,7 @@ import numpy as np
 from ..._progress import tqdm
 from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from ...errors import PrivacyParameterError
+from ...inference.queries import calibrated
 from ...rng import RngLike, as_generator
 from ...stats import contingency_table
 from ..accountant import Accountant, check_accountant
@@ -57,7 +58,6 @@ from ..budget import ZCDP, ApproxDP, Budget, PureDP
 from ..noise import zcdp_rho_within
 from ..release import NoisyMarginals, release_marginals
 from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
-from .marginals import batch_marginals
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques
 
@@ -143,7 +143,7 @@ def model_marginals(model: Any, cliques: Sequence[Clique]) -> list[np.ndarray]:
     from ...models.mrf import MarkovRandomField
 
     if isinstance(model, MarkovRandomField):
-        return batch_marginals(model, cliques)
+        return calibrated(model.junction_tree(), model.log_potentials).marginals(cliques)
     return [np.asarray(model.marginal(c), dtype=np.float64) for c in cliques]
 
 

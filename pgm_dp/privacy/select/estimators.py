@@ -11,7 +11,7 @@ mean of the noisy tables' sums (post-processing), or a public number the caller 
 
 An *estimator* is a callable ``(release, cliques, domain) -> model`` where the model has
 ``.marginal(q)`` (a :class:`~pgm_dp.models.MarkovRandomField` is also read in one batch,
-:func:`~pgm_dp.privacy.select.marginals.batch_marginals`). It may accept the keywords
+:mod:`pgm_dp.inference.queries`). It may accept the keywords
 ``previous`` (the last round's model, for a warm start) and ``final`` (the last fit, after
 the loop). :class:`NaiveMLEEstimator` (the default) and :class:`LearnerEstimator` (any
 release learner, e.g. CGM-EM) are provided. AIM itself estimates with Private-PGM (mirror

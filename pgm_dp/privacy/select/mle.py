@@ -38,7 +38,7 @@ import scipy.optimize
 from ..._config import one_blas_thread
 from ...domain import Clique, Domain
 from ...inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
-from .marginals import calibrate
+from ...inference.queries import calibrate_tables
 
 __all__ = ["fit_tables"]
 
@@ -103,7 +103,7 @@ def fit_tables(
         return [x[bounds[i] : bounds[i + 1]].reshape(s) for i, s in enumerate(shapes)]
 
     def value_and_grad(x):
-        beliefs, log_z = calibrate(jt, split(x))
+        beliefs, log_z = calibrate_tables(jt, split(x))
         tables, mu = list(beliefs), [None] * len(cliques)
         for n, source, axes, perm in reads:
             t = tables[source].sum(axis=axes) if axes else tables[source]
