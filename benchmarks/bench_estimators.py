@@ -24,13 +24,13 @@ import warnings
 
 import _repo  # noqa: F401  (the repository root on sys.path)
 import numpy as np
+from pgm_dp.selection import select_cliques
 
 from pgm_dp import MarkovRandomField, PureDP
 from pgm_dp.datasets import load_adult
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
-from pgm_dp.selection import select_cliques
 from pgm_dp.stats import contingency_table
 
 
