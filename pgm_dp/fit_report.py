@@ -72,8 +72,6 @@ def _expected_abs(noise) -> float:
 def independent_check(model, release) -> dict | None:
     """``S(fitted)``, ``S(independent)`` (module docstring) and the verdict, or ``None``
     when some variable has no one-way table to build the independent model from."""
-    from .privacy.select import batch_marginals
-
     attrs = release.domain.attributes
     one = {c[0]: np.asarray(release.noisy[c], float) for c in release.cliques if len(c) == 1}
     if set(one) != set(attrs):
@@ -81,7 +79,8 @@ def independent_check(model, release) -> dict | None:
     probs = {a: np.maximum(y, 0) / max(np.maximum(y, 0).sum(), 1e-300) for a, y in one.items()}
     n_hat = float(release.total)
     cliques = list(release.cliques)
-    fitted = batch_marginals(model, cliques)
+    tables = model.marginals(cliques)
+    fitted = [np.asarray(tables[tuple(c)]) for c in cliques]
     s_fit = s_ind = 0.0
     for c, q in zip(cliques, fitted, strict=True):
         y = np.asarray(release.noisy[c], float)
