@@ -53,9 +53,12 @@ def markdown(med: pd.DataFrame) -> str:
 
 
 def ratio_table(med: pd.DataFrame) -> str:
-    """pgm_dp's default fit over MST and over AIM, per (data, ε)."""
+    """pgm_dp's default fit over MST and over AIM, per (data, ε): ratios of the medians
+    (below 1: pgm_dp lower) and the difference of the held-out log-likelihoods (above 0:
+    pgm_dp higher). A blank: one of the two has no successful run in that cell."""
     head = ["data", "ε"] + [f"{lab} {p}/{q}" for _, lab in RATIOS for p, q in
                             (("pgmdp", "MST"), ("pgmdp", "AIM"))]  # fmt: skip
+    head += ["log-lik. pgmdp − MST", "log-lik. pgmdp − AIM"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (data, eps), g in med.groupby(["data", "eps"]):
         by = g.set_index("method")
@@ -64,6 +67,10 @@ def ratio_table(med: pd.DataFrame) -> str:
             for peer in ("mst", "aim"):
                 ok = "pgmdp" in by.index and peer in by.index
                 cells.append(f"{by.loc['pgmdp', metric] / by.loc[peer, metric]:.2f}" if ok else "")
+        for peer in ("mst", "aim"):
+            ok = "pgmdp" in by.index and peer in by.index
+            diff = by.loc["pgmdp", "loglik_test"] - by.loc[peer, "loglik_test"] if ok else None
+            cells.append(f"{diff:+.3f}" if ok else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -131,3 +131,78 @@ def test_harness_pgm_dp_side(tmp_path):
     assert row["loglik_test"] == pytest.approx(
         np.mean(np.log(joint[tuple(codes[480:].T)])), abs=1e-10
     )
+
+
+def _row(data, eps, seed, method, **kw):
+    return {"data": data, "eps": eps, "seed": seed, "method": method, "status": "ok", **kw}
+
+
+def test_rerun_drops_only_the_named_methods_rows(tmp_path):
+    """``--rerun pgmdp`` removes pgm_dp's rows of the selected cells and keeps the peers'."""
+    import bench_realdata as bench
+
+    path = tmp_path / "runs.csv"
+    rows = [_row(d, e, s, m, tvd2=0.1) for d in ("adult", "fair") for e in (0.3, 1.0)
+            for s in (0, 1) for m in ("pgmdp", "mst", "aim")]  # fmt: skip
+    for r in rows:
+        bench.append_run(path, r)
+    gone = bench.drop_runs(path, ["adult"], [1.0], range(2), ["pgmdp"])
+    left = bench.read_runs(path)
+    assert gone == 2 and len(left) == len(rows) - 2
+    assert not any(r["method"] == "pgmdp" and r["data"] == "adult" and float(r["eps"]) == 1.0
+                   for r in left)  # fmt: skip
+    assert sum(r["method"] == "pgmdp" for r in left) == 6
+    assert sum(r["method"] in ("mst", "aim") for r in left) == 16
+    assert bench.drop_runs(path, ["adult"], [1.0], range(2), ["pgmdp"]) == 0
+
+
+def test_rerun_arguments():
+    """``--rerun M`` alone runs only M; with ``--methods`` it adds M; bare ``--rerun``
+    reruns every selected method; without it nothing is rerun."""
+    import bench_realdata as bench
+
+    assert bench.parse(["--rerun", "pgmdp"]).methods == ["pgmdp"]
+    a = bench.parse(["--methods", "mst", "--rerun", "pgmdp"])
+    assert a.methods == ["mst", "pgmdp"] and a.rerun == ["pgmdp"]
+    a = bench.parse(["--methods", "mst", "aim", "--rerun"])
+    assert a.rerun == ["mst", "aim"]
+    assert bench.parse(["--methods", "mst"]).rerun is None
+
+
+def test_append_run_rewrites_an_older_layout(tmp_path):
+    """A runs.csv written with other columns is rewritten in the current layout first."""
+    import csv
+
+    import bench_realdata as bench
+
+    path = tmp_path / "runs.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["data", "eps", "seed", "method", "status", "tvd2"])
+        w.writeheader()
+        w.writerow(_row("fair", 1.0, 0, "mst", tvd2=0.05))
+    bench.append_run(path, _row("fair", 1.0, 0, "pgmdp", tvd2=0.04, cpu_s=3.0))
+    with open(path, newline="") as fh:
+        assert next(csv.reader(fh)) == bench.FIELDS
+    rows = bench.read_runs(path)
+    assert [(r["method"], r["tvd2"]) for r in rows] == [("mst", "0.05"), ("pgmdp", "0.04")]
+
+
+def test_report_medians_and_ratios():
+    """Medians over seeds (a repeated run: the last row counts), ratios pgm_dp / peer and
+    log-likelihood differences per cell; a cell without AIM leaves AIM's columns blank."""
+    from _realdata_report import ratio_table, summarise
+
+    metrics = dict(tvd3=0.2, tvd2_sample=0.1, tvd3_sample=0.2, maxrss_mb=1, score_s=1)
+    rows = []
+    for s, (p, m) in enumerate([(0.1, 0.2), (0.3, 0.4), (0.2, 0.1)]):
+        rows.append(_row("t", 1.0, s, "pgmdp", tvd2=p, cpu_s=1, loglik_test=-2, **metrics))
+        rows.append(_row("t", 1.0, s, "mst", tvd2=m, cpu_s=4, loglik_test=-3, **metrics))
+    rows.append(_row("t", 1.0, 2, "pgmdp", tvd2=0.9, cpu_s=1, loglik_test=-2, **metrics))
+    rows.append({**_row("t", 1.0, 0, "aim"), "status": "timeout"})
+    med = summarise(rows).set_index("method")
+    assert med.loc["pgmdp", "tvd2"] == pytest.approx(0.3)  # of 0.1, 0.3, 0.9
+    assert med.loc["mst", "tvd2"] == pytest.approx(0.2) and "aim" not in med.index
+    line = ratio_table(med.reset_index()).splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:4] == ["t", "1", "1.50", ""]
+    assert cells[-2:] == ["+1.000", ""]
