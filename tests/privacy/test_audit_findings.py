@@ -105,8 +105,9 @@ def test_cli_fit_records_everything_spent(csv):
     from pgm_dp.cli import main
     from pgm_dp.io import load_fit
 
-    base = ["fit", "--data", str(csv / "d.csv"), "--learner", "naive", "--seed", "3"]
-    assert main([*base, "--out", str(csv / "sel.npz")]) == 0  # MST selection + release
+    base = ["fit", "--data", str(csv / "d.csv"), "--learner", "naive", "--seed", "3",
+            "--categories-from-data"]  # fmt: skip
+    assert main([*base, "--out", str(csv / "sel.npz")]) == 0  # preparation, AIM, release
     assert load_fit(csv / "sel.npz").info["budget"].epsilon == pytest.approx(1.0)
     assert main([*base, "--cliques", "X0,X1", "--out", str(csv / "cl.npz")]) == 0
     assert load_fit(csv / "cl.npz").info["budget"].epsilon == pytest.approx(1.0)
@@ -142,6 +143,7 @@ def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
     monkeypatch.setattr(select, "select_cliques", spy(select.select_cliques))
     monkeypatch.setattr(pgm_dp.privacy, "release_marginals", spy(pgm_dp.privacy.release_marginals))
     argv = ["fit", "--data", str(csv / "d.csv"), "--learner", "naive", "--seed", "7",
+            "--selection", "mst", "--categories-from-data",
             "--out", str(csv / "s.npz")]  # fmt: skip
     assert main(argv) == 0
     assert len(states) >= 2 and states[0] != states[-1]
