@@ -2,8 +2,12 @@
 
 The learners' objectives are smooth and (for the MLE) convex, and their gradients come out
 of the same junction-tree pass as their values (``grad log Z`` is the model's marginals). So
-each fit is one JAX program: the start, L-BFGS (Nocedal & Wright 2006, Alg. 7.4/7.5: the
-two-loop recursion with memory ``m``) with a backtracking line search (Armijo's condition,
+each fit is one JAX program: the start, L-BFGS (Nocedal & Wright 2006, Alg. 7.5, memory
+``m``; the direction ``-H grad`` by the compact representation of Byrd, Nocedal & Schnabel
+1994, which equals Alg. 7.4's two-loop recursion in exact arithmetic but reads the
+``2 m x n`` memory in two matrix products instead of ``2 m`` dependent vector updates, and
+the loop's state is updated without branches, so no pass copies the memory) with a
+backtracking line search (Armijo's condition,
 quadratic interpolation, Nocedal & Wright Sec. 3.5; Hager & Zhang's approximate Wolfe test
 where float64 rounding hides the decrease), and the stopping rule, all inside one
 ``jax.lax.while_loop`` whose every pass evaluates the objective once: the program holds a
@@ -48,29 +52,36 @@ class LBFGSResult(NamedTuple):
     aux: object = None
 
 
-def _direction(grad, s_mem, y_mem, rho, head, count):
-    """``-H grad`` by the two-loop recursion (Nocedal & Wright Alg. 7.4) over the ``count``
-    newest pairs of the circular memory (newest at ``head - 1``), ``H_0 = gamma I`` with
-    ``gamma = s^T y / y^T y`` of the newest pair (Eq. 7.20; ``1`` with no pair)."""
-    memory = s_mem.shape[0]
+def _direction(grad, mem, sty, yty, products, head, count):
+    """``-H grad`` by the compact representation of the L-BFGS matrix (Byrd, Nocedal &
+    Schnabel 1994, Eq. 3.1; Nocedal & Wright Sec. 7.2) over the ``count`` newest pairs of
+    the circular memory ``mem = [S; Y]`` (newest at ``head - 1``), ``H_0 = gamma I`` with
+    ``gamma = s^T y / y^T y`` of the newest pair (Eq. 7.20; ``1`` with no pair):
 
-    def newest_first(i, carry):
-        q, alpha = carry
-        j = (head - 1 - i) % memory
-        a = jnp.where(i < count, rho[j] * jnp.dot(s_mem[j], q), 0.0)
-        return q - a * y_mem[j], alpha.at[j].set(a)
+        H g = gamma (g - Y w) + S p,   R w = S^T g,   R^T p = (D + gamma Y^T Y) w - gamma Y^T g,
 
-    q, alpha = jax.lax.fori_loop(0, memory, newest_first, (grad, jnp.zeros(memory)))
+    with ``R`` the upper triangle of ``S^T Y`` in the pairs' chronological order and ``D``
+    its diagonal. Equal to the two-loop recursion (Alg. 7.4) in exact arithmetic; it reads
+    the memory twice as two matrix products (``products = [S; Y] grad``, then one product
+    back) instead of ``2 m`` dependent vector updates. ``sty``, ``yty``: ``S^T Y`` and
+    ``Y^T Y`` in memory order."""
+    memory = sty.shape[0]
+    order = (head - count + jnp.arange(memory)) % memory  # oldest first
+    valid = jnp.arange(memory) < count
+    both = valid[:, None] & valid[None, :]
+    sty_c = sty[order][:, order]
+    eye = jnp.eye(memory, dtype=mem.dtype)
+    r = jnp.where(both, jnp.triu(sty_c), eye)
+    d = jnp.where(valid, jnp.diagonal(sty_c), 0.0)
+    u = jnp.where(valid, products[:memory][order], 0.0)
+    v = jnp.where(valid, products[memory:][order], 0.0)
     last = (head - 1) % memory
-    yy = jnp.dot(y_mem[last], y_mem[last])
-    gamma = jnp.where(count > 0, jnp.dot(s_mem[last], y_mem[last]) / jnp.maximum(yy, 1e-300), 1.0)
-
-    def oldest_first(i, r):
-        j = (head - count + i) % memory
-        b = rho[j] * jnp.dot(y_mem[j], r)
-        return jnp.where(i < count, r + s_mem[j] * (alpha[j] - b), r)
-
-    return -jax.lax.fori_loop(0, memory, oldest_first, gamma * q)
+    gamma = jnp.where(count > 0, sty[last, last] / jnp.maximum(yty[last, last], 1e-300), 1.0)
+    w = jax.scipy.linalg.solve_triangular(r, u, lower=False)
+    rhs = d * w + gamma * (jnp.where(both, yty[order][:, order], 0.0) @ w) - gamma * v
+    p = jax.scipy.linalg.solve_triangular(r, rhs, trans="T", lower=False)
+    coef = jnp.zeros(2 * memory, mem.dtype).at[order].set(p).at[memory + order].set(-gamma * w)
+    return -(gamma * grad + coef @ mem)
 
 
 class _State(NamedTuple):
@@ -79,9 +90,9 @@ class _State(NamedTuple):
     grad: jax.Array
     direction: jax.Array
     step: jax.Array
-    s_mem: jax.Array
-    y_mem: jax.Array
-    rho: jax.Array
+    mem: jax.Array
+    sty: jax.Array
+    yty: jax.Array
     head: jax.Array
     count: jax.Array
     iterations: jax.Array
@@ -135,9 +146,9 @@ def lbfgs_loop(
         grad=jnp.zeros_like(x0),
         direction=jnp.zeros_like(x0),
         step=jnp.asarray(0.0, x0.dtype),
-        s_mem=jnp.zeros((memory, n), x0.dtype),
-        y_mem=jnp.zeros((memory, n), x0.dtype),
-        rho=jnp.zeros(memory, x0.dtype),
+        mem=jnp.zeros((2 * memory, n), x0.dtype),
+        sty=jnp.zeros((memory, memory), x0.dtype),
+        yty=jnp.zeros((memory, memory), x0.dtype),
         head=jnp.asarray(0),
         count=jnp.asarray(0),
         iterations=jnp.asarray(0),
@@ -156,43 +167,53 @@ def lbfgs_loop(
         trial = st.x + st.step * st.direction
         new_value, new_grad, aux = evaluate(trial, aux, *args)
         ok = _accepts(st, st.value, slope, new_value, jnp.dot(new_grad, st.direction))
-
-        def rejected(st, *_):
-            step = _backtrack(st.step, st.value, slope, new_value)
-            return st._replace(step=step, backtracks=st.backtracks + 1)
-
-        branch = jnp.where(st.started, jnp.where(ok, 1, 2), 0)
-        new = jax.lax.switch(branch, (_first, _accept, rejected), st, trial, new_value, new_grad)
+        new = _advance(st, trial, new_value, new_grad, ok, slope)
         return new, aux, (ok | ~st.started) & done(new_grad, aux)
 
     st, aux, _ = jax.lax.while_loop(cond, body, (init, aux0, jnp.asarray(False)))
     return LBFGSResult(st.x, st.value, st.grad, st.iterations, aux if carry else None)
 
 
-def _first(st: _State, x0, value, grad) -> _State:
-    """The state at the start ``x0``: steepest descent, first step ``min(1, 1 / |grad|)``
-    (as L-BFGS-B)."""
-    step = jnp.minimum(1.0, 1.0 / jnp.maximum(jnp.linalg.norm(grad), 1e-300))
-    return st._replace(
-        x=x0, value=value, grad=grad, direction=-grad, step=step, started=jnp.asarray(True)
-    )
-
-
-def _accept(st: _State, trial, new_value, new_grad) -> _State:
-    """The state after accepting ``trial``: the pair ``(s, y)`` enters the memory when
-    ``s^T y > 0`` (curvature; skipped otherwise), then the new direction, unit step."""
+def _advance(st: _State, trial, new_value, new_grad, ok, slope) -> _State:
+    """The state after one evaluation, without branches on the memory (a ``lax.switch``
+    over the whole state copies the memory every pass). At the start ``x0``: steepest
+    descent, first step ``min(1, 1 / |grad|)`` (as L-BFGS-B). After an accepted ``trial``:
+    the pair ``(s, y)`` enters the memory when ``s^T y > 0`` (curvature; skipped
+    otherwise), then the new direction, unit step. After a rejected one: the backtracked
+    step (:func:`_backtrack`)."""
+    first = ~st.started
+    accepted = st.started & ok
     s, y = trial - st.x, new_grad - st.grad
-    sy = jnp.dot(s, y)
-    good = sy > 1e-12 * jnp.dot(y, y)
-    memory = st.s_mem.shape[0]
-    s_mem = st.s_mem.at[st.head].set(jnp.where(good, s, st.s_mem[st.head]))
-    y_mem = st.y_mem.at[st.head].set(jnp.where(good, y, st.y_mem[st.head]))
-    rho = st.rho.at[st.head].set(jnp.where(good, 1.0 / jnp.where(good, sy, 1.0), st.rho[st.head]))
-    head = jnp.where(good, (st.head + 1) % memory, st.head)
+    good = accepted & (jnp.dot(s, y) > 1e-12 * jnp.dot(y, y))
+    memory, h = st.sty.shape[0], st.head
+    mem = st.mem.at[h].set(jnp.where(good, s, st.mem[h]))  # rows written in place
+    mem = mem.at[memory + h].set(jnp.where(good, y, mem[memory + h]))
+    prod = mem @ jnp.stack([s, y, new_grad], axis=1)  # one pass over the memory
+    s_y, y_s, y_y = prod[:memory, 1], prod[memory:, 0], prod[memory:, 1]
+    sty = jnp.where(good, st.sty.at[:, h].set(s_y).at[h, :].set(y_s), st.sty)
+    yty = jnp.where(good, st.yty.at[:, h].set(y_y).at[h, :].set(y_y), st.yty)
+    head = jnp.where(good, (h + 1) % memory, h)
     count = jnp.where(good, jnp.minimum(st.count + 1, memory), st.count)
-    direction = _direction(new_grad, s_mem, y_mem, rho, head, count)
+    direction = _direction(new_grad, mem, sty, yty, prod[:, 2], head, count)
+    norm = jnp.maximum(jnp.linalg.norm(new_grad), 1e-300)
+    step = jnp.where(
+        first,
+        jnp.minimum(1.0, 1.0 / norm),
+        jnp.where(ok, 1.0, _backtrack(st.step, st.value, slope, new_value)),
+    ).astype(st.step.dtype)
+    moved = first | accepted
     return _State(
-        trial, new_value, new_grad, direction, jnp.ones_like(st.step),
-        s_mem, y_mem, rho, head, count, st.iterations + 1, jnp.zeros_like(st.backtracks),
-        st.started,
-    )  # fmt: skip
+        x=jnp.where(moved, trial, st.x),
+        value=jnp.where(moved, new_value, st.value),
+        grad=jnp.where(moved, new_grad, st.grad),
+        direction=jnp.where(first, -new_grad, jnp.where(accepted, direction, st.direction)),
+        step=step,
+        mem=mem,
+        sty=sty,
+        yty=yty,
+        head=head,
+        count=count,
+        iterations=st.iterations + accepted.astype(st.iterations.dtype),
+        backtracks=jnp.where(moved, 0, st.backtracks + 1).astype(st.backtracks.dtype),
+        started=jnp.asarray(True),
+    )
