@@ -247,7 +247,7 @@ def parse(argv=None):
     ap.add_argument("--data", nargs="+", default=["adult", "nass", "mpls", "fair"],
                     choices=sorted(DATASETS))  # fmt: skip
     ap.add_argument("--methods", nargs="+", default=None, choices=METHODS,
-                    help="default: all; pgmdp-cgm if cgm is not the default")  # fmt: skip
+                    help="default: all but the pgmdp-LEARNER that repeats pgmdp")  # fmt: skip
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..SEEDS-1")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/realdata"))
@@ -274,7 +274,7 @@ def parse(argv=None):
         if a.rerun:
             a.methods = list(a.rerun)
         else:
-            a.methods = [m for m in METHODS if m != "pgmdp-cgm" or _default_learner() != "cgm"]
+            a.methods = [m for m in METHODS if m != f"pgmdp-{_default_learner()}"]
     if a.rerun == []:
         a.rerun = list(a.methods)
     elif a.rerun:
@@ -283,10 +283,10 @@ def parse(argv=None):
 
 
 def _default_learner() -> str:
-    """The learner ``pgm-dp fit`` uses without ``--learner``."""
-    from pgm_dp.cli import build_parser
+    """The learner ``pgm-dp fit --data`` uses without ``--learner``."""
+    from pgm_dp.cli.fit import DEFAULT_LEARNER
 
-    return build_parser(["fit"]).parse_args(["fit", "--data", __file__]).learner
+    return DEFAULT_LEARNER["data"]
 
 
 def main(argv=None) -> None:
