@@ -340,7 +340,7 @@ def _plot_chains(plt, site, path: Path) -> None:
 
 
 #: ``--quick``: at most this many releases per setting, warm-up steps and draws (1 chain).
-QUICK = {"releases": 3, "num_warmup": 150, "num_samples": 300}
+QUICK = {"releases": 2, "num_warmup": 100, "num_samples": 200}
 
 
 def _calibrate_cli(a) -> None:
