@@ -325,3 +325,28 @@ def test_prising_estimate_refuses_bad_outcomes(files, capsys, outcomes, message)
                  "--outcomes", str(files / "bad_o.csv"), "--epsilon", "1"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow  # NUTS's compile on the exact path: about a minute on a shared CPU
+def test_posterior_of_a_release_over_a_subset_of_a_wide_domain(tmp_path, capsys):
+    """A release of one pair of a domain of 2 * 2 * 20^3 = 32000 joint states; the posterior
+    (NUTS by default, short here) has the variables as dims and their labels as coords."""
+    import numpy as np
+
+    gen = np.random.default_rng(0)
+    wide = pd.DataFrame({f"W{i}": gen.integers(0, 20, 300) for i in range(3)})
+    wide["A"] = gen.choice(["no", "yes"], 300)
+    wide["B"] = gen.integers(0, 2, 300)
+    wide.to_csv(tmp_path / "wide.csv", index=False)
+    t = str(tmp_path)
+    assert main(["release", "--data", f"{t}/wide.csv", "--cliques", "A,B", "--epsilon", "1",
+                 "--seed", "0", "--out", f"{t}/r.json"]) == 0  # fmt: skip
+    args = build_parser().parse_args(["posterior", "--release", f"{t}/r.json"])
+    assert (args.method, args.covariance) == ("nuts", "auto")
+    assert main(["posterior", "--release", f"{t}/r.json", "--draws", "20", "--warmup", "20",
+                 "--chains", "1", "--covariance", "exact", "--out", t]) == 0  # fmt: skip
+    assert "predictive p-value A,B" in capsys.readouterr().out
+    tree = xr.open_datatree(f"{t}/posterior.nc", engine="h5netcdf")
+    site = tree.posterior["marginal:A,B"]
+    assert site.dims == ("chain", "draw", "A", "B") and list(site.A.values) == ["no", "yes"]
+    assert "marginal:A,B[yes, 1]" in set(pd.read_csv(f"{t}/summary.csv").iloc[:, 0])

@@ -63,6 +63,7 @@ __all__ = [
     "prepare",
     "mean_map",
     "joint_features",
+    "touched_domain",
     "enumerated_covariance",
     "MAX_STATES",
     "plugin_covariance",
@@ -161,10 +162,17 @@ def plugin_covariance(problem: Problem, theta, chunk: int = 100) -> np.ndarray:
     return 0.5 * (sigma + sigma.T)
 
 
+def touched_domain(domain, cliques):
+    """``domain`` restricted to the variables of ``cliques``."""
+    return domain.project({v for c in cliques for v in c})
+
+
 @functools.lru_cache(maxsize=32)
 def joint_features(jt: JunctionTree, cliques: tuple[Clique, ...]) -> np.ndarray:
-    """``Phi``: one row per joint state (domain order), the stacked clique indicators."""
-    dom = jt.domain
+    """``Phi``: one row per joint state of the variables the cliques touch (domain order),
+    the stacked clique indicators. A variable in no clique is independent of the rest and
+    uniform under the model, so leaving it out changes neither ``mu`` nor ``Sigma``."""
+    dom = touched_domain(jt.domain, cliques)
     if math.prod(dom.shape) > MAX_STATES:
         raise ModelTooLargeError(
             f"the exact covariance enumerates {math.prod(dom.shape)} joint states "

@@ -41,7 +41,9 @@ from ..learners.mle import fit_marginals
 from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
 from ..models.tables import flatten_tables
+from .labels import dim_name, posterior_dims
 from .model import (
+    MAX_STATES,
     PRIOR_SCALE,
     Problem,
     mean_map,
@@ -49,6 +51,7 @@ from .model import (
     prepare,
     release_model,
     site_name,
+    touched_domain,
 )
 from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
 
@@ -292,7 +295,9 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
         laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
     )
     if covariance == "auto":
-        covariance = "exact" if problem.size <= EXACT_LIMIT else "plugin"
+        states = touched_domain(mrf.domain, mrf.cliques).size()
+        small = problem.size <= EXACT_LIMIT and states <= MAX_STATES
+        covariance = "exact" if small else "plugin"
     if covariance not in ("exact", "plugin"):
         raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
     if covariance == "plugin":
@@ -340,7 +345,8 @@ def posterior(
 
     ``noise_aware=False`` ignores the privacy noise (the release is taken as the true counts),
     for contrast. ``covariance``: ``"exact"``, ``"plugin"`` or ``"auto"`` (exact up to
-    :data:`EXACT_LIMIT` cells); see :mod:`pgm_dp.bayes.model`. ``laplace_noise``, on the
+    :data:`EXACT_LIMIT` cells and :data:`~pgm_dp.bayes.model.MAX_STATES` joint states of the
+    variables the cliques touch); see :mod:`pgm_dp.bayes.model`. ``laplace_noise``, on the
     plug-in path with NUTS (the exact path always keeps the scale mixture): ``"exact"``,
     latent counts and the Laplace density (:func:`_latent_counts`; NUTS needs many more
     leapfrog steps, ``docs/bayes.md``), ``"gaussian"``, a Gaussian of the noise's variance,
@@ -374,7 +380,8 @@ def posterior(
     pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
     groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
-    idata = from_dict(groups)
+    dims, coords = posterior_dims(mrf.domain, mrf.cliques, draws)
+    idata = from_dict(groups, dims=dims, coords=coords)
     idata.posterior.attrs.update(
         method=method,
         covariance=kw["covariance"],
@@ -385,9 +392,14 @@ def posterior(
 
 
 def posterior_marginals(idata: DataTree, mrf: MarkovRandomField) -> dict:
-    """``{clique: posterior mean table}`` from ``idata``'s ``marginal:...`` sites."""
+    """``{clique: posterior mean table}`` from ``idata``'s ``marginal:...`` sites (axes in
+    the clique's order)."""
     post = idata.posterior
-    return {c: np.asarray(post[site_name(c)].mean(("chain", "draw"))) for c in mrf.cliques}
+    out = {}
+    for c in mrf.cliques:
+        site = post[site_name(c)].mean(("chain", "draw"))
+        out[c] = np.asarray(site.transpose(*[dim_name(v) for v in c]))
+    return out
 
 
 @dataclass(frozen=True)

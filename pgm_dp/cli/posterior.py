@@ -1,7 +1,8 @@
 """``pgm-dp posterior``: a noise-aware posterior of a release, with its diagnostics.
 
 Reads a release JSON (``pgm-dp release``), fits :func:`pgm_dp.bayes.posterior` over the
-release's cliques and writes into ``--out``: the posterior as ArviZ netCDF
+release's cliques (NUTS by default; a release over a few variables of a wide domain is fitted
+on those variables' joint) and writes into ``--out``: the posterior as ArviZ netCDF
 (``posterior.nc``, an ``xarray.DataTree``: ``xarray.open_datatree``), ``arviz_stats.summary``
 of the clique marginals (``summary.csv``: means, sd, 89 % equal-tailed intervals, R-hat,
 bulk / tail ESS, MCSE) and the posterior predictive check of the posterior mean
@@ -29,7 +30,8 @@ def _run(args) -> None:
     with open(args.release) as fh:
         rel = NoisyMarginals.from_json(fh.read())
     mrf = MarkovRandomField(rel.domain, rel.cliques)
-    say(f"posterior ({args.method}) of {len(rel.cliques)} released tables ...")
+    how = f"{args.method}, covariance {args.covariance}"
+    say(f"posterior ({how}) of {len(rel.cliques)} released tables ...")
     idata = posterior(
         rel,
         mrf,
@@ -38,6 +40,8 @@ def _run(args) -> None:
         num_samples=args.draws,
         num_chains=args.chains,
         rng=args.seed,
+        covariance=args.covariance,
+        laplace_noise=args.laplace_noise,
     )
     out = Path(args.out)
     idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
@@ -63,8 +67,19 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--release", type=_args.release_file, required=True, help="a release JSON")
     p.add_argument(
-        "--method", choices=["laplace", "nuts"], default="laplace", help="posterior method"
-    )
+        "--method", choices=["nuts", "laplace"], default="nuts",
+        help="posterior method: NUTS (default, as the library) or the Laplace approximation",
+    )  # fmt: skip
+    p.add_argument(
+        "--covariance", choices=["auto", "exact", "plugin"], default="auto",
+        help="the counts' covariance: exact (small models), plug-in (frozen at the MAP; "
+        "large models) or auto (exact up to 64 cells and 4096 joint states)",
+    )  # fmt: skip
+    p.add_argument(
+        "--laplace-noise", choices=["auto", "exact", "gaussian"], default="auto",
+        help="NUTS on the plug-in path: Laplace noise kept exact (latent counts) or a "
+        "Gaussian of its variance (auto: exact up to 64 cells)",
+    )  # fmt: skip
     p.add_argument("--draws", type=_args.int_at_least(10), default=1000, help="draws per chain")
     p.add_argument("--warmup", type=_args.int_at_least(0), default=500, help="NUTS warm-up")
     p.add_argument("--chains", type=_args.int_at_least(1), default=4, help="NUTS chains")

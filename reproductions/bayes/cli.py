@@ -41,7 +41,11 @@ def _add_options(p) -> None:
         help="calibration: the posterior's covariance path (plugin: the large-model path)",
     )  # fmt: skip
     p.add_argument("--N", type=int, default=None, help="records (unset: 1000; example: 10000)")
-    p.add_argument("--quick", action="store_true", help="a small, fast run")
+    p.add_argument(
+        "--quick", action="store_true",
+        help="a small, fast run (calibration: at most 2 releases per setting, 100 warm-up "
+        "steps and 200 draws, no extra NUTS releases)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of every draw")
     p.add_argument(
         "--out", type=output_dir, default="pgm_dp_results", help="folder for CSV and plots"

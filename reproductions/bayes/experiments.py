@@ -99,7 +99,9 @@ def _coverage(idata, truth: MarkovRandomField) -> tuple[dict, list]:
     return {lv: float(np.mean(v)) for lv, v in covered.items()}, ranks
 
 
-def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts, covariance="auto"):
+def _one(mech, eps, rep, N, T, k, seed, method, draws, nuts, covariance="auto"):
+    """The coverage rows and SBC ranks of one release (``draws``: warm-up and draws)."""
+    num_warmup, num_samples = draws
     rows, ranks = [], []
     truth = small_chain(T, k, derived_generator(seed, "truth", mech, eps, rep))
     data = truth.sample(N, derived_generator(seed, "data", mech, eps, rep))
@@ -111,7 +113,7 @@ def _one(mech, eps, rep, N, T, k, seed, method, num_samples, nuts, covariance="a
     runs = [(method, True), (method, False), *extra]
     for how, aware in runs:
         idata = posterior(
-            rel, truth, method=how, num_samples=num_samples, num_warmup=300, num_chains=1,
+            rel, truth, method=how, num_samples=num_samples, num_warmup=num_warmup, num_chains=1,
             rng=rep, noise_aware=aware, covariance=covariance,
         )  # fmt: skip
         cov, r = _coverage(idata, truth)
@@ -137,9 +139,10 @@ def run_calibration(
     progress: bool = True,
     out_dir: str | Path | None = "pgm_dp_results",
     covariance: str = "auto",
+    num_warmup: int = 300,
 ) -> CalibrationResult:
     """Coverage of credible intervals over synthetic releases (see the module docstring),
-    by ``method`` (``"nuts"``: 1 chain, 300 warm-up steps, ``num_samples`` draws; or
+    by ``method`` (``"nuts"``: 1 chain, ``num_warmup`` warm-up steps, ``num_samples`` draws; or
     ``"laplace"``); with the Laplace method the first ``nuts_releases`` releases of each
     setting are also fitted by NUTS. ``covariance``: :func:`~pgm_dp.bayes.posterior`'s
     (``"plugin"`` checks the large-model path on the small model)."""
@@ -151,7 +154,8 @@ def run_calibration(
         for mech in mechanisms:
             for eps in epsilons:
                 for rep in range(releases):
-                    args = (N, T, k, seed, method, num_samples, rep < nuts_releases, covariance)
+                    draws = (num_warmup, num_samples)
+                    args = (N, T, k, seed, method, draws, rep < nuts_releases, covariance)
                     r, rk = _one(mech, eps, rep, *args)
                     rows += r
                     if mech == mechanisms[0] and eps == epsilons[0]:
@@ -335,11 +339,23 @@ def _plot_chains(plt, site, path: Path) -> None:
     plt.close("all")
 
 
+#: ``--quick``: at most this many releases per setting, warm-up steps and draws (1 chain).
+QUICK = {"releases": 2, "num_warmup": 100, "num_samples": 200}
+
+
 def _calibrate_cli(a) -> None:
-    releases, nuts = (10, 0) if a.quick else (a.releases, a.nuts_releases)
+    draws = {"num_warmup": 300, "num_samples": 1000}
+    releases, nuts = a.releases, a.nuts_releases
+    if a.quick:
+        releases, nuts = min(releases, QUICK["releases"]), 0
+        draws = {"num_warmup": QUICK["num_warmup"], "num_samples": QUICK["num_samples"]}
+        print(
+            f"quick: {releases} releases per setting, {draws['num_warmup']} warm-up steps and "
+            f"{draws['num_samples']} draws (1 chain); coverage is a rough check at this size"
+        )
     res = run_calibration(
         a.mechanisms, a.eps, releases, a.N, method=a.method, nuts_releases=nuts, seed=a.seed,
-        out_dir=a.out, covariance=a.covariance,
+        out_dir=a.out, covariance=a.covariance, **draws,
     )  # fmt: skip
     table = res.summary.pivot_table(
         index=["mechanism", "epsilon"], columns=["method", "aware", "level"], values="mean"

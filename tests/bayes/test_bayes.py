@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import binom
 
 from pgm_dp import Domain, MarkovRandomField
-from pgm_dp.bayes import PRIOR_SCALE, posterior
+from pgm_dp.bayes import PRIOR_SCALE, posterior, posterior_marginals
 from pgm_dp.bayes.checks import predictive_check
 from pgm_dp.learners import get
 from pgm_dp.privacy import PureDP, release_marginals
@@ -222,3 +222,31 @@ def test_plugin_covariance_is_gauge_invariant_at_large_potentials():
     reference = plugin_covariance(problem, theta)
     assert np.abs(reference).max() > 0.1
     np.testing.assert_allclose(plugin_covariance(problem, theta + shift), reference, atol=1e-8)
+
+
+def test_posterior_speaks_the_domain_labels_and_fits_a_subset_of_a_wide_domain():
+    """Named dims and coords from the domain's labels (codes where a variable has none), and
+    a release over two variables of a domain of 2 * 3 * 20^3 = 48000 joint states: the exact
+    covariance enumerates only the 6 states of the variables the release touches."""
+    import arviz_stats
+
+    labels = {"A": ["no", "yes"], "B": ["lo", "mid", "hi"]}
+    dom = Domain(["A", "B", "W1", "W2", "W3"], [2, 3, 20, 20, 20], labels=labels)
+    truth = MarkovRandomField(dom, [("A", "B"), ("B",)])
+    rel = release_marginals(truth.sample(400, rng=0), truth, budget=PureDP(1.0), rng=1)
+    idata = posterior(rel, truth, method="laplace", num_samples=200, num_chains=2, rng=0)
+    post = idata.posterior
+    assert post.attrs["covariance"] == "exact"
+    assert post["marginal:A,B"].dims == ("chain", "draw", "A", "B")
+    assert list(post["marginal:B"].dims) == ["chain", "draw", "B"]
+    assert list(post.coords["A"].values) == ["no", "yes"]
+    assert list(post.coords["B"].values) == ["lo", "mid", "hi"]
+    assert list(post.coords["cell"].values[:2]) == ["A=no,B=lo", "A=no,B=mid"]
+    assert idata.posterior_predictive["y"].dims == ("chain", "draw", "cell")
+    table = arviz_stats.summary(idata, var_names=["marginal:A,B"])
+    assert "marginal:A,B[yes, hi]" in table.index
+    cell = float(post["marginal:A,B"].sel(A="yes", B="hi").mean())
+    assert cell == pytest.approx(float(table.loc["marginal:A,B[yes, hi]", "mean"]), abs=0.01)
+    means = posterior_marginals(idata, truth)
+    assert means[("A", "B")].shape == (2, 3)
+    assert means[("B",)] == pytest.approx(means[("A", "B")].sum(0), abs=0.02)
