@@ -224,6 +224,7 @@ def test_plugin_covariance_is_gauge_invariant_at_large_potentials():
     np.testing.assert_allclose(plugin_covariance(problem, theta + shift), reference, atol=1e-8)
 
 
+@pytest.mark.slow  # NUTS compiles for ~25 s
 def test_posterior_speaks_the_domain_labels_and_fits_a_subset_of_a_wide_domain():
     """Named dims and coords from the domain's labels (codes where a variable has none), and
     a release over two variables of a domain of 2 * 3 * 20^3 = 48000 joint states: the exact
