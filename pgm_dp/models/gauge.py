@@ -28,7 +28,7 @@ import numpy as np
 from ..domain import Clique, Domain
 from .tables import table_layout, table_offsets
 
-__all__ = ["gauge_projector", "projection_groups", "shared_subsets"]
+__all__ = ["gauge_projector", "projection_groups", "shared_subsets", "unflat_shared"]
 
 
 def shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
@@ -100,7 +100,7 @@ def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
         for (shape, axes, cells, ids), (comp, flat) in zip(groups, comps, strict=True):
             w = math.prod(shape) / flat.shape[1]
             g = flat - lam[s_off[ids][:, None] + np.arange(flat.shape[1])] / w
-            back = _unflat(g, comp.shape, axes, len(shape))
+            back = unflat_shared(g, comp.shape, axes, len(shape))
             np.subtract.at(
                 out, cells, np.broadcast_to(back, (len(ids), *shape)).reshape(len(ids), -1)
             )
@@ -109,10 +109,11 @@ def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
     return project
 
 
-def _unflat(g, comp_shape, axes, ndim):
-    """``g`` (rows, cells of the set in canonical order) back to ``comp_shape``."""
+def unflat_shared(g, comp_shape, axes, ndim):
+    """``g`` (rows, cells of the set in canonical order) back to ``comp_shape``; a NumPy or
+    a JAX array (array methods only, so the traced projector shares it)."""
     canon = g.reshape(comp_shape[0], *(comp_shape[1 + a] for a in axes))
     rest = [1 + a for a in range(ndim) if a not in axes]
     perm = (0, *(1 + a for a in axes), *rest)
     full = canon.reshape(canon.shape + (1,) * len(rest))
-    return np.transpose(full, np.argsort(perm))
+    return full.transpose(tuple(int(i) for i in np.argsort(perm)))

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._config import jit_program
 from ...domain import Domain
-from ...models.gauge import projection_groups, shared_subsets
+from ...models.gauge import projection_groups, shared_subsets, unflat_shared
 from ...models.tables import concat_tables, table_layout, table_offsets
 from ..lbfgs import lbfgs_loop
 
@@ -73,21 +73,12 @@ def traced_gauge_projector(domain: Domain, cliques):
         lam = total / divisor if total.size else total
         for (shape, axes, cells, ids), (comp, flat, where) in zip(groups, parts, strict=True):
             g = flat - lam[where] / (math.prod(shape) / flat.shape[1])
-            back = _unflat(g, comp.shape, axes, len(shape))
+            back = unflat_shared(g, comp.shape, axes, len(shape))
             back = jnp.broadcast_to(back, (len(ids), *shape)).reshape(len(ids), -1)
             out = out.at[cells].add(-back)
         return out
 
     return project
-
-
-def _unflat(g, comp_shape, axes, ndim):
-    """``g`` (rows, cells of the set in canonical order) back to ``comp_shape``."""
-    canon = g.reshape(comp_shape[0], *(comp_shape[1 + a] for a in axes))
-    rest = [1 + a for a in range(ndim) if a not in axes]
-    perm = (0, *(1 + a for a in axes), *rest)
-    full = canon.reshape(canon.shape + (1,) * len(rest))
-    return jnp.transpose(full, tuple(int(i) for i in np.argsort(perm)))
 
 
 @functools.lru_cache(maxsize=32)
