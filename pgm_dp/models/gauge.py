@@ -28,7 +28,14 @@ import numpy as np
 from ..domain import Clique, Domain
 from .tables import table_layout, table_offsets
 
-__all__ = ["gauge_projector", "projection_groups", "shared_subsets", "unflat_shared"]
+__all__ = [
+    "gauge_projector",
+    "projection_groups",
+    "projection_plan",
+    "shared_components",
+    "shared_subsets",
+    "unflat_shared",
+]
 
 
 def shared_subsets(domain: Domain, cliques) -> dict[tuple, list[int]]:
@@ -62,27 +69,37 @@ def projection_groups(domain: Domain, cliques, shared):
     return out
 
 
+def projection_plan(domain: Domain, cliques) -> tuple[list[int], np.ndarray, list, np.ndarray]:
+    """What the projector needs of the structure: each shared set's cell count and offset,
+    the (clique, shared set) groups, and each set's summed inverse weight."""
+    shared = shared_subsets(domain, cliques)
+    s_cells = [math.prod(domain.sizes(s)) for s in shared]
+    groups = projection_groups(domain, cliques, shared)
+    inv_w = np.zeros(len(shared))
+    for shape, _axes, _, ids in groups:
+        np.add.at(inv_w, ids, s_cells[ids[0]] / math.prod(shape) if len(ids) else 0.0)
+    return s_cells, table_offsets(s_cells), groups, inv_w
+
+
+def shared_components(x, shape, axes, cells):
+    """The component of each group's tables along its shared set's directions (NumPy or
+    JAX ``x``: array methods only)."""
+    t = x[cells].reshape(len(cells), *shape)
+    other = tuple(1 + a for a in range(len(shape)) if a not in axes)
+    comp = t.mean(axis=other, keepdims=True) if other else t
+    for a in axes:
+        comp = comp - comp.mean(axis=1 + a, keepdims=True)
+    return comp
+
+
 def gauge_projector(domain: Domain, cliques: tuple[Clique, ...]) -> Callable:
     """The orthogonal projection of flat log-potentials (clique order, each table raveled)
     onto the complement of the gauge directions (module docstring); vectorised per group of
     equally shaped (clique, shared set) pairs."""
-    shared = shared_subsets(domain, cliques)
-    s_cells = [math.prod(domain.sizes(s)) for s in shared]
-    s_off = table_offsets(s_cells)
-    groups = projection_groups(domain, cliques, shared)
+    s_cells, s_off, groups, inv_w = projection_plan(domain, cliques)
     layout = table_layout(domain, tuple(cliques))
     sizes, starts = layout.sizes, layout.offsets[:-1]
-    inv_w = np.zeros(len(shared))
-    for shape, _axes, _, ids in groups:
-        np.add.at(inv_w, ids, s_cells[ids[0]] / math.prod(shape) if len(ids) else 0.0)
-
-    def components(x, shape, axes, cells):
-        t = x[cells].reshape(len(cells), *shape)
-        other = tuple(1 + a for a in range(len(shape)) if a not in axes)
-        comp = t.mean(axis=other, keepdims=True) if other else t
-        for a in axes:
-            comp = comp - comp.mean(axis=1 + a, keepdims=True)
-        return comp
+    components = shared_components
 
     def project(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)

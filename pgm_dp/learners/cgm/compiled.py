@@ -24,8 +24,8 @@ import numpy as np
 
 from ..._config import jit_program
 from ...domain import Domain
-from ...models.gauge import projection_groups, shared_subsets, unflat_shared
-from ...models.tables import concat_tables, table_layout, table_offsets
+from ...models.gauge import projection_plan, shared_components, unflat_shared
+from ...models.tables import concat_tables, table_layout
 from ..lbfgs import lbfgs_loop
 
 __all__ = ["em_lbfgs_program", "traced_gauge_projector"]
@@ -39,25 +39,12 @@ def traced_gauge_projector(domain: Domain, cliques):
     same orthogonal projection off the gauge directions, for use inside the compiled
     loop."""
     cliques = tuple(cliques)
-    shared = shared_subsets(domain, cliques)
-    s_cells = [math.prod(domain.sizes(s)) for s in shared]
-    s_off = table_offsets(s_cells)
-    groups = projection_groups(domain, cliques, shared)
+    s_cells, s_off, groups, inv_w = projection_plan(domain, cliques)
     layout = table_layout(domain, cliques)
     sizes = layout.sizes
     segment = np.repeat(np.arange(len(sizes)), sizes)
-    inv_w = np.zeros(len(shared))
-    for shape, _axes, _, ids in groups:
-        np.add.at(inv_w, ids, s_cells[ids[0]] / math.prod(shape) if len(ids) else 0.0)
     divisor = np.repeat(inv_w, s_cells)
-
-    def components(x, shape, axes, cells):
-        t = x[cells].reshape(len(cells), *shape)
-        other = tuple(1 + a for a in range(len(shape)) if a not in axes)
-        comp = t.mean(axis=other, keepdims=True) if other else t
-        for a in axes:
-            comp = comp - comp.mean(axis=1 + a, keepdims=True)
-        return comp
+    components = shared_components
 
     def project(x):
         means = jax.ops.segment_sum(x, segment, num_segments=len(sizes)) / sizes

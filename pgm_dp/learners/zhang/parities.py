@@ -51,15 +51,21 @@ from ...errors import PrivacyParameterError
 from ...privacy import (
     ZCDP,
     Accountant,
-    ApproxDP,
     Budget,
     PureDP,
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
 )
-from ...privacy.noise import zcdp_rho_within
 from ...rng import RngLike
-from .pmw import check_sizes, checked_parities, parity_queries, parity_sums, pmw_plan, pmw_release
+from .pmw import (
+    _rho_of,
+    check_sizes,
+    checked_parities,
+    parity_queries,
+    parity_sums,
+    pmw_plan,
+    pmw_release,
+)
 
 __all__ = ["ParityRelease", "error_bounds", "release_parities"]
 
@@ -140,11 +146,3 @@ def release_parities(
 def _width(data) -> int:
     shape = np.shape(data)
     return int(shape[1]) if len(shape) == 2 else 0
-
-
-def _rho_of(budget: Budget) -> float:
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, ApproxDP):
-        return zcdp_rho_within(budget)
-    raise PrivacyParameterError(f"need a ZCDP or ApproxDP budget, got {budget!r}")

@@ -143,7 +143,7 @@ def _rho_of(budget: Budget) -> float:
         return budget.rho
     if isinstance(budget, ApproxDP):
         return zcdp_rho_within(budget)
-    raise PrivacyParameterError(f"PMW needs a ZCDP or ApproxDP budget, got {budget!r}")
+    raise PrivacyParameterError(f"need a ZCDP or ApproxDP budget, got {budget!r}")
 
 
 def _svt_plans(sens: float, eps0: float, alpha: float) -> tuple[LatticePlan, LatticePlan]:
