@@ -128,3 +128,18 @@ def test_forced_pmw_keeps_its_bound_and_a_wrong_budget_is_refused_before_chargin
 def test_per_query_noise_wins_the_bounds_for_few_queries_and_many_records():
     bounds = error_bounds(10**5, 136, 16, ZCDP(1.0))
     assert bounds["gaussian"] < bounds["pmw"] / 10
+
+
+def test_parity_counts_move_by_at_most_one_per_query_on_neighbouring_data():
+    """The calibration's premise (per-query noise: L2 sensitivity sqrt(m), L1 m): replacing
+    one record changes each count of records with q_I = +1 by at most 1."""
+    rng = np.random.default_rng(0)
+    qs = parity_queries(6, 6)
+    z = np.where(rng.random((300, 6)) < 0.5, 1.0, -1.0)
+    counts = (parity_sums(z, qs) + len(z)) // 2
+    for trial in range(20):
+        other = z.copy()
+        other[trial] = np.where(rng.random(6) < 0.5, 1.0, -1.0)
+        moved = np.abs((parity_sums(other, qs) + len(z)) // 2 - counts)
+        assert moved.max() <= 1
+        assert np.sqrt((moved**2).sum()) <= np.sqrt(len(qs)) and moved.sum() <= len(qs)
