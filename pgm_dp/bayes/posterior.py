@@ -42,6 +42,7 @@ from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
 from ..models.tables import flatten_tables
 from .labels import dim_name, posterior_dims
+from .laplace import laplace_fits, stack
 from .model import (
     MAX_STATES,
     PRIOR_SCALE,
@@ -104,12 +105,15 @@ def _data(problem: Problem, kw: dict) -> tuple:
     chol = kw.get("plugin_chol", empty)
     precision = kw.get("plugin_precision", empty)
     factor = kw.get("plugin_factor", empty)
-    y, var = jnp.asarray(problem.y), jnp.asarray(problem.variance)
+    var = problem.variance if kw["noise_aware"] else np.zeros(problem.size)
+    y, var = jnp.asarray(problem.y), jnp.asarray(var)
     return (y, jnp.float64(problem.total), var, chol, precision, factor)
 
 
 def _static(kw: dict) -> tuple:
-    return (kw["noise_aware"], kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
+    """The naive model is the noise-aware one with zero Gaussian noise (:func:`_data`'s
+    variance): one compiled program serves both, and naive ones of any release kind."""
+    return (True, kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
 
 
 @functools.lru_cache(maxsize=16)
@@ -153,17 +157,10 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
         pred = Predictive(release_model, samples, return_sites=["y"])
         return pred(key, problem, None, **kwargs)["y"]
 
-    grad = jax.grad(potential)
     return {
         "potential": jax.jit(potential),
         "value_and_grad": jax.jit(jax.value_and_grad(safe)),
         "hessian": jax.jit(jax.hessian(potential)),
-        "hvp": jax.jit(
-            jax.vmap(
-                lambda e, x, data: jax.jvp(lambda z: grad(z, data), (x,), (e,))[1],
-                in_axes=(0, None, None),
-            )
-        ),
         "constrain": jax.jit(jax.vmap(constrain, in_axes=(0, None))),
         "replicate": jax.jit(replicate),
         "size": d + m,
@@ -171,37 +168,24 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
 
 
 def _functions(problem: Problem, kw: dict) -> dict:
-    return _cached(problem.jt, problem.cliques, problem.shapes, problem.laplace, _static(kw))
+    laplace = problem.laplace if kw["noise_aware"] else (False,) * problem.size
+    return _cached(problem.jt, problem.cliques, problem.shapes, laplace, _static(kw))
 
 
-def _hessian(fns: dict, x, data) -> np.ndarray:
-    """The Hessian of the potential at ``x`` (dense for small, by HVP chunks otherwise)."""
-    if x.size <= 200:
-        hess = np.asarray(fns["hessian"](x, data))
-    else:
-        eye = np.eye(x.size)
-        hess = np.concatenate(
-            [np.asarray(fns["hvp"](eye[i : i + 64], x, data)) for i in range(0, x.size, 64)]
-        )
-    return 0.5 * (hess + hess.T)
+def _map_start(problem: Problem, fns: dict) -> np.ndarray:
+    """The MAP's start: ``theta = 0``; latent noise variances at their prior mean."""
+    x0 = np.zeros(fns["size"])
+    if fns["size"] > problem.size:
+        x0[problem.size :] = np.log(problem.variance[np.asarray(problem.laplace)])
+    return x0
 
 
 def _laplace_fit(problem: Problem, kw: dict):
-    """MAP (unconstrained, flat), ``H^-1`` there, the cached functions and the data."""
+    """MAP (unconstrained, flat), ``H^-1`` there, the cached functions and the data: one
+    compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`)."""
     fns, data = _functions(problem, kw), _data(problem, kw)
-    x0 = np.zeros(fns["size"])
-    if fns["size"] > problem.size:  # latent noise variances start at their prior mean
-        x0[problem.size :] = np.log(problem.variance[np.asarray(problem.laplace)])
-
-    def fun(x):
-        val, grad = fns["value_and_grad"](jnp.asarray(x), data)
-        return float(val), np.asarray(grad, dtype=np.float64)
-
-    res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B")
-    x = jnp.asarray(res.x)
-    w, u = np.linalg.eigh(_hessian(fns, x, data))
-    cov = (u / np.maximum(w, 1e-8)) @ u.T
-    return x, cov, fns, data
+    fit = laplace_fits(fns, _map_start(problem, fns)[None], stack([data]))
+    return jnp.asarray(fit.x[0]), fit.cov[0], fns, data
 
 
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
@@ -286,6 +270,17 @@ def _latent_counts(problem: Problem, kw: dict, x, sigma: np.ndarray, eigen):
     return kw, start, cov, _functions(problem, kw), _data(problem, kw)
 
 
+def _covariance_path(problem: Problem, mrf, covariance: str) -> str:
+    """``"exact"`` or ``"plugin"``: ``covariance``, with ``"auto"`` resolved."""
+    if covariance == "auto":
+        states = touched_domain(mrf.domain, mrf.cliques).size()
+        small = problem.size <= EXACT_LIMIT and states <= MAX_STATES
+        covariance = "exact" if small else "plugin"
+    if covariance not in ("exact", "plugin"):
+        raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
+    return covariance
+
+
 def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts):
     """The problem, model kwargs, Laplace fit (:func:`_plugin_fit` for large models; for
     Laplace noise kept exact on that path, then :func:`_latent_counts`) and, for ``nuts``,
@@ -294,12 +289,7 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
     exact_noise = nuts and (
         laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
     )
-    if covariance == "auto":
-        states = touched_domain(mrf.domain, mrf.cliques).size()
-        small = problem.size <= EXACT_LIMIT and states <= MAX_STATES
-        covariance = "exact" if small else "plugin"
-    if covariance not in ("exact", "plugin"):
-        raise DomainError(f"covariance must be 'auto', 'exact' or 'plugin', got {covariance!r}")
+    covariance = _covariance_path(problem, mrf, covariance)
     if covariance == "plugin":
         kw, x, cov, fns, data, sigma = _plugin_fit(problem, mrf, noise_aware, prior_scale)
         eigen = sigma_eigen(sigma) if nuts else None
@@ -310,6 +300,19 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
     x, cov, fns, data = _laplace_fit(problem, kw)
     eigen = sigma_eigen(plugin_covariance(problem, x[: problem.size])) if nuts else None
     return problem, kw, x, cov, fns, data, eigen
+
+
+def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats (``None``
+    for the Laplace method: ``N(x, cov)``), ``run = (num_warmup, num_samples, num_chains,
+    key, prior_scale)``."""
+    num_warmup, num_samples, num_chains, key, prior_scale = run
+    if method == "laplace":
+        chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
+        z = jax.random.normal(key, (num_chains, num_samples, x.size))
+        return np.asarray(x + z @ jnp.asarray(chol).T), None
+    split = gauge_split(eigen, x.size)
+    return nuts_draws(fns, data, x, cov, split, *run)
 
 
 def _check(method, laplace_noise, num_warmup, num_samples, num_chains) -> None:
@@ -364,15 +367,8 @@ def posterior(
     nuts = method == "nuts"
     setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
     problem, kw, x, cov, fns, data, eigen = setup
-    stats = None
-    if method == "laplace":
-        chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
-        z = jax.random.normal(key_run, (num_chains, num_samples, x.size))
-        flat = np.asarray(x + z @ jnp.asarray(chol).T)
-    else:
-        split = gauge_split(eigen, x.size)
-        run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
-        flat, stats = nuts_draws(fns, data, x, cov, split, *run)
+    run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
+    flat, stats = _draws(method, x, cov, fns, data, eigen, run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}

@@ -27,6 +27,7 @@ import scipy.stats
 from tqdm.auto import tqdm
 
 from pgm_dp.bayes import PRIOR_SCALE, posterior, site_name
+from pgm_dp.bayes.batch import marginal_draws
 from pgm_dp.bayes.checks import plot_check, predictive_check
 from pgm_dp.domain import Domain
 from pgm_dp.models import MarkovRandomField, third_order_chain
@@ -85,44 +86,50 @@ def sbc_ranks(draws, true) -> np.ndarray:
     return np.sum(draws < true[None], axis=0)
 
 
-def _coverage(idata, truth: MarkovRandomField) -> tuple[dict, list]:
-    """Per level the share of edge-marginal cells covered, and the truth's SBC ranks (every
-    cell of every edge marginal, in clique order)."""
+def _coverage(draws: dict, truth: MarkovRandomField) -> tuple[dict, list]:
+    """Per level the share of edge-marginal cells covered by ``draws`` (``{clique: (L,
+    *shape)}``), and the truth's SBC ranks (every cell of every edge marginal, in clique
+    order)."""
     covered, ranks = {lv: [] for lv in LEVELS}, []
     for c in truth.cliques:
-        draws = np.asarray(idata.posterior[site_name(c)]).reshape(-1, *truth.domain.sizes(c))
         true = np.asarray(truth.marginal(c))
         for lv in LEVELS:
-            lo, hi = np.quantile(draws, [(1 - lv) / 2, (1 + lv) / 2], axis=0)
+            lo, hi = np.quantile(draws[c], [(1 - lv) / 2, (1 + lv) / 2], axis=0)
             covered[lv].extend(((lo <= true) & (true <= hi)).ravel())
-        ranks.extend(sbc_ranks(draws, true).ravel().tolist())
+        ranks.extend(sbc_ranks(draws[c], true).ravel().tolist())
     return {lv: float(np.mean(v)) for lv, v in covered.items()}, ranks
 
 
-def _one(mech, eps, rep, N, T, k, seed, method, draws, nuts, covariance="auto"):
-    """The coverage rows and SBC ranks of one release (``draws``: warm-up and draws)."""
+def _setting(mech, eps, releases, N, T, k, seed, method, draws, nuts, covariance="auto"):
+    """The coverage rows and SBC ranks (per release, noise-aware) of one (mechanism,
+    epsilon): ``releases`` truths and releases, each posterior fitted to all of them at once
+    (:func:`~pgm_dp.bayes.batch.marginal_draws`; ``draws``: warm-up and draws); with the
+    Laplace method the first ``nuts`` releases are also fitted by NUTS."""
     num_warmup, num_samples = draws
+    truths, rels = [], []
+    for rep in range(releases):
+        truth = small_chain(T, k, derived_generator(seed, "truth", mech, eps, rep))
+        data = truth.sample(N, derived_generator(seed, "data", mech, eps, rep))
+        rels.append(release_marginals(
+            data, truth, budget=budget_for(mech, eps), mechanism=mech, rng=rep + 7919 * seed,
+            total="public",
+        ))  # fmt: skip
+        truths.append(truth)
+    extra = [("nuts", True, min(nuts, releases))] if nuts and method != "nuts" else []
     rows, ranks = [], []
-    truth = small_chain(T, k, derived_generator(seed, "truth", mech, eps, rep))
-    data = truth.sample(N, derived_generator(seed, "data", mech, eps, rep))
-    rel = release_marginals(
-        data, truth, budget=budget_for(mech, eps), mechanism=mech, rng=rep + 7919 * seed,
-        total="public",
-    )  # fmt: skip
-    extra = [("nuts", True)] if nuts and method != "nuts" else []
-    runs = [(method, True), (method, False), *extra]
-    for how, aware in runs:
-        idata = posterior(
-            rel, truth, method=how, num_samples=num_samples, num_warmup=num_warmup, num_chains=1,
-            rng=rep, noise_aware=aware, covariance=covariance,
+    for how, aware, n in [(method, True, releases), (method, False, releases), *extra]:
+        out = marginal_draws(
+            rels[:n], truths[0], method=how, num_samples=num_samples, num_warmup=num_warmup,
+            num_chains=1, rngs=range(n), noise_aware=aware, covariance=covariance,
         )  # fmt: skip
-        cov, r = _coverage(idata, truth)
-        if aware and how == method:
-            ranks = r
-        for lv, share in cov.items():
-            row = {"mechanism": mech, "epsilon": eps, "release": rep, "aware": aware}
-            rows.append({**row, "method": how, "level": lv, "coverage": share})
-    return rows, ranks
+        for rep in range(n):
+            cov, r = _coverage(out[rep], truths[rep])
+            if aware and how == method:
+                ranks.append(r)
+            for lv, share in cov.items():
+                row = {"mechanism": mech, "epsilon": eps, "release": rep, "aware": aware}
+                rows.append({**row, "method": how, "level": lv, "coverage": share})
+    return sorted(rows, key=lambda row: row["release"]), ranks
 
 
 def run_calibration(
@@ -149,18 +156,17 @@ def run_calibration(
     if releases < 1 or N < 1 or not epsilons or not mechanisms:
         raise ValueError("releases, N, epsilons and mechanisms must be non-empty / positive")
     rows, ranks = [], []
-    total = len(mechanisms) * len(epsilons) * releases
+    total = len(mechanisms) * len(epsilons)
     with tqdm(total=total, desc="calibration", disable=not progress) as bar:
         for mech in mechanisms:
             for eps in epsilons:
-                for rep in range(releases):
-                    draws = (num_warmup, num_samples)
-                    args = (N, T, k, seed, method, draws, rep < nuts_releases, covariance)
-                    r, rk = _one(mech, eps, rep, *args)
-                    rows += r
-                    if mech == mechanisms[0] and eps == epsilons[0]:
-                        ranks.append(rk)
-                    bar.update(1)
+                draws = (num_warmup, num_samples)
+                args = (N, T, k, seed, method, draws, nuts_releases, covariance)
+                r, rk = _setting(mech, eps, releases, *args)
+                rows += r
+                if mech == mechanisms[0] and eps == epsilons[0]:
+                    ranks = rk
+                bar.update(1)
     runs = pd.DataFrame(rows)
     keys = ["mechanism", "epsilon", "method", "aware", "level"]
     summary = runs.groupby(keys)["coverage"].agg(["mean", "count"]).reset_index()
