@@ -5,15 +5,31 @@ CPU. Reports wall and CPU time (compilation included), mean leapfrog steps, max 
 bulk/tail ESS of the marginal tables, divergences and min bulk ESS per second.
 
 Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 300] [--samples 300]``.
+
+``--calibration R``: instead, the Laplace method's calibration on the 12-cell model (R
+releases of one setting, Gaussian at epsilon ``--eps``, noise-aware and naive; one compiled
+Laplace fit for all R releases): CPU and wall seconds, compilation included, and coverage.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
 
-from reproductions.bayes.experiments import run_example
+from reproductions.bayes.experiments import run_calibration, run_example
+
+
+def calibration(releases: int, eps: float) -> None:
+    """The Laplace method's calibration of ``releases`` releases, timed."""
+    start, cpu = time.perf_counter(), time.process_time()
+    res = run_calibration(
+        ("gaussian",), (eps,), releases, method="laplace", progress=False, out_dir=None
+    )
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - start
+    print(f"{releases} releases: {cpu:.1f} CPU s, {wall:.1f} wall s")
+    print(res.summary.to_string(index=False))
 
 
 def main() -> None:
@@ -25,7 +41,10 @@ def main() -> None:
     parser.add_argument("--mechanism", default="gaussian")
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--calibration", type=int, default=0, metavar="R")
     a = parser.parse_args()
+    if a.calibration:
+        return calibration(a.calibration, a.eps)
     res = run_example(
         a.T, a.k, a.N, a.eps, a.mechanism, num_warmup=a.warmup, num_samples=a.samples,
         out_dir=None,

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import jit_program, one_blas_thread
 from ..learners.lbfgs import lbfgs_loop
 
 __all__ = ["FTOL", "GTOL", "LaplaceFit", "MAX_ITERS", "laplace_fits", "stack"]
@@ -87,7 +88,7 @@ def _program(fns: dict):
         cov = (u / jnp.maximum(w, EIGEN_FLOOR)) @ u.T
         return res.x, cov, res.iterations, jnp.max(jnp.abs(res.grad))
 
-    fns["laplace_fit"] = jax.jit(jax.vmap(one, in_axes=(0, 0, None, None, None)))
+    fns["laplace_fit"] = jit_program(jax.vmap(one, in_axes=(0, 0, None, None, None)))
     return fns["laplace_fit"]
 
 
@@ -99,5 +100,7 @@ def laplace_fits(
     ``fns`` the structure's cached functions. One compiled program (module docstring)."""
     x0 = jnp.asarray(x0, dtype=jnp.float64)
     tols = jnp.float64(gtol), jnp.float64(ftol), jnp.asarray(int(max_iters))
-    x, cov, iterations, grad_max = (np.asarray(a) for a in _program(fns)(x0, data, *tols))
+    with one_blas_thread():  # the batched LAPACK calls (Cholesky, eigh) ran into OpenBLAS's
+        out = [np.asarray(a) for a in _program(fns)(x0, data, *tols)]  # pool: runs stalled
+    x, cov, iterations, grad_max = out
     return LaplaceFit(x, 0.5 * (cov + np.swapaxes(cov, -1, -2)), iterations, grad_max)
