@@ -12,7 +12,8 @@ compiled once per structure and run length). The plug-in path fits release by re
 >>> from pgm_dp import Domain, MarkovRandomField
 >>> from pgm_dp.privacy import ZCDP, release_marginals
 >>> mrf = MarkovRandomField(Domain(["A", "B"], [2, 2]), [("A", "B")])
->>> rels = [release_marginals(mrf.sample(200, s), mrf, budget=ZCDP(0.5), rng=s) for s in (1, 2)]
+>>> rels = [release_marginals(mrf.sample(200, s), mrf, budget=ZCDP(0.5), mechanism="gaussian",
+...                           rng=s) for s in (1, 2)]
 >>> out = marginal_draws(rels, mrf, method="laplace", num_samples=50)
 >>> out[1][("A", "B")].shape
 (50, 2, 2)
