@@ -46,6 +46,7 @@ class AndersonState(NamedTuple):
 
     dx: jax.Array
     df: jax.Array
+    gram: jax.Array
     count: jax.Array
     slot: jax.Array
     x_prev: jax.Array
@@ -59,6 +60,7 @@ def anderson_init(x0: jax.Array, memory: int) -> AndersonState:
     return AndersonState(
         dx=jnp.zeros(rows, x0.dtype),
         df=jnp.zeros(rows, x0.dtype),
+        gram=jnp.zeros((memory, memory), x0.dtype),
         count=jnp.asarray(0),
         slot=jnp.asarray(0),
         x_prev=jnp.zeros_like(x0),
@@ -92,15 +94,20 @@ def anderson_step(
     memory = state.dx.shape[0]
     if memory == 0:
         return x + alpha * f, state._replace(x_prev=x, f_prev=f, started=jnp.asarray(True))
-    slot = state.slot
-    dx = state.dx.at[slot].set(jnp.where(state.started, x - state.x_prev, state.dx[slot]))
-    df = state.df.at[slot].set(jnp.where(state.started, f - state.f_prev, state.df[slot]))
-    count = jnp.where(state.started, jnp.minimum(state.count + 1, memory), state.count)
-    slot = jnp.where(state.started, (slot + 1) % memory, slot)
+    slot, started = state.slot, state.started
+    new_df = jnp.where(started, f - state.f_prev, state.df[slot])
+    dx = state.dx.at[slot].set(jnp.where(started, x - state.x_prev, state.dx[slot]))
+    df = state.df.at[slot].set(new_df)
+    # One pass over the history: the new row of df df^T and df f.
+    prods = df @ jnp.stack([new_df, f], axis=1)
+    kept = state.gram.at[slot, :].set(prods[:, 0]).at[:, slot].set(prods[:, 0])
+    kept = jnp.where(started, kept, state.gram)
+    count = jnp.where(started, jnp.minimum(state.count + 1, memory), state.count)
+    slot = jnp.where(started, (slot + 1) % memory, slot)
     used = (jnp.arange(memory) < count).astype(x.dtype)
     # Rows not in use may hold stale (finite) values: mask the small system, not the rows.
-    gram = (df @ df.T) * jnp.outer(used, used)
+    gram = kept * jnp.outer(used, used)
     gram = gram + _RIDGE * (1.0 + jnp.trace(gram)) * jnp.eye(memory) + jnp.diag(1.0 - used)
-    gamma = _spd_solve(gram, (df @ f) * used)  # unused rows: gamma = 0
-    x_next = x + alpha * f - (dx + alpha * df).T @ gamma
-    return x_next, AndersonState(dx, df, count, slot, x, f, jnp.asarray(True))
+    gamma = _spd_solve(gram, prods[:, 1] * used)  # unused rows: gamma = 0
+    x_next = x + alpha * f - gamma @ dx - alpha * (gamma @ df)
+    return x_next, AndersonState(dx, df, kept, count, slot, x, f, jnp.asarray(True))
