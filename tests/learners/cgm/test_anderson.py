@@ -95,7 +95,7 @@ def test_carried_history_is_used_but_forms_no_difference_across_maps():
     f = a @ x + b - x
     nxt, after = anderson_step(carried, x, f, 1.0)
     assert int(after.count) == int(state.count) == 5
-    np.testing.assert_array_equal(after.dx, state.dx)  # no new row
+    np.testing.assert_array_equal(after.dx[:5], state.dx[:5])  # no new row (the 6th: scratch)
     assert not np.allclose(nxt, x + f)  # not the plain step: the history was used
     assert np.linalg.norm(nxt - exact) < np.linalg.norm(x + f - exact)
 
