@@ -84,7 +84,9 @@ def _nlbp_loop(bp, noise, shapes, damping, max_iters, memory, warm0=()):
     (n, delta, iterations, alpha, Anderson state, *warm)``. ``noise``: :func:`.noise.flat_noise`
     of the structure. The iterate is the flat vector of all cliques' statistics
     (:mod:`pgm_dp.models.tables`): the noise model's gradient and curvature are one
-    elementwise kernel each on it, and only BP sees clique tables. ``warm0``: what ``bp``
+    elementwise kernel each on it, and only BP sees clique tables. The map is Alg. 1's
+    (``theta' = theta + grad_n log p(y | n)``, ``n' = N BP(theta')``) cell for cell, so
+    its fixed point, the solution of Problem (6), is unchanged. ``warm0``: what ``bp``
     carries from one call to the next (loopy BP: its messages, so each BP starts where the
     last one ended, a few sweeps instead of a cold start's ~100 as ``theta'`` moves little;
     nothing for the junction tree)."""
