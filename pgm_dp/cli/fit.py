@@ -144,9 +144,10 @@ def _add_table_arguments(p) -> None:
     p.add_argument(
         "--prepare-share",
         type=_args.probability,
-        default=1 / 3,
+        default=None,
         help="share of the budget for the one-way tables that decide the "
-        "compression (and private quantiles); MST's third",
+        "compression (and private quantiles); default MST's third, at least 0.15 of a "
+        "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",
