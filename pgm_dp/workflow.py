@@ -37,14 +37,6 @@ Budget split (data-independent, decided before anything is read):
   more of them there, are worth more than the one-way tables). When some numeric column
   needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays
   for them. The share depends on ε only, never on the data, and is never near zero.
-* **Merging threshold with it** (:func:`merge_threshold`): MST merges the states whose
-  noisy count is below 3 noise standard deviations; with a raised share the default
-  threshold is ``3 · (1/3) / share`` (2 at half). A merged state is expanded back with
-  an even share of its group, which costs the model up to its whole count in total
-  variation, while keeping it costs about its noise (``b`` for Laplace, a fraction of a
-  standard deviation): at a small ε a cut at 3 standard deviations merges states that
-  hold a real part of the records (on Adult at ε = 0.3 it lowered the 2-way error from
-  0.087 to 0.080). At ε = 1 the lower cut did not help, so there MST's 3 stays.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
@@ -85,7 +77,6 @@ __all__ = [
     "full_codes",
     "aim_rounds",
     "one_way_share",
-    "merge_threshold",
     "split_budget",
     "one_way_measurements",
     "ONE_WAY_SHARE",
@@ -225,19 +216,6 @@ def one_way_share(budget: Budget) -> float:
     return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.epsilon))
 
 
-def merge_threshold(share: float) -> float | None:
-    """The default merging threshold (noise standard deviations, ``prepare_plan``'s
-    ``threshold``) that goes with a one-way ``share`` (module docstring): ``None`` (MST's 3,
-    ``prepare_plan``'s default) at MST's third or below, ``3 · (1/3) / share`` above it.
-
-    >>> merge_threshold(1 / 3), merge_threshold(0.5)
-    (None, 2.0)
-    """
-    if share <= ONE_WAY_SHARE:
-        return None
-    return 3.0 * ONE_WAY_SHARE / share
-
-
 def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
     """AIM's ``T`` (module docstring): the largest ``T`` whose first rounds measure a
     marginal of the median size in ``cells`` with expected total-variation noise at most
@@ -338,9 +316,8 @@ def fit_table(
 ) -> TableFit:
     """A private model of the pandas DataFrame ``df`` (module docstring). ``spec`` and
     ``prepare_options`` (``categories``, ``bounds``, ``missing``, ``drop_identifiers``,
-    ``compress``, ``threshold``, ...) go to :func:`~pgm_dp.prepare.prepare_plan`, which
-    spends ``prepare_share`` of the budget (default :func:`one_way_share`, with
-    :func:`merge_threshold` as the default ``threshold``); ``workload``,
+    ``compress``, ...) go to :func:`~pgm_dp.prepare.prepare_plan`, which spends
+    ``prepare_share`` of the budget (default :func:`one_way_share`); ``workload``,
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
     is a registered release learner. Every input error is raised before the budget is
@@ -353,10 +330,6 @@ def fit_table(
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant
     )
-    if prepare_share is None and "threshold" not in prepare_options:
-        threshold = merge_threshold(one_way_share(budget))
-        if threshold is not None:
-            prepare_options["threshold"] = threshold
     if selection == "aim":
         _check_aim_options(df, workload, max_model_size, max_rounds)
     gen = as_generator(rng)

@@ -24,7 +24,6 @@ from pgm_dp.workflow import (
     aim_rounds,
     expand_model,
     fit_table,
-    merge_threshold,
     one_way_measurements,
     one_way_share,
     sample_fit,
@@ -158,24 +157,10 @@ def test_fit_table_default_share_follows_the_rule():
     df = _people(2000, seed=5)
     spec = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,
             "smoker": ["no", "yes"]}  # fmt: skip
-    df["x"] = ["a"] * (len(df) - 5) + ["b"] * 5  # "b" far below 2 noise sd: merged
-    spec["x"] = ["a", "b"]
     acc = Accountant(PureDP(0.3))
-    tf = fit_table(df, spec, budget=PureDP(0.3), rng=0, accountant=acc, max_rounds=4)
+    fit_table(df, spec, budget=PureDP(0.3), rng=0, accountant=acc, max_rounds=4)
     assert acc.charges[0].cost.epsilon == pytest.approx(0.15)  # half of a small epsilon
     assert acc.spent.epsilon == pytest.approx(0.3)
-    assert any("'x':" in n and "below 2 noise" in n for n in tf.plan.notes)
-    tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, max_rounds=4)
-    assert any("'x':" in n and "below 3 noise" in n for n in tf.plan.notes)
-    tf = fit_table(df, spec, budget=PureDP(0.3), rng=0, max_rounds=4, prepare_share=0.5)
-    assert any("below 3 noise" in n for n in tf.plan.notes)  # a given share: MST's 3
-
-
-def test_merge_threshold_rule():
-    assert merge_threshold(1 / 3) is None and merge_threshold(0.2) is None  # MST's 3
-    assert merge_threshold(0.5) == pytest.approx(2.0)
-    assert merge_threshold(0.4) == pytest.approx(2.5)
-    assert merge_threshold(one_way_share(PureDP(1.0))) is None
 
 
 def test_budget_split_and_rounds():
