@@ -21,7 +21,7 @@ import statistics
 import time
 import warnings
 
-import _repo  # noqa: F401  (the repository root on sys.path: reproductions)
+import _repo  # the repository root on sys.path: reproductions
 
 from pgm_dp import learners as registry
 from pgm_dp.compare import budget_for
@@ -32,16 +32,6 @@ from pgm_dp.metrics import log_likelihood
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
 from reproductions.bernstein2017.adult import ADULT_CHAIN, chain_model, split_records
-
-
-def _option(text: str) -> tuple[str, object]:
-    key, value = text.split("=", 1)
-    for kind in (int, float):
-        try:
-            return key, kind(value)
-        except ValueError:
-            pass
-    return key, value
 
 
 def release_row(train, test, mrf, eps: float, trial: int, options: dict, iters) -> dict:
@@ -72,7 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eps", type=float, default=1.0)
     parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--cgm", nargs="*", default=[], type=_option)
+    parser.add_argument("--cgm", nargs="*", default=[], type=_repo.option)
     parser.add_argument("--mbi-iters", type=int, nargs="+", default=list(MBI_ITERS))
     args = parser.parse_args()
     data, domain = load_adult(ADULT_CHAIN)

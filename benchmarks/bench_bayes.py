@@ -4,7 +4,8 @@ Third-order chain (T, k), one release of N records at epsilon; 4 chains, vectori
 CPU. Reports wall and CPU time (compilation included), mean leapfrog steps, max R-hat, min
 bulk/tail ESS of the marginal tables, divergences and min bulk ESS per second.
 
-Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 300] [--samples 300]``.
+Run: ``python benchmarks/bench_bayes.py [--T 10] [--k 10] [--warmup 300] [--samples 300]
+[--pilot 0]``.
 
 ``--calibration R``: instead, the Laplace method's calibration on the 12-cell model (R
 releases of one setting, Gaussian at epsilon ``--eps``, noise-aware and naive; one compiled
@@ -42,12 +43,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--calibration", type=int, default=0, metavar="R")
+    parser.add_argument("--pilot", type=int, default=0, help="pilot draws per chain (0: none)")
     a = parser.parse_args()
     if a.calibration:
         return calibration(a.calibration, a.eps)
     res = run_example(
         a.T, a.k, a.N, a.eps, a.mechanism, num_warmup=a.warmup, num_samples=a.samples,
-        out_dir=None,
+        out_dir=None, pilot=a.pilot,
     )  # fmt: skip
     for key, value in res.items():
         print(f"{key}: {value:.4g}")

@@ -6,12 +6,14 @@ is timed. mbi's mirror descent is one run of 3,000 iterations whose 1,000-iterat
 checkpoint is read off (its ``seconds`` exclude compilation). ``--previous`` also times
 CGM-EM with the defaults before 2026-11-25's start and E-step rules (``cgm_prev``: the naive
 MLE's start where ``N / b^2 > 100``, else uniform; Newton's E-step where ``N / b^2 > 1e4``)
-and prints both fits' KL. Prints one row per cell and the medians over the cells. Needs the
-``bench`` extra (mbi).
+and prints both fits' KL. Prints one row per cell (with CGM-EM's ``KL(truth || fit)``) and
+the medians over the cells. ``--sample m`` runs a seeded stratified subset: ``m`` cells
+drawn (``--seed``) from the N x epsilon x mechanism combinations of each (graph, k)
+stratum. Needs the ``bench`` extra (mbi).
 
 Run: ``python benchmarks/bench_cgm_grid.py [--graphs chain er tree] [--k 2 4 6 10]
 [--N 10000 100000 1000000] [--eps 0.1 1] [--mechanisms laplace gaussian] [--T 5]
-[--previous]``.
+[--previous] [--sample m --seed s]``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import argparse
 import statistics
 import time
 import warnings
+
+import _repo  # noqa: F401  (the repository root on sys.path when run from a clone)
 
 from pgm_dp.compare import GRAPHS
 from pgm_dp.learners import CGMEM, NaiveMLE
@@ -63,9 +67,25 @@ def cell(graph: str, T: int, k: int, N: int, eps: float, mechanism: str, previou
             row["cgm_prev"], prev = _timed(lambda: previous_cgm(release).fit(release, truth))
     mbi = {f.iterations: f.seconds for f in fit_mbi(release, truth, (1000, 3000))}
     row.update(mbi1000=mbi[1000], mbi3000=mbi[3000])
+    row["kl_cgm"] = kl_divergence(truth, fit.model)
     if previous:
-        row.update(kl_cgm=kl_divergence(truth, fit.model), kl_prev=kl_divergence(truth, prev.model))
+        row["kl_prev"] = kl_divergence(truth, prev.model)
     return row
+
+
+def cells(args) -> list[tuple]:
+    """The grid's cells ``(graph, k, N, eps, mechanism)``, or with ``args.sample`` a seeded
+    stratified subset: that many per (graph, k) stratum."""
+    out = []
+    for graph in args.graphs:
+        for k in args.k:
+            combos = [(N, e, m) for N in args.N for e in args.eps for m in args.mechanisms]
+            if args.sample:
+                gen = derived_generator(args.seed, "bench_cgm_grid", graph, k)
+                picked = gen.choice(len(combos), size=min(args.sample, len(combos)), replace=False)
+                combos = [combos[i] for i in sorted(picked)]
+            out.extend((graph, k, *c) for c in combos)
+    return out
 
 
 def main() -> None:
@@ -77,20 +97,19 @@ def main() -> None:
     parser.add_argument("--mechanisms", nargs="+", default=["laplace", "gaussian"])
     parser.add_argument("--T", type=int, default=5)
     parser.add_argument("--previous", action="store_true", help="also the previous defaults")
+    parser.add_argument("--sample", type=int, default=0, help="cells per (graph, k) stratum")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rows = []
-    for graph in args.graphs:
-        for k in args.k:
-            for N in args.N:
-                for eps in args.eps:
-                    for mech in args.mechanisms:
-                        row = cell(graph, args.T, k, N, eps, mech, args.previous)
-                        rows.append(row)
-                        times = " ".join(f"{n} {s:.4g}" for n, s in row.items())
-                        print(f"{graph} k={k} N={N} eps={eps} {mech}: {times}", flush=True)
+    for graph, k, N, eps, mech in cells(args):
+        row = cell(graph, args.T, k, N, eps, mech, args.previous)
+        rows.append(row)
+        times = " ".join(f"{n} {s:.4g}" for n, s in row.items())
+        print(f"{graph} k={k} N={N} eps={eps} {mech}: {times}", flush=True)
     times = [n for n in rows[0] if not n.startswith("kl_")]
     med = {n: statistics.median(r[n] for r in rows) for n in times}
     print("median seconds per fit:", {n: round(s, 4) for n, s in med.items()})
+    print(f"median KL(truth || CGM-EM): {statistics.median(r['kl_cgm'] for r in rows):.6g}")
     for cgm in ("cgm", "cgm_prev") if args.previous else ("cgm",):
         faster = sum(r[cgm] <= r["mbi1000"] for r in rows)
         within = sum(r[cgm] <= 2 * r["naive"] for r in rows)

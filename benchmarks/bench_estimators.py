@@ -22,28 +22,16 @@ import statistics
 import time
 import warnings
 
-import _repo  # noqa: F401  (the repository root on sys.path)
+import _repo  # the repository root on sys.path
 import numpy as np
-from pgm_dp.selection import select_cliques
 
 from pgm_dp import MarkovRandomField, PureDP
 from pgm_dp.datasets import load_adult
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.privacy import release_marginals
+from pgm_dp.privacy.select import select_cliques
 from pgm_dp.rng import derived_generator
 from pgm_dp.stats import contingency_table
-
-
-def _option(text: str) -> tuple[str, object]:
-    key, value = text.split("=", 1)
-    if value == "None":
-        return key, None
-    for kind in (int, float):
-        try:
-            return key, kind(value)
-        except ValueError:
-            pass
-    return key, value
 
 
 def mean_tvd(model: MarkovRandomField, truth: dict) -> float:
@@ -58,7 +46,7 @@ def learners(args) -> dict:
     if "cgm" in args.learners:
         out["cgm"] = CGMEM(**dict(args.cgm))
     for name, *opts in args.variant:
-        out[name] = CGMEM(**dict(_option(o) for o in opts))
+        out[name] = CGMEM(**dict(_repo.option(o) for o in opts))
     return out
 
 
@@ -67,7 +55,7 @@ def main() -> None:
     parser.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--learners", nargs="+", default=["naive", "cgm", "mbi"])
-    parser.add_argument("--cgm", nargs="*", default=[], type=_option)
+    parser.add_argument("--cgm", nargs="*", default=[], type=_repo.option)
     parser.add_argument("--variant", nargs="+", action="append", default=[])
     parser.add_argument("--mbi-iters", type=int, nargs="+", default=[1000, 3000])
     args = parser.parse_args()

@@ -29,13 +29,13 @@ os.environ.setdefault("PGM_DP_NO_CACHE", "1")  # "before" compiles as a first ca
 
 import _repo  # noqa: E402, F401  (the repository root on sys.path)
 import jax.numpy as jnp  # noqa: E402
-from pgm_dp.selection import select_cliques  # noqa: E402
 
 from pgm_dp import MarkovRandomField, PureDP  # noqa: E402
 from pgm_dp.datasets import load_adult  # noqa: E402
 from pgm_dp.inference.junction_tree import clique_marginals  # noqa: E402
 from pgm_dp.learners import NaiveMLE  # noqa: E402
 from pgm_dp.privacy import release_marginals  # noqa: E402
+from pgm_dp.privacy.select import select_cliques  # noqa: E402
 
 
 def fitted_tree() -> MarkovRandomField:

@@ -13,7 +13,8 @@ fit's CPU time of the process (on a shared machine wall time includes waiting fo
 mbi's includes its 50-step warm-up run).
 
 Run: ``python benchmarks/bench_speed.py [--eps 0.3 1 3] [--learners cgm naive mbi]
-[--mbi-iters 1000] [--warm-cache]``. Needs the ``bench`` extra (mbi).
+[--mbi-iters 1000] [--warm-cache]``; ``--table FILE`` prints the table of a saved run's
+output. Needs the ``bench`` extra (mbi).
 
 Device: the same script runs on a GPU when ``jax[cuda]`` is installed (JAX picks the
 accelerator by itself; ``JAX_PLATFORMS=cpu`` forces the CPU); the first line of the output
@@ -116,7 +117,13 @@ def main() -> None:
     parser.add_argument("--mbi-iters", type=int, default=1000)
     parser.add_argument("--warm-cache", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--table", help="print the table of a saved run's JSON lines")
     args = parser.parse_args()
+    if args.table:  # the JSON rows a run printed, one per line
+        with open(args.table) as lines:
+            saved = [json.loads(x) for x in lines if x.startswith("{")]
+        print(table({(r["learner"], r["eps"]): r for r in saved}, args.mbi_iters))
+        return
     if args.child:
         print(json.dumps(child(args.child, args.eps[0], args.mbi_iters)))
         return
@@ -126,16 +133,24 @@ def main() -> None:
             row = _run_child(learner, eps, args)
             rows[learner, eps] = row
             print(json.dumps(row), flush=True)
-    head = f"first / mbi | second / mbi{args.mbi_iters}"
-    print(f"\n| learner | eps | first fit s | second fit s | {head} |")
-    print("|---|---|---|---|---|---|")
+    print(table(rows, args.mbi_iters))
+
+
+def table(rows: dict, mbi_iters: int) -> str:
+    """The Markdown table of ``rows`` (``(learner, eps) -> row``) with the ratios to mbi's
+    fits at the same ``eps``: first fit, second fit (wall) and second fit (CPU)."""
+    lines = [
+        f"| learner | eps | first fit s | second fit s | second fit CPU s | first / mbi | "
+        f"second / mbi{mbi_iters} | second CPU / mbi{mbi_iters} CPU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for (learner, eps), row in rows.items():
         mbi = rows.get(("mbi", eps))
-        r1 = f"{row['first_s'] / mbi['first_s']:.2f}" if mbi else "-"
-        r2 = f"{row['second_s'] / mbi['second_s']:.2f}" if mbi else "-"
-        print(
-            f"| {learner} | {eps:g} | {row['first_s']:.2f} | {row['second_s']:.2f} | {r1} | {r2} |"
-        )
+        keys = ("first_s", "second_s", "second_cpu_s")
+        ratios = [f"{row[k] / mbi[k]:.2f}" if mbi else "-" for k in keys]
+        cells = [f"{row[k]:.2f}" for k in keys]
+        lines.append(f"| {learner} | {eps:g} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

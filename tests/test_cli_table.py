@@ -25,6 +25,7 @@ from pgm_dp.workflow import (
     expand_model,
     fit_table,
     one_way_measurements,
+    one_way_share,
     sample_fit,
     split_budget,
 )
@@ -138,6 +139,28 @@ def test_mst_selection_and_its_refusals():
         fit_table(df, spec, budget=ApproxDP(1.0, 1e-6), selection="mst")
     with pytest.raises(ValueError, match="fits records"):
         fit_table(df, spec, budget=PureDP(1.0), learner="psgd")
+
+
+def test_one_way_share_rule():
+    """MST's third, at least 0.15 of a pure epsilon up to half of it; zCDP keeps the third."""
+    assert one_way_share(PureDP(1.0)) == pytest.approx(1 / 3)
+    assert one_way_share(PureDP(3.0)) == pytest.approx(1 / 3)
+    assert one_way_share(PureDP(0.3)) == pytest.approx(0.5)
+    assert one_way_share(PureDP(0.4)) == pytest.approx(0.375)
+    assert one_way_share(PureDP(0.01)) == pytest.approx(0.5)  # never more than half
+    assert one_way_share(ApproxDP(0.3, 0.0)) == pytest.approx(0.5)  # delta = 0 is pure
+    assert one_way_share(ApproxDP(0.3, 1e-9)) == pytest.approx(1 / 3)
+    assert one_way_share(ZCDP(0.001)) == pytest.approx(1 / 3)
+
+
+def test_fit_table_default_share_follows_the_rule():
+    df = _people(2000, seed=5)
+    spec = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,
+            "smoker": ["no", "yes"]}  # fmt: skip
+    acc = Accountant(PureDP(0.3))
+    fit_table(df, spec, budget=PureDP(0.3), rng=0, accountant=acc, max_rounds=4)
+    assert acc.charges[0].cost.epsilon == pytest.approx(0.15)  # half of a small epsilon
+    assert acc.spent.epsilon == pytest.approx(0.3)
 
 
 def test_budget_split_and_rounds():

@@ -165,3 +165,35 @@ def test_private_names_stay_in_their_package():
             if private and not (target == package or target.rpartition(".")[0] == package):
                 crossing.append(f"{name} imports {private} from {target}")
     assert not crossing, crossing
+
+
+def _scripts() -> list[pathlib.Path]:
+    """The benchmarks and the reproductions: scripts outside the package that import it."""
+    bench = sorted((ROOT.parent / "benchmarks").glob("*.py"))
+    return bench + sorted(REPRODUCTIONS.rglob("*.py"))
+
+
+def test_scripts_import_only_names_the_package_has():
+    """A module or name moved inside the package breaks no benchmark or reproduction
+    silently: every ``from pgm_dp... import name`` in them resolves."""
+    import importlib
+
+    missing = []
+    for path in _scripts():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module):
+                continue
+            if node.module.split(".")[0] != "pgm_dp":
+                continue
+            try:
+                module = importlib.import_module(node.module)
+            except ModuleNotFoundError:
+                missing.append(f"{path.name}: {node.module}")
+                continue
+            for alias in node.names:
+                if not hasattr(module, alias.name):
+                    try:
+                        importlib.import_module(f"{node.module}.{alias.name}")
+                    except ModuleNotFoundError:
+                        missing.append(f"{path.name}: {node.module}.{alias.name}")
+    assert not missing, missing

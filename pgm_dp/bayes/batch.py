@@ -103,7 +103,7 @@ def marginal_draws(
     out = []
     for (x, cov, fns, data, eigen), rng in zip(fits, rngs, strict=True):
         key_run, _ = jax.random.split(as_key(rng))
-        run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
+        run = (num_warmup, num_samples, num_chains, key_run, prior_scale, 0)
         flat, _ = _draws(method, x, cov, fns, data, eigen, run)
         sites = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
         out.append({c: np.asarray(sites[site_name(c)]) for c in mrf.cliques})

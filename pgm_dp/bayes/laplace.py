@@ -7,8 +7,10 @@ runs the whole fit as one JAX program per model structure: the MAP by L-BFGS
 (:func:`~pgm_dp.learners.lbfgs.lbfgs_loop`: Nocedal & Wright 2006, Alg. 7.5, its line search
 and the stopping rule inside one ``lax.while_loop``), then ``H`` there (forward over
 reverse differentiation) and ``H^-1`` from its eigen-decomposition, eigenvalues floored at
-:data:`EIGEN_FLOOR`. ``jax.vmap`` over a leading release axis fits many releases of one
-structure in one call (a calibration's 100 releases per setting). Tolerances and iteration
+:data:`EIGEN_FLOOR`. ``lax.map`` over a leading release axis fits many releases of one
+structure in one call (a calibration's 100 releases per setting), one release after the
+other inside the program: each L-BFGS loop stops at its own iteration, and the LAPACK calls
+stay unbatched (vmapped, XLA's CPU runtime stalled in batched LAPACK calls on some runs). Tolerances and iteration
 cap are arguments of the program, the releases' arrays too: a new release or tolerance
 compiles nothing; a new number of releases compiles once.
 
@@ -88,7 +90,10 @@ def _program(fns: dict):
         cov = (u / jnp.maximum(w, EIGEN_FLOOR)) @ u.T
         return res.x, cov, res.iterations, jnp.max(jnp.abs(res.grad))
 
-    fns["laplace_fit"] = jit_program(jax.vmap(one, in_axes=(0, 0, None, None, None)))
+    def batch(x0, data, gtol, ftol, max_iters):
+        return jax.lax.map(lambda a: one(a[0], a[1], gtol, ftol, max_iters), (x0, data))
+
+    fns["laplace_fit"] = jit_program(batch)
     return fns["laplace_fit"]
 
 
@@ -100,7 +105,7 @@ def laplace_fits(
     ``fns`` the structure's cached functions. One compiled program (module docstring)."""
     x0 = jnp.asarray(x0, dtype=jnp.float64)
     tols = jnp.float64(gtol), jnp.float64(ftol), jnp.asarray(int(max_iters))
-    with one_blas_thread():  # the batched LAPACK calls (Cholesky, eigh) ran into OpenBLAS's
-        out = [np.asarray(a) for a in _program(fns)(x0, data, *tols)]  # pool: runs stalled
+    with one_blas_thread():  # LAPACK (Cholesky, eigh) inside XLA's threads: one BLAS thread
+        out = [np.asarray(a) for a in _program(fns)(x0, data, *tols)]
     x, cov, iterations, grad_max = out
     return LaplaceFit(x, 0.5 * (cov + np.swapaxes(cov, -1, -2)), iterations, grad_max)

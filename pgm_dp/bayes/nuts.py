@@ -11,7 +11,15 @@ from numpyro.infer.hmc import hmc
 
 from .model import matvec
 
-__all__ = ["DENSE_LIMIT", "FLOAT32_ABOVE", "gauge_split", "nuts_draws", "sigma_eigen"]
+__all__ = [
+    "DENSE_LIMIT",
+    "FLOAT32_ABOVE",
+    "MAX_RESCALE",
+    "gauge_split",
+    "nuts_draws",
+    "rescaled_covariance",
+    "sigma_eigen",
+]
 
 #: Largest dimension for which NUTS adapts a dense mass matrix (a diagonal one above: a dense
 #: estimate from a few hundred warm-up draws is too noisy there; ``docs/bayes.md``).
@@ -21,6 +29,8 @@ DENSE_LIMIT = 32
 #: with them bound its cost, and ``float32`` halves their memory read (3.5x faster at
 #: ``d = 2400``); vectors, sums and the optimiser stay ``float64`` (``docs/bayes.md``).
 FLOAT32_ABOVE = 256
+#: Largest factor by which a pilot widens a log-potential's Laplace standard deviation.
+MAX_RESCALE = 30.0
 
 
 def sigma_eigen(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,40 +81,83 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
     )
     small = size <= DENSE_LIMIT
 
-    def chain(rng_key, args):
+    def chain(rng_key, z0, args):
         state = init_kernel(
-            jnp.zeros(size), num_warmup, adapt_mass_matrix=True, dense_mass=small,
+            z0, num_warmup, adapt_mass_matrix=True, dense_mass=small,
             model_args=(args,), rng_key=rng_key,
         )  # fmt: skip
 
         def step(state, _):
             state = sample_kernel(state, model_args=(args,))
-            return state, (state.z, state.diverging, state.num_steps, state.energy)
+            out = (state.z, state.diverging, state.num_steps, state.energy)
+            return state, (*out, state.adapt_state.step_size)
 
         state, _ = jax.lax.scan(step, state, None, length=num_warmup)
         return jax.lax.scan(step, state, None, length=num_samples)[1]
 
-    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, None)))
+    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))
     return fns[key]
 
 
-def nuts_draws(fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale):
+def _factor(cov_b: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of ``cov_b`` (a relative jitter of ``1e-12``)."""
+    jitter = 1e-12 * np.trace(cov_b) / len(cov_b)
+    return np.linalg.cholesky(cov_b + jitter * np.eye(len(cov_b)))
+
+
+def rescaled_covariance(cov_b: np.ndarray, basis: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The Laplace covariance ``cov_b`` (of ``B^T theta``) with each log-potential's
+    marginal variance taken from a pilot's ``draws`` of ``theta`` (``(n, size)``, centred
+    anywhere) where wider, and its correlations kept: ``M cov_b M^T``, ``M = B^T D B``, ``D``
+    the ratios of the pilot's standard deviations to the Laplace ones (clipped to ``[1,``
+    :data:`MAX_RESCALE` ``]``). Cells with small counts have a posterior in theta with a
+    long tail towards the prior, wider than ``H^-1`` says (``docs/bayes.md``)."""
+    laplace_var = np.einsum("ij,jk,ik->i", basis, cov_b, basis)
+    ratio = np.sqrt(draws.var(0) / np.maximum(laplace_var, 1e-300))
+    scale = np.clip(np.nan_to_num(ratio, nan=1.0), 1.0, MAX_RESCALE)
+    m = basis.T @ (scale[:, None] * basis)
+    return m @ cov_b @ m.T
+
+
+def _run(fns, data, x_b, whiten, z0, num_warmup, num_samples, key):
+    """One vectorised NUTS run on ``theta = x_b + z whiten^T`` from ``z0`` (per chain)."""
+    run = _sampler(fns, whiten.shape[1], int(num_warmup), int(num_samples))
+    dtype = "float32" if whiten.shape[1] > FLOAT32_ABOVE else None
+    low = functools.partial(jnp.asarray, dtype=dtype)
+    data = (*data[:4], low(data[4]), low(data[5]))  # the precision and the counts' factor
+    args = (data, jnp.asarray(x_b), low(whiten.T))
+    keys = jax.random.split(key, len(z0))
+    return run(keys, jnp.asarray(z0), args)
+
+
+def nuts_draws(
+    fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale, pilot=0
+):
     """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats. NUTS runs
     on the identifiable coordinates only (``split = (B, G)``, :func:`gauge_split`), whitened
     by ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior
-    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions)."""
+    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions).
+    ``pilot`` > 0: a pilot run (``num_warmup`` warm-up steps, ``pilot`` draws) first, whose
+    draws rescale the whitening (:func:`rescaled_covariance`); the main run starts from its
+    last state."""
     basis, gauge = split
-    key_nuts, key_gauge = jax.random.split(key)
+    key_nuts, key_gauge, key_pilot = jax.random.split(key, 3)
     cov_b = basis.T @ cov @ basis
-    chol = np.linalg.cholesky(cov_b + 1e-12 * np.trace(cov_b) / len(cov_b) * np.eye(len(cov_b)))
-    whiten = basis @ chol  # theta = x_b + z whiten^T
+    whiten = basis @ _factor(cov_b)  # theta = x_b + z whiten^T
     x_b = np.asarray(x) - gauge @ (gauge.T @ np.asarray(x))
-    run = _sampler(fns, len(cov_b), int(num_warmup), int(num_samples))
-    low = functools.partial(jnp.asarray, dtype="float32" if len(cov_b) > FLOAT32_ABOVE else None)
-    data = (*data[:4], low(data[4]), low(data[5]))  # the precision and the counts' factor
-    args = (data, jnp.asarray(x_b), low(whiten.T))
-    z, diverging, steps, energy = run(jax.random.split(key_nuts, int(num_chains)), args)
+    z0 = np.zeros((int(num_chains), whiten.shape[1]))
+    if pilot:
+        z = np.asarray(_run(fns, data, x_b, whiten, z0, num_warmup, pilot, key_pilot)[0])
+        flat = z.reshape(-1, z.shape[-1]) @ whiten.T  # the pilot's theta - x_b
+        whiten_new = basis @ _factor(rescaled_covariance(cov_b, basis, flat))
+        last = z[:, -1] @ whiten.T  # each chain's last pilot draw
+        z0 = np.linalg.lstsq(whiten_new, last.T, rcond=None)[0].T
+        whiten = whiten_new
+    z, diverging, steps, energy, step_size = _run(
+        fns, data, x_b, whiten, z0, num_warmup, num_samples, key_nuts
+    )
     stats = {
+        "step_size": np.asarray(step_size),
         "diverging": np.asarray(diverging),
         "n_steps": np.asarray(steps),
         "energy": np.asarray(energy),

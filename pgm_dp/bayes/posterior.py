@@ -305,8 +305,8 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
 def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
     """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats (``None``
     for the Laplace method: ``N(x, cov)``), ``run = (num_warmup, num_samples, num_chains,
-    key, prior_scale)``."""
-    num_warmup, num_samples, num_chains, key, prior_scale = run
+    key, prior_scale, pilot)``."""
+    num_warmup, num_samples, num_chains, key, prior_scale, pilot = run
     if method == "laplace":
         chol = np.linalg.cholesky(cov + 1e-12 * np.eye(x.size))
         z = jax.random.normal(key, (num_chains, num_samples, x.size))
@@ -315,8 +315,10 @@ def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
     return nuts_draws(fns, data, x, cov, split, *run)
 
 
-def _check(method, laplace_noise, num_warmup, num_samples, num_chains) -> None:
+def _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot=0) -> None:
     """A :class:`~pgm_dp.errors.DomainError` for any bad argument of :func:`posterior`."""
+    if isinstance(pilot, bool | str) or int(pilot) != pilot or pilot < 0:
+        raise DomainError(f"pilot must be an integer >= 0, got {pilot!r}")
     if method not in ("nuts", "laplace"):
         raise DomainError(f"method must be 'nuts' or 'laplace', got {method!r}")
     if laplace_noise not in ("auto", "exact", "gaussian"):
@@ -343,6 +345,7 @@ def posterior(
     covariance: str = "auto",
     prior_scale: float = PRIOR_SCALE,
     laplace_noise: str = "auto",
+    pilot: int = 0,
 ) -> DataTree:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
@@ -355,19 +358,21 @@ def posterior(
     leapfrog steps, ``docs/bayes.md``), ``"gaussian"``, a Gaussian of the noise's variance,
     or ``"auto"``, exact up to :data:`LATENT_LIMIT` cells. ``rng``: seed, Generator or
     JAX key. Chains run vectorised in one compiled program (no progress bar), compiled once per
-    model structure and run length.
+    model structure and run length. ``pilot`` > 0: a pilot NUTS run of that many draws per
+    chain first, whose spread widens the whitening per log-potential (the target is
+    unchanged; :func:`~pgm_dp.bayes.nuts.nuts_draws`, ``docs/bayes.md``).
 
     ::
 
         idata = posterior(release, mrf, method="nuts", rng=0)
         arviz_stats.summary(idata, var_names=["~theta"])
     """
-    _check(method, laplace_noise, num_warmup, num_samples, num_chains)
+    _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot)
     key_run, key_pred = jax.random.split(as_key(rng))
     nuts = method == "nuts"
     setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
     problem, kw, x, cov, fns, data, eigen = setup
-    run = (num_warmup, num_samples, num_chains, key_run, prior_scale)
+    run = (num_warmup, num_samples, num_chains, key_run, prior_scale, pilot)
     flat, stats = _draws(method, x, cov, fns, data, eigen, run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)

@@ -3,18 +3,18 @@
 From ``--data`` (the default workflow, :func:`pgm_dp.workflow.fit_table`): the table is
 prepared (identifier-like columns refused, or dropped with ``--drop-identifiers``; numeric
 columns binned with declared bins or bounds, or private quantiles; missing values a state of
-their own; rare categories merged privately with a third of the budget, MST's share, and
-expanded back on output); AIM (McKenna et al. 2022) then selects and measures marginals
-against ``--workload`` with the rest, starting from those one-way tables, and the learner
-fits every table measured. ``--epsilon`` alone is pure ε-DP (AIM's pure variant, discrete
-Laplace); with ``--delta`` everything runs in zCDP with discrete Gaussian noise, converted
-to (ε, δ). What is read from the data without privacy (categories with
-``--categories-from-data``, bounds with ``--bounds-from-data``) is printed as a note with
-the way to declare it instead (``--domain``, ``--prepare SPEC.json``). A report follows:
-what was selected, the budget per step, the expected error, and a warning when the model
-explains the measurements worse than the private independent model
-(:mod:`pgm_dp.fit_report`). The saved fit keeps its preparation: it decodes back to the
-original categories (:func:`pgm_dp.workflow.sample_fit`).
+their own; rare categories merged privately with a third of the budget, MST's share, at
+least 0.15 of a pure ε up to half of it, and expanded back on output); AIM (McKenna et al.
+2022) then selects and measures marginals against ``--workload`` with the rest, starting
+from those one-way tables, and the learner fits every table measured. ``--epsilon`` alone is
+pure ε-DP (AIM's pure variant, discrete Laplace); with ``--delta`` everything runs in zCDP
+with discrete Gaussian noise, converted to (ε, δ). What is read from the data without
+privacy (categories with ``--categories-from-data``, bounds with ``--bounds-from-data``) is
+printed as a note with the way to declare it instead (``--domain``, ``--prepare
+SPEC.json``). A report follows: what was selected, the budget per step, the expected error,
+and a warning when the model explains the measurements worse than the private independent
+model (:mod:`pgm_dp.fit_report`). The saved fit keeps its preparation: it decodes back to
+the original categories (:func:`pgm_dp.workflow.sample_fit`).
 
 With ``--cliques``: no preparation or selection; all of ``--epsilon`` goes to the release of
 those cliques over ``--domain`` (or, for a record learner such as psgd, to the learner).
@@ -144,9 +144,10 @@ def _add_table_arguments(p) -> None:
     p.add_argument(
         "--prepare-share",
         type=_args.probability,
-        default=1 / 3,
+        default=None,
         help="share of the budget for the one-way tables that decide the "
-        "compression (and private quantiles); MST's third",
+        "compression (and private quantiles); default MST's third, at least 0.15 of a "
+        "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",

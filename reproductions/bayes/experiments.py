@@ -282,9 +282,10 @@ def run_example(
     num_chains: int = 4,
     seed: int = 0,
     out_dir: str | Path | None = "pgm_dp_results",
+    pilot: int = 0,
 ) -> dict:
-    """NUTS (whitened by the Laplace fit; warm-up adapts the step size and a diagonal mass
-    matrix) on the
+    """NUTS (whitened by the Laplace fit, widened by a pilot of ``pilot`` draws per chain if
+    any; warm-up adapts the step size and a diagonal mass matrix) on the
     third-order chain: diagnostics, wall and CPU seconds, ESS/s and, with ``out_dir``, the
     PPC, trace and rank plots."""
     import arviz_stats
@@ -298,7 +299,7 @@ def run_example(
     start, cpu = time.perf_counter(), time.process_time()
     idata = posterior(
         rel, truth, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        rng=seed,
+        rng=seed, pilot=pilot,
     )  # fmt: skip
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     names = [site_name(c) for c in truth.cliques]

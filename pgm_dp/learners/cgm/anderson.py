@@ -39,13 +39,16 @@ _RIDGE = 1e-10  # relative Tikhonov term of the least-squares fit
 
 
 class AndersonState(NamedTuple):
-    """``dx``/``df``: ring buffers of the last differences (one row each); ``count``: rows
-    in use (the last step was accelerated iff ``count > 0``); ``slot``: the next row to
-    overwrite; ``x_prev``/``f_prev``: the iterate and residual the last step started from
-    (valid once ``started``)."""
+    """``dx``/``df``: ring buffers of the last ``memory`` differences (one row each) and a
+    scratch row (last) that steps forming no difference write to; ``gram``: ``df df^T``,
+    kept up to date one row per step; ``count``: rows in use (the last step was
+    accelerated iff ``count > 0``); ``slot``: the next row to overwrite;
+    ``x_prev``/``f_prev``: the iterate and residual the last step started from (valid
+    once ``started``). The buffers are written in place inside a ``lax.while_loop``."""
 
     dx: jax.Array
     df: jax.Array
+    gram: jax.Array
     count: jax.Array
     slot: jax.Array
     x_prev: jax.Array
@@ -55,10 +58,11 @@ class AndersonState(NamedTuple):
 
 def anderson_init(x0: jax.Array, memory: int) -> AndersonState:
     """An empty history for iterates shaped like the flat vector ``x0``."""
-    rows = (memory, x0.size)
+    rows = (memory + 1, x0.size) if memory else (0, x0.size)  # + a scratch row (see step)
     return AndersonState(
         dx=jnp.zeros(rows, x0.dtype),
         df=jnp.zeros(rows, x0.dtype),
+        gram=jnp.zeros((rows[0], rows[0]), x0.dtype),
         count=jnp.asarray(0),
         slot=jnp.asarray(0),
         x_prev=jnp.zeros_like(x0),
@@ -89,18 +93,25 @@ def anderson_step(
     state: AndersonState, x: jax.Array, f: jax.Array, alpha
 ) -> tuple[jax.Array, AndersonState]:
     """The next iterate from ``x`` and its residual ``f = F(x) - x``, and the new state."""
-    memory = state.dx.shape[0]
+    memory = max(state.dx.shape[0] - 1, 0)
     if memory == 0:
         return x + alpha * f, state._replace(x_prev=x, f_prev=f, started=jnp.asarray(True))
-    slot = state.slot
-    dx = state.dx.at[slot].set(jnp.where(state.started, x - state.x_prev, state.dx[slot]))
-    df = state.df.at[slot].set(jnp.where(state.started, f - state.f_prev, state.df[slot]))
-    count = jnp.where(state.started, jnp.minimum(state.count + 1, memory), state.count)
-    slot = jnp.where(state.started, (slot + 1) % memory, slot)
-    used = (jnp.arange(memory) < count).astype(x.dtype)
+    # A step that forms no difference writes to the scratch row ``memory`` instead of
+    # keeping ``slot``'s: no read of the old row, so the history is updated in place.
+    slot, started = state.slot, state.started
+    row = jnp.where(started, slot, memory)
+    new_df = f - state.f_prev
+    dx = state.dx.at[row].set(x - state.x_prev)
+    df = state.df.at[row].set(new_df)
+    # One pass over the history: the new row of df df^T and df f.
+    prods = df @ jnp.stack([new_df, f], axis=1)
+    kept = state.gram.at[row, :].set(prods[:, 0]).at[:, row].set(prods[:, 0])
+    count = jnp.where(started, jnp.minimum(state.count + 1, memory), state.count)
+    slot = jnp.where(started, (slot + 1) % memory, slot)
+    used = (jnp.arange(memory + 1) < count).astype(x.dtype)  # never the scratch row
     # Rows not in use may hold stale (finite) values: mask the small system, not the rows.
-    gram = (df @ df.T) * jnp.outer(used, used)
-    gram = gram + _RIDGE * (1.0 + jnp.trace(gram)) * jnp.eye(memory) + jnp.diag(1.0 - used)
-    gamma = _spd_solve(gram, (df @ f) * used)  # unused rows: gamma = 0
-    x_next = x + alpha * f - (dx + alpha * df).T @ gamma
-    return x_next, AndersonState(dx, df, count, slot, x, f, jnp.asarray(True))
+    gram = kept * jnp.outer(used, used)
+    gram = gram + _RIDGE * (1.0 + jnp.trace(gram)) * jnp.eye(memory + 1) + jnp.diag(1.0 - used)
+    gamma = _spd_solve(gram, prods[:, 1] * used)  # unused rows: gamma = 0
+    x_next = x + alpha * f - gamma @ dx - alpha * (gamma @ df)
+    return x_next, AndersonState(dx, df, kept, count, slot, x, f, jnp.asarray(True))

@@ -27,6 +27,7 @@ Design choices and their measurements: ``docs/cgm_em.md``.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +41,7 @@ from ...privacy.measurements import flat_release
 from ..base import check_release_matches
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
-from .noise import noise_curvature, noise_gradient, noise_log_density
+from .noise import flat_noise, noise_log_density
 
 __all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
 
@@ -78,19 +79,28 @@ def _safeguarded_step(state, f, curvature, damping):
     return x, acc, resid, alpha, it + 1, checked
 
 
-def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=()):
+def _nlbp_loop(bp, noise, shapes, damping, max_iters, memory, warm0=()):
     """Alg. 1 as a ``lax.while_loop``: ``(theta, y, n0, N, tol, scales, alpha0, acc0) ->
-    (n, delta, iterations, alpha, Anderson state, *warm)``. ``warm0``: what ``bp`` carries
-    from one call to the next (loopy BP: its messages, so each BP starts where the last one
-    ended, a few sweeps instead of a cold start's ~100 as ``theta'`` moves little; nothing
-    for the junction tree)."""
+    (n, delta, iterations, alpha, Anderson state, *warm)``. ``noise``: :func:`.noise.flat_noise`
+    of the structure. The iterate is the flat vector of all cliques' statistics
+    (:mod:`pgm_dp.models.tables`): the noise model's gradient and curvature are one
+    elementwise kernel each on it, and only BP sees clique tables. The map is Alg. 1's
+    (``theta' = theta + grad_n log p(y | n)``, ``n' = N BP(theta')``) cell for cell, so
+    its fixed point, the solution of Problem (6), is unchanged. ``warm0``: what ``bp``
+    carries from one call to the next (loopy BP: its messages, so each BP starts where the
+    last one ended, a few sweeps instead of a cold start's ~100 as ``theta'`` moves little;
+    nothing for the junction tree)."""
+    cells_of, gradient, curvature = noise
 
     def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
+        cells = cells_of(y, scales)  # per-cell release and scales, once per E-step
+        flat_theta = concat_tables(theta)
+
         def body(state):
             inner, warm = state
-            shifted = shift(theta, y, unflatten_tables(inner[0], shapes), scales)
-            new, _, _, *warm = bp(shifted, *warm)
-            c = functools.partial(curvature, y, scales)
+            shifted = flat_theta + gradient(cells, inner[0])
+            new, _, _, *warm = bp(unflatten_tables(shifted, shapes), *warm)
+            c = functools.partial(curvature, cells)
             f = total * concat_tables(new) - inner[0]  # F(n) - n on the flat statistics
             return _safeguarded_step(inner, f, c, damping), tuple(warm)
 
@@ -109,7 +119,7 @@ def _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0=(
     return loop
 
 
-def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
+def _em_objective(bp, noise, loop, kinds, smoothing, shapes, damping, uniform):
     """The EM objective of ``pgm_dp.learners.cgm.em`` around one NLBP E-step (see there);
     ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
 
@@ -122,7 +132,8 @@ def _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform):
         theta = unflatten_tables(flat_theta, shapes)
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
-        shifted = shift(theta, y, n, scales)
+        grad_n = noise[1](noise[0](y, scales), concat_tables(n))
+        shifted = unflatten_tables(flat_theta + grad_n, shapes)
         mu_star, log_z_star, ok, *warm = bp(shifted, *warm)  # loopy: the E-step's messages
         mu, log_z, ok_theta, *_ = bp(theta, *warm)
         fit = sum(
@@ -168,26 +179,13 @@ def nlbp_programs(
     if inference.flat:  # one table of all cells; scales come one per cell
         shapes, kinds = ((sum(domain.size(c) for c in cliques),),), kinds[:1]
 
-    def shift(theta, y, n, scales):
-        return [
-            t + noise_gradient(k, scales[i], smoothing, yc, nc)
-            for i, (t, k, yc, nc) in enumerate(zip(theta, kinds, y, n, strict=True))
-        ]
-
-    def curvature(y, scales, at):  # noise_curvature at the flat statistics `at`
-        n = unflatten_tables(at, shapes)
-        c = [
-            noise_curvature(k, scales[i], smoothing, yc, nc)
-            for i, (k, yc, nc) in enumerate(zip(kinds, y, n, strict=True))
-        ]
-        return concat_tables(c)
-
+    noise = flat_noise(kinds, smoothing, [math.prod(sh) for sh in shapes])
     if estep == "newton":
         loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
     else:  # warm-started from the last BP's state (loopy BP: messages) within the E-step
         warm0 = inference.warm_start(domain, cliques)
-        loop = _nlbp_loop(bp, shift, curvature, shapes, damping, max_iters, memory, warm0)
-    objective = _em_objective(bp, shift, loop, kinds, smoothing, shapes, damping, uniform)
+        loop = _nlbp_loop(bp, noise, shapes, damping, max_iters, memory, warm0)
+    objective = _em_objective(bp, noise, loop, kinds, smoothing, shapes, damping, uniform)
     return jit_program(loop), jit_program(objective)
 
 

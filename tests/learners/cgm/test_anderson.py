@@ -95,6 +95,20 @@ def test_carried_history_is_used_but_forms_no_difference_across_maps():
     f = a @ x + b - x
     nxt, after = anderson_step(carried, x, f, 1.0)
     assert int(after.count) == int(state.count) == 5
-    np.testing.assert_array_equal(after.dx, state.dx)  # no new row
+    np.testing.assert_array_equal(after.dx[:5], state.dx[:5])  # no new row (the 6th: scratch)
     assert not np.allclose(nxt, x + f)  # not the plain step: the history was used
     assert np.linalg.norm(nxt - exact) < np.linalg.norm(x + f - exact)
+
+
+def test_kept_gram_matrix_is_that_of_the_history():
+    # The Gram matrix df df^T is updated one row per step (through resets and a carried
+    # history): it must stay equal to the one formed from the rows.
+    a, b, _ = _linear_problem(d=30, seed=1)
+    x = jnp.zeros(b.shape)
+    state = anderson_init(x, 4)
+    for k in range(11):
+        if k in (5, 8):
+            state = anderson_reset(state) if k == 5 else state._replace(started=False)
+        x, state = anderson_step(state, x, a @ x + b - x, 0.7)
+        df = np.asarray(state.df)
+        np.testing.assert_allclose(state.gram, df @ df.T, rtol=1e-12, atol=1e-14)

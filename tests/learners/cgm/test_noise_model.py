@@ -68,3 +68,24 @@ def test_the_e_step_density_is_the_release_noise_model_density(rng, kind):
         noise_gradient(kind, 3.0, smoothing, y, n), model.grad_log_density(y, n), rtol=1e-9
     )
     assert model.is_laplace == (kind in LAPLACE_KINDS) == kind.endswith("laplace")
+
+
+@pytest.mark.parametrize("kinds", [("laplace", "laplace"), ("gaussian",) * 2, KINDS])
+def test_flat_noise_model_is_the_per_clique_one(rng, kinds):
+    # The E-step's flat kernels (one per vector, per-cell scales) equal the per-table ones.
+    from pgm_dp.learners.cgm.noise import flat_noise
+
+    shapes = [(3, 2), (4,), (2, 2, 2), (5,)][: len(kinds)]
+    y = [rng.normal(40, 20, size=s) for s in shapes]
+    n = [rng.normal(40, 20, size=s) for s in shapes]
+    scales, smoothing = rng.uniform(1, 5, size=len(kinds)), 0.7
+    cells, gradient, curvature = flat_noise(kinds, smoothing, [np.prod(s) for s in shapes])
+    at = cells(y, jnp.asarray(scales))
+    flat_n = np.concatenate([t.ravel() for t in n])
+    per = list(zip(kinds, scales, y, n, strict=True))
+    expect = [noise_gradient(k, b, smoothing, yc, nc) for k, b, yc, nc in per]
+    got = gradient(at, flat_n)
+    np.testing.assert_allclose(got, np.concatenate([np.ravel(e) for e in expect]), rtol=1e-14)
+    expect = [noise_curvature(k, b, smoothing, yc, nc) for k, b, yc, nc in per]
+    got = curvature(at, flat_n)
+    np.testing.assert_allclose(got, np.concatenate([np.ravel(e) for e in expect]), rtol=1e-13)
