@@ -4,8 +4,8 @@ Contract: :func:`marginal_draws` returns, per release, the draws of the clique m
 :func:`~pgm_dp.bayes.posterior` gives for it with the same ``rng`` (equal to the Laplace
 fit's tolerance), without the ArviZ tree and the posterior predictive: what calibration and
 simulation-based calibration need. On the exact-covariance path the Laplace fits of all the
-releases are one compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`, ``lax.map`` over
-releases); the Laplace method's draws and the marginals follow per release from programs
+releases are one compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`, ``lax.map``
+over releases); the Laplace method's draws and the marginals follow per release from programs
 compiled once per structure, and NUTS runs per release from those fits (its program too is
 compiled once per structure and run length). The plug-in path fits release by release.
 

@@ -11,8 +11,8 @@ reverse differentiation) and ``H^-1`` from its eigen-decomposition, eigenvalues 
 structure in one call (a calibration's 100 releases per setting), one release after the
 other inside the program: each L-BFGS loop stops at its own iteration, and the LAPACK calls
 stay unbatched (vmapped, XLA's CPU runtime stalled in batched LAPACK calls on some runs).
-Tolerances and iteration cap are arguments of the program, the releases' arrays too: a new release or tolerance
-compiles nothing; a new number of releases compiles once.
+Tolerances and iteration cap are arguments of the program, the releases' arrays too: a new
+release or tolerance compiles nothing; a new number of releases compiles once.
 
 Stopping rule: scipy's L-BFGS-B's defaults, which the fit it replaces used: the largest
 gradient entry at most :data:`GTOL`, or a relative decrease of the objective at most
