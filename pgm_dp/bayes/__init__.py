@@ -4,6 +4,8 @@
 * :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``xarray.DataTree``;
   :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
 * :mod:`~pgm_dp.bayes.nuts`: NUTS on the whitened identifiable log-potentials.
+* :mod:`~pgm_dp.bayes.batch`: :func:`marginal_draws`, many releases of one structure at once.
+* :mod:`~pgm_dp.bayes.laplace`: the Laplace fit as one compiled program over releases.
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 
@@ -11,6 +13,7 @@ The learner is listed in :mod:`pgm_dp.learners` by reference (``"pgm_dp.bayes:Po
 so the registry names it without importing NumPyro; this package is imported on its first use.
 """
 
+from .batch import marginal_draws
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
 from .ising import ScoreReference, prising_posterior, score_reference
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
@@ -26,6 +29,7 @@ __all__ = [
     "Problem",
     "posterior",
     "posterior_marginals",
+    "marginal_draws",
     "posterior_mean_model",
     "prepare",
     "release_model",
