@@ -36,10 +36,8 @@ Budget split (data-independent, decided before anything is read):
   from 0.101 to 0.087 on Adult, 0.036 to 0.031 on ``nass`` and 0.098 to 0.085 on
   ``fair`` (``mpls``: 0.033 to 0.034), while at ε = 1 half did worse than the third
   (``nass`` 0.015 to 0.019, ``fair`` 0.050 to 0.055, seed 0): there AIM's rounds, more
-  of them, are worth more than the one-way tables. The constants are measured, not
-  derived (0.65 of ε did a little better on Adult and ``fair`` at ε = 0.3 and worse on
-  ``nass``; a merging threshold of 2 noise standard deviations in place of MST's 3
-  helped Adult and hurt ``mpls``). When some numeric column
+  of them, are worth more than the one-way tables. The constants are our choice, set
+  from these measurements, not derived. When some numeric column
   needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays
   for them. The share depends on ε only, never on the data, and is never near zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is

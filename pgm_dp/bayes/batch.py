@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
 from .laplace import laplace_fits, stack
 from .model import PRIOR_SCALE, plugin_covariance, prepare, site_name
@@ -90,7 +91,7 @@ def marginal_draws(
     _check(method, laplace_noise, num_warmup, num_samples, num_chains)
     rngs = list(range(len(releases))) if rngs is None else list(rngs)
     if len(rngs) != len(releases):
-        raise ValueError(f"{len(releases)} releases but {len(rngs)} rngs")
+        raise DomainError(f"{len(releases)} releases but {len(rngs)} rngs")
     problems = [prepare(r, mrf) for r in releases]
     if not problems:
         return []

@@ -112,8 +112,9 @@ def _data(problem: Problem, kw: dict) -> tuple:
 
 def _static(kw: dict) -> tuple:
     """The naive model is the noise-aware one with zero Gaussian noise (:func:`_data`'s
-    variance): one compiled program serves both, and naive ones of any release kind."""
-    return (True, kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
+    variance): one compiled program serves both, and naive ones of any release kind, so
+    ``noise_aware`` is not part of the key."""
+    return (kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
 
 
 @functools.lru_cache(maxsize=16)
@@ -121,10 +122,10 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
     """Jitted ``potential(flat, data)`` (unconstrained: ``theta`` then ``log noise_var``),
     ``constrain(flats, data) -> {site: values}`` and ``replicate(key, samples, data)``,
     compiled once per model structure and reused across releases."""
-    noise_aware, prior_scale, covariance, latent_counts = static
-    kw = {"noise_aware": noise_aware, "prior_scale": prior_scale, "covariance": covariance}
+    prior_scale, covariance, latent_counts = static
+    kw = {"noise_aware": True, "prior_scale": prior_scale, "covariance": covariance}
     d = int(sum(math.prod(s) for s in shapes))
-    m = int(sum(laplace)) if noise_aware and covariance == "exact" else 0
+    m = int(sum(laplace)) if covariance == "exact" else 0
     latent = "noise_var" if m else "count_deviation" if latent_counts else None
 
     def model_args(data):
