@@ -67,12 +67,13 @@ from _realdata_data import DATASETS, load, split  # noqa: E402
 from _realdata_report import write_report  # noqa: E402
 from _realdata_tree import CalibratedTree, load_tree, mean_tvd  # noqa: E402
 
-METHODS = ["pgmdp", "pgmdp-naive", "pgmdp-cgm", "independent", "mst", "aim"]
-PGMDP = {"pgmdp": [], "pgmdp-naive": ["--learner", "naive"], "pgmdp-cgm": ["--learner", "cgm"]}
+DELTA = 1e-9
+METHODS = ["pgmdp", "pgmdp-naive", "pgmdp-cgm", "pgmdp-zcdp", "independent", "mst", "aim"]
+PGMDP = {"pgmdp": [], "pgmdp-naive": ["--learner", "naive"], "pgmdp-cgm": ["--learner", "cgm"],
+         "pgmdp-zcdp": ["--delta", str(DELTA)]}  # fmt: skip
 FIELDS = ["data", "eps", "delta", "seed", "method", "status", "tvd2", "tvd3", "tvd2_sample",
           "tvd3_sample", "loglik_test", "cpu_s", "wall_s", "maxrss_mb", "score_s", "n_pairs",
           "n_triples", "n_cliques", "note"]  # fmt: skip
-DELTA = 1e-9
 #: XLA's CPU back end at optimisation level 0 (``_peers_mbi.py`` explains; ``--xla``).
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
@@ -227,7 +228,7 @@ def one_run(name, info, eps, seed, method, a) -> dict:
     stem = f"{method}_eps{eps:g}_seed{seed}"
     model = work / (stem + ".npz")
     row = {"data": name, "eps": eps, "seed": seed, "method": method,
-           "delta": DELTA if method in ("mst", "aim") else 0}  # fmt: skip
+           "delta": DELTA if method in ("mst", "aim", "pgmdp-zcdp") else 0}  # fmt: skip
     cmd = command(method, info, eps, seed, model, a)
     with tempfile.TemporaryDirectory() as cache:  # pgm_dp's compilation cache, cold per run
         env = {} if a.warm_cache else {"PGM_DP_CACHE_DIR": cache}

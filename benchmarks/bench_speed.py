@@ -16,9 +16,10 @@ Run: ``python benchmarks/bench_speed.py [--eps 0.3 1 3] [--learners cgm naive mb
 [--mbi-iters 1000] [--warm-cache]``; ``--table FILE`` prints the table of a saved run's
 output. Needs the ``bench`` extra (mbi).
 
-Device: the same script runs on a GPU when ``jax[cuda]`` is installed (JAX picks the
-accelerator by itself; ``JAX_PLATFORMS=cpu`` forces the CPU); the first line of the output
-names the device each child ran on.
+Device: the same script runs on a GPU when ``jax[cuda]`` is installed. Every child runs on
+the CPU (``JAX_PLATFORMS=cpu``) and, when JAX finds an accelerator, once more on it, with
+one table per device (``--devices default`` runs only on JAX's own pick); each JSON row
+names the device its child ran on.
 """
 
 from __future__ import annotations
@@ -97,8 +98,21 @@ def child(learner: str, eps: float, mbi_iters: int) -> dict:
     return row
 
 
-def _run_child(learner: str, eps: float, args) -> dict:
+def platforms(choice: str) -> list[str | None]:
+    """The JAX platforms to run on: the CPU and any accelerator (``"all"``), or ``[None]``
+    (``"default"``: JAX's own pick)."""
+    if choice == "default":
+        return [None]
+    import jax
+
+    accelerator = jax.default_backend()
+    return ["cpu"] + ([accelerator] if accelerator != "cpu" else [])
+
+
+def _run_child(learner: str, eps: float, args, platform: str | None = None) -> dict:
     env = dict(os.environ)
+    if platform is not None:
+        env["JAX_PLATFORMS"] = platform
     with tempfile.TemporaryDirectory() as cache:
         if not args.warm_cache:
             env["PGM_DP_CACHE_DIR"] = cache
@@ -116,6 +130,8 @@ def main() -> None:
     parser.add_argument("--learners", nargs="+", default=["cgm", "naive", "mbi"])
     parser.add_argument("--mbi-iters", type=int, default=1000)
     parser.add_argument("--warm-cache", action="store_true")
+    parser.add_argument("--devices", choices=["all", "default"], default="all",
+                        help="the CPU and any accelerator, or JAX's own pick")  # fmt: skip
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--table", help="print the table of a saved run's JSON lines")
     args = parser.parse_args()
@@ -127,13 +143,15 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.eps[0], args.mbi_iters)))
         return
-    rows = {}
-    for eps in args.eps:
-        for learner in args.learners:
-            row = _run_child(learner, eps, args)
-            rows[learner, eps] = row
-            print(json.dumps(row), flush=True)
-    print(table(rows, args.mbi_iters))
+    tables = []
+    for platform in platforms(args.devices):
+        rows = {}
+        for eps in args.eps:
+            for learner in args.learners:
+                rows[learner, eps] = _run_child(learner, eps, args, platform)
+                print(json.dumps(rows[learner, eps]), flush=True)
+        tables.append(f"device: {platform or 'default'}\n\n" + table(rows, args.mbi_iters))
+    print("\n\n".join(tables))
 
 
 def table(rows: dict, mbi_iters: int) -> str:
