@@ -219,7 +219,9 @@ def test_the_shrunk_start_saves_iterations_where_the_noise_hides_cells():
     uniform = CGMEM(init="uniform").fit(release, truth)
     assert auto.info["converged"] and uniform.info["converged"]
     assert 4 * auto.info["iterations"] < uniform.info["iterations"]
-    assert auto.info["objective"] == pytest.approx(uniform.info["objective"], rel=1e-4)
+    # the per-record objectives within 0.1 nat of the release's whole log-likelihood
+    total = float(release.total)
+    assert auto.info["objective"] == pytest.approx(uniform.info["objective"], abs=0.1 / total)
     assert kl_divergence(truth, auto.model) == pytest.approx(
         kl_divergence(truth, uniform.model), rel=0.03
     )
