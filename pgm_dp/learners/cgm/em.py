@@ -327,10 +327,12 @@ class CGMEM:
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff and BP is exact, NLBP otherwise (faster on milder releases). Stiff: the public
-        ``max_C max(y_C) / b_C^2 > 1e3``, the largest released count over the squared noise
-        scale, where NLBP's damping must be smallest (it slows down and then fails); the
-        threshold's measurements: ``docs/cgm_em.md``."""
+        stiff and BP is exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 >
+        1e3``, the largest released count over the squared noise scale, where NLBP's damping
+        must be smallest (it slows down and then fails). Both E-steps inexact far from the
+        optimum, on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x
+        NLBP's time at stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small
+        grid models 0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
         if self.estep != "auto":
             return self.estep
         stiff = max(
