@@ -71,23 +71,23 @@ def traced_gauge_projector(domain: Domain, cliques):
 @functools.lru_cache(maxsize=32)
 def em_lbfgs_program(objective, domain: Domain, cliques):
     """The compiled L-BFGS loop around ``objective`` (``nlbp_programs``' EM objective):
-    ``(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters) ->
-    (z, iterations, aux)`` with ``aux = (n, Anderson state, damping, max |grad|,
+    ``(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters,
+    floor) -> (z, iterations, aux)`` with ``aux = (n, Anderson state, damping, max |grad|,
     projected grad, E-step passes, grad, (value, delta, its passes, BP ok, its tolerance))``
-    of the last E-step and ``tols = (tol, estep_tol, count_tol)`` (see the module
+    of the last E-step, ``tols = (tol, estep_tol, count_tol)`` and ``floor`` the per-cell
+    variance floor of the stopping rule in counts (``EMProblem.floor``; see the module
     docstring). With ``max_iters = 0`` and ``forcing = 0`` it is one exact E-step at
     ``z0``: the same program serves the fit's exact evaluations."""
     project = traced_gauge_projector(domain, cliques)
 
-    def run(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters):
+    def run(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters, floor):
         tol, estep_tol, count_tol = tols
 
         def evaluate(z, aux):
             n, acc, alpha, last, _, passes, *_ = aux
-            loose = jnp.minimum(_LOOSEST, jnp.where(forcing > 0, forcing * last, 0.0))
-            etol = jnp.where(
-                newton, jnp.minimum(estep_tol, _NEWTON_TOL), jnp.maximum(estep_tol, loose)
-            )
+            loose = jnp.maximum(estep_tol, jnp.minimum(_LOOSEST, forcing * last))
+            exact = jnp.where(newton, jnp.minimum(estep_tol, _NEWTON_TOL), estep_tol)
+            etol = jnp.where(forcing > 0, loose, exact)  # inexact E-steps: NLBP and Newton
             theta = project(z / scale)
             report, n, _, alpha, acc = objective(
                 theta, y, n, alpha, total, lam, rho, etol, acc, scales
@@ -102,7 +102,7 @@ def em_lbfgs_program(objective, domain: Domain, cliques):
         def done(_, aux):
             counts = jnp.maximum(concat_tables(aux[0]), 0.0)
             pg = jnp.abs(aux[4])
-            in_counts = total * pg / jnp.sqrt(1.0 + counts)
+            in_counts = total * pg / jnp.sqrt(floor + counts)
             return (jnp.max(pg) <= tol) & (jnp.max(in_counts) <= count_tol)
 
         res = lbfgs_loop(evaluate, z0, (), None, max_iters, aux0=aux0, done=done)

@@ -46,8 +46,8 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
 5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
-   gradient within ``count_tol`` sampling standard deviations, so that large-``N`` fits are
-   not stopped many counts from the optimum.
+   gradient within ``count_tol`` standard deviations of its released count (sampling and
+   noise), so that large-``N`` fits are not stopped many counts from the optimum.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from ..._progress import tick
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
 from ...models.tables import concat_tables, flatten_tables, unflatten_tables
+from ...privacy.measurements import flat_release
 from ..base import Fit
 from ..mle import fit_marginals
 from ..naive_mle import noisy_pseudo_marginals
@@ -108,8 +109,9 @@ class EMProblem(NamedTuple):
     and noise scales, ``N``, the per-record priors ``lam = tau / N`` (Gaussian) and
     ``rho = beta / N`` (conjugate, :meth:`CGMEM.pseudo_records`), whether the E-step
     is Newton's on the dual (:mod:`.dual_estep`), the per-record tolerances of the EM
-    gradient and of an exact E-step (:meth:`CGMEM.tolerances`) and ``reparam``: L-BFGS's
-    variable (:mod:`.conditioning`)."""
+    gradient and of an exact E-step (:meth:`CGMEM.tolerances`), ``reparam``: L-BFGS's
+    variable (:mod:`.conditioning`) and ``floor``: ``1 + v_i`` per cell, ``v_i`` the
+    release's noise variance in counts (the stopping rule in counts, :meth:`CGMEM.done`)."""
 
     objective: object
     y: list
@@ -121,6 +123,7 @@ class EMProblem(NamedTuple):
     tol: float = 1e-5
     estep_tol: float = 1e-7
     reparam: Reparam | None = None
+    floor: np.ndarray | float = 1.0
 
 
 class EMState(NamedTuple):
@@ -193,12 +196,13 @@ class CGMEM:
     (:meth:`pseudo_records`; module docstring); ``solver``:
     ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
     ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
-    counts, below ``count_tol`` sampling standard deviations of each cell (:meth:`done`);
+    counts, below ``count_tol`` standard deviations of each cell's released count
+    (sampling and noise, :meth:`done`);
     ``max_iters``: L-BFGS iterations or EM maps; ``init``: see the module docstring.
     ``inference``, ``damping``, ``smoothing``, ``nlbp_tol``, ``nlbp_max_iters``,
     ``nlbp_anderson``: the E-step's (:func:`~pgm_dp.learners.cgm.nlbp.nlbp`; ``inference``
     an inference backend or its name, :mod:`pgm_dp.inference.backend`).
-    ``nlbp_forcing``: each E-step stops at
+    ``nlbp_forcing``: each E-step (NLBP's or Newton's) stops at
     ``max(nlbp_tol, min(1e-4, nlbp_forcing * g))``, ``g`` the largest entry of the last EM
     gradient; ``0`` gives exact E-steps throughout. ``info["converged"]`` is false (and a
     :class:`~pgm_dp.ConvergenceWarning` raised) unless the final, exact E-step converged
@@ -303,26 +307,32 @@ class CGMEM:
 
     def done(self, problem: EMProblem, state: EMState, projected=None) -> bool:
         """Whether the EM gradient at ``state`` meets both criteria: per record below
-        ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` sampling standard
-        deviations ``sqrt(1 + n_i)`` of the cell (``n`` the E-step's statistics). The
-        second matters where ``N`` is large: a per-record ``1e-5`` is 10 counts at
-        ``N = 1e6``, which left a cell of a few counts far from its optimum. With a
-        ``reparam`` the gradient is taken in the directions L-BFGS moves (``projected``:
-        that gradient, when the caller has it already)."""
+        ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` standard deviations
+        ``sqrt(1 + n_i + v_i)`` of the cell's released count (``n`` the E-step's
+        statistics, ``v_i`` the noise variance: ``2 b^2`` Laplace, ``sigma^2`` Gaussian;
+        ``problem.floor`` is ``1 + v``): the count gradient is the gap between inferred and
+        model counts, and 1 % of the count's own error is invisible in the estimate. The
+        noise term spares noise-hidden cells a tolerance of hundredths of a record (Adult
+        tree, ``b = 13``: 2.5x fewer iterations, same 2-way error; ``docs/cgm_em.md``);
+        with little noise it is the sampling rule (a per-record ``1e-5`` is 10 counts at
+        ``N = 1e6``). With a ``reparam`` the gradient is taken in the directions L-BFGS
+        moves (``projected``: that gradient, when the caller has it already)."""
         rp = problem.reparam
         if projected is None:
             projected = state.grad if rp is None else rp.project(state.grad)
         grad = np.abs(projected)
         counts = np.maximum(flatten_tables(state.n), 0.0)
-        in_counts = problem.total * grad / np.sqrt(1.0 + counts)
+        in_counts = problem.total * grad / np.sqrt(problem.floor + counts)
         return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
 
     def _estep(self, release) -> str:
         """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff and BP is exact, NLBP otherwise (faster on milder releases). Stiff: the public
-        ``max_C max(y_C) / b_C^2 > 1e3``, the largest released count over the squared noise
-        scale, where NLBP's damping must be smallest (it slows down and then fails); the
-        threshold's measurements: ``docs/cgm_em.md``."""
+        stiff and BP is exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 >
+        1e3``, the largest released count over the squared noise scale, where NLBP's damping
+        must be smallest (it slows down and then fails). Both E-steps inexact far from the
+        optimum, on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x
+        NLBP's time at stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small
+        grid models 0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
         if self.estep != "auto":
             return self.estep
         stiff = max(
@@ -354,12 +364,12 @@ class CGMEM:
         if state.x is not None and np.array_equal(flat, state.x):
             if not exact or state.tol <= problem.estep_tol:
                 return state
-        if problem.newton:  # quadratic convergence: always (nearly) exact, see the class doc
-            return em_step(problem, state, flat, min(problem.estep_tol, _NEWTON_TOL))
         tol = problem.estep_tol
-        if not exact:
+        if not exact and forcing > 0:  # NLBP and Newton alike (class docstring)
             last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
             tol = max(tol, min(_LOOSEST, forcing * last))
+        elif problem.newton:  # quadratic convergence: an exact Newton E-step is cheap
+            tol = min(tol, _NEWTON_TOL)
         return em_step(problem, state, flat, tol)
 
     def _lbfgs(self, problem, state, x, history, mrf):
@@ -400,6 +410,7 @@ class CGMEM:
             np.float64(forcing),
             np.bool_(problem.newton),
             np.int64(max_iters),
+            np.broadcast_to(np.asarray(problem.floor, dtype=np.float64), x.shape),
         )
         n, acc, alpha, _, _, passes, grad, tail = aux
         value, delta, _, bp_ok, tol = np.asarray(tail)
@@ -453,7 +464,7 @@ class CGMEM:
             lam = float(np.max(lam))
         problem = EMProblem(
             objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total)
-        )
+        )._replace(floor=1.0 + flat_release(release, mrf.cliques).variance)
         start = self._start(release, mrf)
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
