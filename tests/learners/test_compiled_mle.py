@@ -58,12 +58,13 @@ def test_compiled_fit_equals_the_scipy_reference(case):
     assert fit.converged and fit.max_gradient <= 1e-8
     assert fit.objective == pytest.approx(ref_value, rel=1e-12, abs=1e-12)
     # both stop with max |grad| <= 1e-8 on a 2e-4-strongly convex objective: potentials
-    # within 1e-8 / 2e-4 of the optimum, marginals much closer
+    # within 1e-8 / 2e-4 of the optimum; the marginals (the gradient minus the L2 term) of
+    # the two within a few 1e-8, more where XLA's summation order differs between runs
     np.testing.assert_allclose(
         flatten_tables(fit.model.log_potentials), flatten_tables(ref.log_potentials), atol=1e-4
     )
     for c, m in fit.model.marginals().items():
-        np.testing.assert_allclose(np.asarray(m), np.asarray(ref.marginal(c)), atol=2e-8)
+        np.testing.assert_allclose(np.asarray(m), np.asarray(ref.marginal(c)), atol=1e-7)
 
 
 def test_a_second_fit_of_one_structure_compiles_nothing():
