@@ -81,13 +81,14 @@ _LOG_2PI = math.log(2 * math.pi)
 
 class Problem(NamedTuple):
     """A release prepared for the model: ``y`` (flat, float64), ``total`` ``N``,
-    ``variance`` (per cell noise variance), ``laplace`` (per cell: Laplace kind), the
-    junction tree, cliques and table shapes of the model."""
+    ``variance`` (per cell noise variance), ``laplace`` (per cell: Laplace kind; a tuple, or
+    an array where the kinds are data of a compiled program), the junction tree, cliques
+    and table shapes of the model."""
 
     y: np.ndarray
     total: float
     variance: np.ndarray
-    laplace: tuple[bool, ...]
+    laplace: tuple[bool, ...] | np.ndarray
     jt: JunctionTree
     cliques: tuple[Clique, ...]
     shapes: tuple[tuple[int, ...], ...]
@@ -195,17 +196,27 @@ def enumerated_covariance(problem: Problem, theta):
     return (phi.T * p) @ phi - jnp.outer(mu, mu)
 
 
-def _noise_variance(problem: Problem, noise_aware: bool, mixture: bool):
-    """Per-cell noise variance: constant, or latent ``Exponential`` for Laplace cells."""
+def _noise_variance(problem: Problem, noise_aware: bool):
+    """Per-cell noise variance: constant, or latent ``Exponential`` for Laplace cells.
+
+    ``problem.laplace`` a tuple (the kinds fixed when traced): a latent for each Laplace cell
+    only. An array (the kinds as data, so that one compiled program serves every release
+    kind of a structure, :func:`~pgm_dp.bayes.posterior.posterior`): a latent for every
+    cell, used only where the cell is of a Laplace kind; elsewhere it has its prior
+    ``Exponential(1)`` as posterior, independent of the rest, and the model of ``theta`` is
+    the same."""
     if not noise_aware:
         return jnp.zeros(problem.size)
     var = jnp.asarray(problem.variance)
-    if not mixture or not any(problem.laplace):
-        return var
-    idx = np.flatnonzero(problem.laplace)
-    mean = var[idx]
-    w = numpyro.sample("noise_var", dist.Exponential(1.0 / mean).to_event(1))
-    return var.at[idx].set(w)
+    if isinstance(problem.laplace, tuple):
+        if not any(problem.laplace):
+            return var
+        idx = np.flatnonzero(problem.laplace)
+        w = numpyro.sample("noise_var", dist.Exponential(1.0 / var[idx]).to_event(1))
+        return var.at[idx].set(w)
+    mask = jnp.asarray(problem.laplace, dtype=bool)
+    w = numpyro.sample("noise_var", dist.Exponential(1.0 / jnp.where(mask, var, 1.0)).to_event(1))
+    return jnp.where(mask, w, var)
 
 
 def matvec(v, matrix):
@@ -296,7 +307,8 @@ def release_model(
     fast_mean: bool | None = None,
 ) -> None:
     """NumPyro model of ``y`` (observed site ``"y"``; ``None`` simulates). Sites: ``theta``,
-    ``noise_var`` (Laplace cells, exact covariance only), ``marginal:...`` (deterministic).
+    ``noise_var`` (Laplace cells, exact covariance only; every cell where ``problem.laplace``
+    is an array, :func:`_noise_variance`), ``marginal:...`` (deterministic).
 
     ``plugin_chol`` / ``plugin_precision``: with ``covariance="plugin"``, the lower
     Cholesky factor ``L`` of the frozen ``C = N Sigma + diag(v)`` (``Sigma`` from
@@ -330,6 +342,6 @@ def release_model(
     if covariance != "exact":
         raise ValueError(f"covariance must be 'exact' or 'plugin', got {covariance!r}")
     sigma = enumerated_covariance(problem, theta)
-    v = _noise_variance(problem, noise_aware, mixture=True)
+    v = _noise_variance(problem, noise_aware)
     cov = n * 0.5 * (sigma + sigma.T) + jnp.diag(v) + _JITTER * n * jnp.eye(d)
     numpyro.sample("y", dist.MultivariateNormal(n * mu, covariance_matrix=cov), obs=y)
