@@ -54,6 +54,7 @@ from ..models.tables import concat_tables, unflatten_tables
 from ..privacy.measurements import flat_release
 
 __all__ = [
+    "CellNoiseVariance",
     "FrozenGaussian",
     "ReleaseNoise",
     "half_quadratic",
@@ -202,9 +203,9 @@ def _noise_variance(problem: Problem, noise_aware: bool):
     ``problem.laplace`` a tuple (the kinds fixed when traced): a latent for each Laplace cell
     only. An array (the kinds as data, so that one compiled program serves every release
     kind of a structure, :func:`~pgm_dp.bayes.posterior.posterior`): a latent for every
-    cell, used only where the cell is of a Laplace kind; elsewhere it has its prior
-    ``Exponential(1)`` as posterior, independent of the rest, and the model of ``theta`` is
-    the same."""
+    cell (:class:`CellNoiseVariance`), used only where the cell is of a Laplace kind;
+    elsewhere it has its prior as posterior, independent of the rest, and the model of
+    ``theta`` is the same."""
     if not noise_aware:
         return jnp.zeros(problem.size)
     var = jnp.asarray(problem.variance)
@@ -215,8 +216,34 @@ def _noise_variance(problem: Problem, noise_aware: bool):
         w = numpyro.sample("noise_var", dist.Exponential(1.0 / var[idx]).to_event(1))
         return var.at[idx].set(w)
     mask = jnp.asarray(problem.laplace, dtype=bool)
-    w = numpyro.sample("noise_var", dist.Exponential(1.0 / jnp.where(mask, var, 1.0)).to_event(1))
+    w = numpyro.sample("noise_var", CellNoiseVariance(1.0 / jnp.where(mask, var, 1.0), mask))
     return jnp.where(mask, w, var)
+
+
+class CellNoiseVariance(dist.Distribution):
+    """Per cell, independent: ``Exponential(rate)`` where ``laplace`` (the Laplace scale
+    mixture's law, as :class:`numpyro.distributions.Exponential`), ``LogNormal(0, 1)``
+    elsewhere: a placeholder the model does not use, whose unconstrained coordinate
+    ``log v`` is a standard normal (the easiest coordinate for NUTS to carry)."""
+
+    arg_constraints = {"rate": dist.constraints.positive}
+    support = dist.constraints.positive
+
+    def __init__(self, rate, laplace, validate_args=None):
+        self.rate, self.laplace = rate, jnp.asarray(laplace, dtype=bool)
+        super().__init__((), jnp.shape(rate)[-1:], validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.event_shape
+        k1, k2 = jax.random.split(key)
+        exponential = jax.random.exponential(k1, shape) / self.rate
+        return jnp.where(self.laplace, exponential, jnp.exp(jax.random.normal(k2, shape)))
+
+    def log_prob(self, value):
+        log_v = jnp.log(value)
+        lognormal = -0.5 * log_v**2 - log_v - 0.5 * _LOG_2PI
+        exponential = jnp.log(self.rate) - self.rate * value
+        return jnp.sum(jnp.where(self.laplace, exponential, lognormal), -1)
 
 
 def matvec(v, matrix):
