@@ -48,25 +48,17 @@ __all__ = ["marginal_draws"]
 
 
 def _exact_fits(problems: list, noise_aware: bool, prior_scale: float, nuts: bool) -> list:
-    """Per release ``(x, cov, fns, data, eigen)`` on the exact path: one Laplace program per
-    group of releases with the same noise kinds per cell (one structure)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, p in enumerate(problems):
-        groups.setdefault(p.laplace, []).append(i)
-    out: list = [None] * len(problems)
-    for members in groups.values():
-        first = problems[members[0]]
-        kw = _kwargs(first, noise_aware, prior_scale, "exact")
-        fns = _functions(first, kw)
-        datas = [_data(problems[i], kw) for i in members]
-        x0 = np.stack([_map_start(problems[i], fns) for i in members])
-        fit = laplace_fits(fns, x0, stack(datas))
-        for j, i in enumerate(members):
-            x = jnp.asarray(fit.x[j])
-            eigen = None
-            if nuts:
-                eigen = sigma_eigen(plugin_covariance(problems[i], x[: problems[i].size]))
-            out[i] = (x, fit.cov[j], fns, datas[j], eigen)
+    """Per release ``(x, cov, fns, data, eigen)`` on the exact path: one Laplace program for
+    all the releases (the noise kinds are data of the structure's programs)."""
+    kw = _kwargs(problems[0], noise_aware, prior_scale, "exact")
+    fns = _functions(problems[0], kw)
+    datas = [_data(p, kw) for p in problems]
+    fit = laplace_fits(fns, np.stack([_map_start(fns, data) for data in datas]), stack(datas))
+    out = []
+    for j, p in enumerate(problems):
+        x = jnp.asarray(fit.x[j])
+        eigen = sigma_eigen(plugin_covariance(p, x[: p.size])) if nuts else None
+        out.append((x, fit.cov[j], fns, datas[j], eigen))
     return out
 
 

@@ -1,7 +1,7 @@
 """The Laplace fit of the exact-covariance posterior as one compiled program, over releases.
 
 Räisä et al. 2023, Sec. 3.3: the posterior is approximated by ``N(MAP, H^-1)`` in the
-unconstrained coordinates (``theta``, then ``log noise_var`` for Laplace-kind releases),
+unconstrained coordinates (``theta``, then ``log noise_var`` per cell on the exact path),
 ``H`` the Hessian of the potential ``-log p(theta, v | y)`` at the MAP. :func:`laplace_fits`
 runs the whole fit as one JAX program per model structure: the MAP by L-BFGS
 (:func:`~pgm_dp.learners.lbfgs.lbfgs_loop`: Nocedal & Wright 2006, Alg. 7.5, its line search

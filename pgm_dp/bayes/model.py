@@ -54,6 +54,7 @@ from ..models.tables import concat_tables, unflatten_tables
 from ..privacy.measurements import flat_release
 
 __all__ = [
+    "CellNoiseVariance",
     "FrozenGaussian",
     "ReleaseNoise",
     "half_quadratic",
@@ -81,13 +82,14 @@ _LOG_2PI = math.log(2 * math.pi)
 
 class Problem(NamedTuple):
     """A release prepared for the model: ``y`` (flat, float64), ``total`` ``N``,
-    ``variance`` (per cell noise variance), ``laplace`` (per cell: Laplace kind), the
-    junction tree, cliques and table shapes of the model."""
+    ``variance`` (per cell noise variance), ``laplace`` (per cell: Laplace kind; a tuple, or
+    an array where the kinds are data of a compiled program), the junction tree, cliques
+    and table shapes of the model."""
 
     y: np.ndarray
     total: float
     variance: np.ndarray
-    laplace: tuple[bool, ...]
+    laplace: tuple[bool, ...] | np.ndarray
     jt: JunctionTree
     cliques: tuple[Clique, ...]
     shapes: tuple[tuple[int, ...], ...]
@@ -195,17 +197,53 @@ def enumerated_covariance(problem: Problem, theta):
     return (phi.T * p) @ phi - jnp.outer(mu, mu)
 
 
-def _noise_variance(problem: Problem, noise_aware: bool, mixture: bool):
-    """Per-cell noise variance: constant, or latent ``Exponential`` for Laplace cells."""
+def _noise_variance(problem: Problem, noise_aware: bool):
+    """Per-cell noise variance: constant, or latent ``Exponential`` for Laplace cells.
+
+    ``problem.laplace`` a tuple (the kinds fixed when traced): a latent for each Laplace cell
+    only. An array (the kinds as data, so that one compiled program serves every release
+    kind of a structure, :func:`~pgm_dp.bayes.posterior.posterior`): a latent for every
+    cell (:class:`CellNoiseVariance`), used only where the cell is of a Laplace kind;
+    elsewhere it has its prior as posterior, independent of the rest, and the model of
+    ``theta`` is the same."""
     if not noise_aware:
         return jnp.zeros(problem.size)
     var = jnp.asarray(problem.variance)
-    if not mixture or not any(problem.laplace):
-        return var
-    idx = np.flatnonzero(problem.laplace)
-    mean = var[idx]
-    w = numpyro.sample("noise_var", dist.Exponential(1.0 / mean).to_event(1))
-    return var.at[idx].set(w)
+    if isinstance(problem.laplace, tuple):
+        if not any(problem.laplace):
+            return var
+        idx = np.flatnonzero(problem.laplace)
+        w = numpyro.sample("noise_var", dist.Exponential(1.0 / var[idx]).to_event(1))
+        return var.at[idx].set(w)
+    mask = jnp.asarray(problem.laplace, dtype=bool)
+    w = numpyro.sample("noise_var", CellNoiseVariance(1.0 / jnp.where(mask, var, 1.0), mask))
+    return jnp.where(mask, w, var)
+
+
+class CellNoiseVariance(dist.Distribution):
+    """Per cell, independent: ``Exponential(rate)`` where ``laplace`` (the Laplace scale
+    mixture's law, as :class:`numpyro.distributions.Exponential`), ``LogNormal(0, 1)``
+    elsewhere: a placeholder the model does not use, whose unconstrained coordinate
+    ``log v`` is a standard normal (the easiest coordinate for NUTS to carry)."""
+
+    arg_constraints = {"rate": dist.constraints.positive}
+    support = dist.constraints.positive
+
+    def __init__(self, rate, laplace, validate_args=None):
+        self.rate, self.laplace = rate, jnp.asarray(laplace, dtype=bool)
+        super().__init__((), jnp.shape(rate)[-1:], validate_args=validate_args)
+
+    def sample(self, key, sample_shape=()):
+        shape = sample_shape + self.event_shape
+        k1, k2 = jax.random.split(key)
+        exponential = jax.random.exponential(k1, shape) / self.rate
+        return jnp.where(self.laplace, exponential, jnp.exp(jax.random.normal(k2, shape)))
+
+    def log_prob(self, value):
+        log_v = jnp.log(value)
+        lognormal = -0.5 * log_v**2 - log_v - 0.5 * _LOG_2PI
+        exponential = jnp.log(self.rate) - self.rate * value
+        return jnp.sum(jnp.where(self.laplace, exponential, lognormal), -1)
 
 
 def matvec(v, matrix):
@@ -296,7 +334,8 @@ def release_model(
     fast_mean: bool | None = None,
 ) -> None:
     """NumPyro model of ``y`` (observed site ``"y"``; ``None`` simulates). Sites: ``theta``,
-    ``noise_var`` (Laplace cells, exact covariance only), ``marginal:...`` (deterministic).
+    ``noise_var`` (Laplace cells, exact covariance only; every cell where ``problem.laplace``
+    is an array, :func:`_noise_variance`), ``marginal:...`` (deterministic).
 
     ``plugin_chol`` / ``plugin_precision``: with ``covariance="plugin"``, the lower
     Cholesky factor ``L`` of the frozen ``C = N Sigma + diag(v)`` (``Sigma`` from
@@ -330,6 +369,6 @@ def release_model(
     if covariance != "exact":
         raise ValueError(f"covariance must be 'exact' or 'plugin', got {covariance!r}")
     sigma = enumerated_covariance(problem, theta)
-    v = _noise_variance(problem, noise_aware, mixture=True)
+    v = _noise_variance(problem, noise_aware)
     cov = n * 0.5 * (sigma + sigma.T) + jnp.diag(v) + _JITTER * n * jnp.eye(d)
     numpyro.sample("y", dist.MultivariateNormal(n * mu, covariance_matrix=cov), obs=y)

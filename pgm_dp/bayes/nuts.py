@@ -92,8 +92,10 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
             out = (state.z, state.diverging, state.num_steps, state.energy)
             return state, (*out, state.adapt_state.step_size)
 
-        state, _ = jax.lax.scan(step, state, None, length=num_warmup)
-        return jax.lax.scan(step, state, None, length=num_samples)[1]
+        # one scan over warm-up and draws: the kernel is compiled once (two scans compiled
+        # it twice); the warm-up's outputs are dropped
+        out = jax.lax.scan(step, state, None, length=num_warmup + num_samples)[1]
+        return tuple(a[num_warmup:] for a in out)
 
     fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))
     return fns[key]
@@ -124,7 +126,7 @@ def _run(fns, data, x_b, whiten, z0, num_warmup, num_samples, key):
     run = _sampler(fns, whiten.shape[1], int(num_warmup), int(num_samples))
     dtype = "float32" if whiten.shape[1] > FLOAT32_ABOVE else None
     low = functools.partial(jnp.asarray, dtype=dtype)
-    data = (*data[:4], low(data[4]), low(data[5]))  # the precision and the counts' factor
+    data = (*data[:4], low(data[4]), low(data[5]), *data[6:])  # the precision, the factor
     args = (data, jnp.asarray(x_b), low(whiten.T))
     keys = jax.random.split(key, len(z0))
     return run(keys, jnp.asarray(z0), args)

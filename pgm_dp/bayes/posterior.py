@@ -100,36 +100,43 @@ def _kwargs(problem: Problem, noise_aware: bool, prior_scale: float, covariance:
 
 
 def _data(problem: Problem, kw: dict) -> tuple:
-    """The per-release arrays the cached functions take (the rest is static)."""
+    """The per-release arrays the cached functions take (the rest is static), the noise
+    kinds per cell included (:func:`_static`)."""
     empty = jnp.zeros((0, 0))
     chol = kw.get("plugin_chol", empty)
     precision = kw.get("plugin_precision", empty)
     factor = kw.get("plugin_factor", empty)
-    var = problem.variance if kw["noise_aware"] else np.zeros(problem.size)
+    aware = kw["noise_aware"]
+    var = problem.variance if aware else np.zeros(problem.size)
+    laplace = np.asarray(problem.laplace, dtype=bool) & aware
     y, var = jnp.asarray(problem.y), jnp.asarray(var)
-    return (y, jnp.float64(problem.total), var, chol, precision, factor)
+    return (y, jnp.float64(problem.total), var, chol, precision, factor, jnp.asarray(laplace))
 
 
 def _static(kw: dict) -> tuple:
-    """The naive model is the noise-aware one with zero Gaussian noise (:func:`_data`'s
-    variance): one compiled program serves both, and naive ones of any release kind, so
-    ``noise_aware`` is not part of the key."""
+    """What a compiled program depends on besides the structure. The naive model is the
+    noise-aware one with zero Gaussian noise (:func:`_data`'s variance), and the noise kinds
+    per cell are data (on the exact path a latent noise variance for every cell, used where
+    the cell is of a Laplace kind: :func:`~pgm_dp.bayes.model.release_model`): one compiled
+    program serves the naive and noise-aware models of every release kind, so neither
+    ``noise_aware`` nor the kinds are part of the key."""
     return (kw["prior_scale"], kw["covariance"], "plugin_factor" in kw)
 
 
 @functools.lru_cache(maxsize=16)
-def _cached(jt, cliques, shapes, laplace, static: tuple):
-    """Jitted ``potential(flat, data)`` (unconstrained: ``theta`` then ``log noise_var``),
-    ``constrain(flats, data) -> {site: values}`` and ``replicate(key, samples, data)``,
-    compiled once per model structure and reused across releases."""
+def _cached(jt, cliques, shapes, static: tuple):
+    """Jitted ``potential(flat, data)`` (unconstrained: ``theta`` then, on the exact path,
+    ``log noise_var`` of every cell), ``constrain(flats, data) -> {site: values}`` and
+    ``replicate(key, samples, data)``, compiled once per model structure and reused across
+    releases of every kind."""
     prior_scale, covariance, latent_counts = static
     kw = {"noise_aware": True, "prior_scale": prior_scale, "covariance": covariance}
     d = int(sum(math.prod(s) for s in shapes))
-    m = int(sum(laplace)) if covariance == "exact" else 0
+    m = d if covariance == "exact" else 0
     latent = "noise_var" if m else "count_deviation" if latent_counts else None
 
     def model_args(data):
-        y, total, variance, chol, precision, factor = data
+        y, total, variance, chol, precision, factor, laplace = data
         problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
         extra = {}
         if latent_counts:
@@ -169,15 +176,16 @@ def _cached(jt, cliques, shapes, laplace, static: tuple):
 
 
 def _functions(problem: Problem, kw: dict) -> dict:
-    laplace = problem.laplace if kw["noise_aware"] else (False,) * problem.size
-    return _cached(problem.jt, problem.cliques, problem.shapes, laplace, _static(kw))
+    return _cached(problem.jt, problem.cliques, problem.shapes, _static(kw))
 
 
-def _map_start(problem: Problem, fns: dict) -> np.ndarray:
-    """The MAP's start: ``theta = 0``; latent noise variances at their prior mean."""
+def _map_start(fns: dict, data: tuple) -> np.ndarray:
+    """The MAP's start: ``theta = 0``; latent noise variances at their prior mean (the
+    noise's variance on Laplace cells, 1 elsewhere)."""
     x0 = np.zeros(fns["size"])
-    if fns["size"] > problem.size:
-        x0[problem.size :] = np.log(problem.variance[np.asarray(problem.laplace)])
+    d = len(data[0])
+    if fns["size"] > d:
+        x0[d:] = np.log(np.where(np.asarray(data[6]), np.asarray(data[2]), 1.0))
     return x0
 
 
@@ -185,7 +193,7 @@ def _laplace_fit(problem: Problem, kw: dict):
     """MAP (unconstrained, flat), ``H^-1`` there, the cached functions and the data: one
     compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`)."""
     fns, data = _functions(problem, kw), _data(problem, kw)
-    fit = laplace_fits(fns, _map_start(problem, fns)[None], stack([data]))
+    fit = laplace_fits(fns, _map_start(fns, data)[None], stack([data]))
     return jnp.asarray(fit.x[0]), fit.cov[0], fns, data
 
 
@@ -380,6 +388,7 @@ def posterior(
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
     samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
     pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
+    _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
     groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
     dims, coords = posterior_dims(mrf.domain, mrf.cliques, draws)
@@ -391,6 +400,16 @@ def posterior(
         cliques=[site_name(c) for c in mrf.cliques],
     )
     return idata
+
+
+def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:
+    """``noise_var`` (the exact path's, one per cell) kept for the Laplace cells only, the
+    others (independent of the rest, :func:`_static`) dropped; the site too if none is."""
+    if "noise_var" in draws:
+        if laplace.any():
+            draws["noise_var"] = draws["noise_var"][..., laplace]
+        else:
+            del draws["noise_var"]
 
 
 def posterior_marginals(idata: DataTree, mrf: MarkovRandomField) -> dict:

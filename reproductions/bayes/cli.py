@@ -43,8 +43,10 @@ def _add_options(p) -> None:
     p.add_argument("--N", type=int, default=None, help="records (unset: 1000; example: 10000)")
     p.add_argument(
         "--quick", action="store_true",
-        help="a small, fast run (calibration: at most 2 releases per setting, 100 warm-up "
-        "steps and 200 draws, no extra NUTS releases)",
+        help="a small, fast run. calibration: a smoke-level check on the 12-cell chain, at "
+        "most 2 releases per (mechanism, epsilon), each fitted noise-aware and naive by NUTS "
+        "(1 chain, 100 warm-up steps, 200 draws), no extra NUTS releases; all settings share "
+        "one compiled program per step; coverage is rough at this size",
     )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of every draw")
     p.add_argument(

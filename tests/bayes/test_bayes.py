@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -11,8 +12,11 @@ from scipy.stats import binom
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.bayes import PRIOR_SCALE, posterior, posterior_marginals
 from pgm_dp.bayes.checks import predictive_check
+from pgm_dp.bayes.model import prepare
 from pgm_dp.learners import get
-from pgm_dp.privacy import PureDP, release_marginals
+from pgm_dp.privacy import ZCDP, PureDP, release_marginals
+
+post = importlib.import_module("pgm_dp.bayes.posterior")
 
 
 def _exact_posterior_mean_sd(y, n_total, b):
@@ -92,6 +96,23 @@ def test_bad_input_is_a_value_error(chain):
     other = MarkovRandomField(truth.domain, [("A", "B")])
     with pytest.raises(ValueError):
         posterior(rel, other)
+
+
+def test_one_program_serves_every_release_kind(chain):
+    """The noise kinds are data of the compiled programs: a Gaussian release, the naive
+    model and a Laplace release of one structure share them (nothing compiles again), and
+    ``noise_var`` keeps the Laplace cells only (no such site for a Gaussian release)."""
+    truth, rel = chain
+    data = truth.sample(2000, rng=0)
+    gau = release_marginals(data, truth, budget=ZCDP(2.0), mechanism="gaussian", rng=1)
+    fns = []
+    for r, aware in ((rel, True), (gau, True), (rel, False)):
+        problem = prepare(r, truth)
+        fns.append(post._functions(problem, post._kwargs(problem, aware, PRIOR_SCALE, "exact")))
+    assert fns[0] is fns[1] is fns[2]
+    kw = {"method": "laplace", "num_samples": 50, "num_chains": 1, "covariance": "exact"}
+    assert posterior(rel, truth, **kw).posterior["noise_var"].shape == (1, 50, 12)
+    assert "noise_var" not in posterior(gau, truth, **kw).posterior
 
 
 def test_plugin_covariance_agrees_with_exact(chain):

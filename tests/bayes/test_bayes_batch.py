@@ -63,7 +63,7 @@ def test_batched_map_is_scipys_to_its_tolerance(releases):
         kw = post._kwargs(problems[0], True, post.PRIOR_SCALE, "exact")
         fns = post._functions(problems[0], kw)
         datas = [post._data(p, kw) for p in problems]
-        x0 = np.stack([post._map_start(p, fns) for p in problems])
+        x0 = np.stack([post._map_start(fns, data) for data in datas])
         fit = laplace_fits(fns, x0, stack(datas))
         for i, data in enumerate(datas):
 
@@ -79,8 +79,8 @@ def test_batched_map_is_scipys_to_its_tolerance(releases):
 
 
 def test_mixed_noise_kinds_and_bad_rngs(releases):
-    """Releases of both kinds in one call are fitted per structure, in the given order; a
-    wrong number of rngs is a ValueError."""
+    """Releases of both kinds in one call are fitted by one program (the kinds are data),
+    in the given order; a wrong number of rngs is a ValueError."""
     truth, lap, gau = releases
     mixed = marginal_draws([gau[0], lap[0]], truth, method="laplace", num_samples=50)
     alone = marginal_draws([lap[0]], truth, method="laplace", num_samples=50, rngs=[1])
