@@ -34,6 +34,15 @@ from pgm_dp.rng import derived_generator
 from pgm_dp.stats import contingency_table
 
 
+def data_tables(codes, domain, cliques) -> dict:
+    """``{clique: the records' frequency table}`` of the encoded records ``codes``."""
+    n = len(codes)
+    return {
+        q: contingency_table(codes, [domain.index(v) for v in q], domain.sizes(q)) / n
+        for q in cliques
+    }
+
+
 def mean_tvd(model: MarkovRandomField, truth: dict) -> float:
     got = model.marginals(list(truth))
     return float(np.mean([0.5 * np.abs(got[q] - t).sum() for q, t in truth.items()]))
@@ -62,16 +71,9 @@ def main() -> None:
     data, domain = load_adult()
     tree = select_cliques(data, PureDP(1.0), domain, rng=1).cliques
     mrf = MarkovRandomField(domain, tree)
-    n = len(data)
     pairs = list(itertools.combinations(domain.attributes, 2))
     codes = domain.encode(data)
-
-    def table(q):
-        axes = [domain.index(v) for v in q]
-        return contingency_table(codes, axes, domain.sizes(q)) / n
-
-    truth = {q: table(q) for q in pairs}
-    measured = {q: table(q) for q in tree}
+    truth, measured = data_tables(codes, domain, pairs), data_tables(codes, domain, tree)
     print(f"tree: {list(tree)}", flush=True)
     rows = []
     for eps, seed in itertools.product(args.eps, range(args.seeds)):

@@ -119,21 +119,13 @@ def mean_tvd2(model) -> float:
     marginals over all 91 pairs of attributes (as ``bench_estimators.py``)."""
     import itertools
 
-    import numpy as np
+    from bench_estimators import data_tables, mean_tvd
 
     from pgm_dp.datasets import load_adult
-    from pgm_dp.stats import contingency_table
 
     data, domain = load_adult()
-    codes = domain.encode(data)
-    pairs = list(itertools.combinations(domain.attributes, 2))
-    got = model.marginals(pairs)
-    tvd = []
-    for q in pairs:
-        axes = [domain.index(v) for v in q]
-        truth = contingency_table(codes, axes, domain.sizes(q)) / len(data)
-        tvd.append(0.5 * float(np.abs(got[q] - truth).sum()))
-    return float(np.mean(tvd))
+    pairs = itertools.combinations(domain.attributes, 2)
+    return mean_tvd(model, data_tables(domain.encode(data), domain, list(pairs)))
 
 
 def _run_child(learner: str, eps: float, args, platform: str | None = None) -> dict:

@@ -29,17 +29,14 @@ import numpy as np
 
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
-from .laplace import laplace_fits, stack
 from .model import PRIOR_SCALE, plugin_covariance, prepare, site_name
 from .nuts import sigma_eigen
 from .posterior import (
     _check,
     _covariance_path,
-    _data,
     _draws,
-    _functions,
     _kwargs,
-    _map_start,
+    _laplace_fits,
     _setup,
     as_key,
 )
@@ -51,14 +48,10 @@ def _exact_fits(problems: list, noise_aware: bool, prior_scale: float, nuts: boo
     """Per release ``(x, cov, fns, data, eigen)`` on the exact path: one Laplace program for
     all the releases (the noise kinds are data of the structure's programs)."""
     kw = _kwargs(problems[0], noise_aware, prior_scale, "exact")
-    fns = _functions(problems[0], kw)
-    datas = [_data(p, kw) for p in problems]
-    fit = laplace_fits(fns, np.stack([_map_start(fns, data) for data in datas]), stack(datas))
     out = []
-    for j, p in enumerate(problems):
-        x = jnp.asarray(fit.x[j])
+    for p, (x, cov, fns, data) in zip(problems, _laplace_fits(problems, kw), strict=True):
         eigen = sigma_eigen(plugin_covariance(p, x[: p.size])) if nuts else None
-        out.append((x, fit.cov[j], fns, datas[j], eigen))
+        out.append((x, cov, fns, data, eigen))
     return out
 
 

@@ -189,12 +189,19 @@ def _map_start(fns: dict, data: tuple) -> np.ndarray:
     return x0
 
 
+def _laplace_fits(problems: list, kw: dict) -> list[tuple]:
+    """Per release of one structure: MAP (unconstrained, flat), ``H^-1`` there, the cached
+    functions and the data; all releases in one compiled program
+    (:func:`~pgm_dp.bayes.laplace.laplace_fits`)."""
+    fns = _functions(problems[0], kw)
+    datas = [_data(p, kw) for p in problems]
+    fit = laplace_fits(fns, np.stack([_map_start(fns, d) for d in datas]), stack(datas))
+    return [(jnp.asarray(fit.x[j]), fit.cov[j], fns, d) for j, d in enumerate(datas)]
+
+
 def _laplace_fit(problem: Problem, kw: dict):
-    """MAP (unconstrained, flat), ``H^-1`` there, the cached functions and the data: one
-    compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`)."""
-    fns, data = _functions(problem, kw), _data(problem, kw)
-    fit = laplace_fits(fns, _map_start(fns, data)[None], stack([data]))
-    return jnp.asarray(fit.x[0]), fit.cov[0], fns, data
+    """:func:`_laplace_fits` of one release."""
+    return _laplace_fits([problem], kw)[0]
 
 
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:

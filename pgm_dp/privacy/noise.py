@@ -204,7 +204,8 @@ def log_density_curvature(kind: str, scale, residual, smoothing: float = 0.0, xp
             return xp.zeros_like(r)
         s = smoothing * scale
         t = r / s
-        return 1.0 / (scale * s * (1.0 + t * t) ** 1.5)
+        q = 1.0 + t * t
+        return 1.0 / (scale * s * (q * xp.sqrt(q)))  # q^1.5 without a power per cell
     return xp.full_like(r, 1.0 / (scale * scale))
 
 

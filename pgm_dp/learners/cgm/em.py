@@ -462,9 +462,11 @@ class CGMEM:
         lam = self.prior_precisions(mrf) / total
         if self.solver == "em":  # its M-step's solver takes one l2: the largest (see class)
             lam = float(np.max(lam))
+        floor = 1.0 + flat_release(release, mrf.cliques).variance
         problem = EMProblem(
-            objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total)
-        )._replace(floor=1.0 + flat_release(release, mrf.cliques).variance)
+            objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total),
+            floor=floor,
+        )  # fmt: skip
         start = self._start(release, mrf)
         state = em_init(
             start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping

@@ -14,6 +14,8 @@ clique's table (``noise_log_density`` returns its sum, the others act elementwis
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -46,44 +48,29 @@ def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
 
 def flat_noise(kinds, smoothing: float, sizes):
     """The noise model on the flat vector of all cliques' cells (the E-step's layout):
-    ``cells(y_tables, scales) -> (y, b, s)`` per cell, built once per E-step (``scales``:
-    one per clique, or one row of one per cell), then ``gradient(cells, n)`` and
+    ``cells(y_tables, scales) -> (y, b)`` per cell, built once per E-step (``scales``: one
+    per clique, or one row of one per cell), then ``gradient(cells, n)`` and
     ``curvature(cells, n)`` elementwise on the flat statistics: one fused kernel each
-    instead of one per clique. The values are :func:`noise_gradient`'s and
-    :func:`noise_curvature`'s (the latter's ``q^1.5`` as ``q sqrt(q)``, equal to rounding)."""
+    instead of one per clique, :func:`noise_gradient`'s and :func:`noise_curvature`'s
+    values (the same elementwise functions of :mod:`pgm_dp.privacy.noise`)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], sizes)
-    mixed = bool(laplace.any() and not laplace.all())
-    all_laplace = bool(laplace.all())
     segment = np.repeat(np.arange(sizes.size), sizes)  # a gather, not a traced repeat
 
     def cells(y, scales):
         y = jnp.concatenate([jnp.ravel(t) for t in y])
         scales = jnp.asarray(scales)
-        if scales.ndim == 2:  # one row of one scale per cell (flat backends)
-            b = scales[0]
-        else:
-            b = scales[segment]
-        return y, b, smoothing * b
+        b = scales[0] if scales.ndim == 2 else scales[segment]  # per cell, or per clique
+        return y, b
 
-    def pick(lap, gauss):
-        if mixed:
-            return jnp.where(laplace, lap, gauss)
-        return lap if all_laplace else gauss
+    def per_kind(fn):
+        def apply(cells, n):
+            y, b = cells
+            value = functools.partial(fn, scale=b, residual=y - n, smoothing=smoothing, xp=jnp)
+            if laplace.all() or not laplace.any():  # one kind: no select
+                return value("laplace" if laplace.all() else "gaussian")
+            return jnp.where(laplace, value("laplace"), value("gaussian"))
 
-    def gradient(cells, n):
-        y, b, s = cells
-        r = y - n
-        if not smoothing:
-            return pick(jnp.sign(r) / b, r / (b * b))
-        return pick(r / (b * jnp.sqrt(r * r + s * s)), r / (b * b))
+        return apply
 
-    def curvature(cells, n):
-        y, b, s = cells
-        if not smoothing:
-            return pick(jnp.zeros_like(n), jnp.broadcast_to(1.0 / (b * b), n.shape))
-        t = (y - n) / s
-        q = 1.0 + t * t
-        return pick(1.0 / (b * s * (q * jnp.sqrt(q))), jnp.broadcast_to(1.0 / (b * b), n.shape))
-
-    return cells, gradient, curvature
+    return cells, per_kind(log_density_gradient), per_kind(log_density_curvature)
