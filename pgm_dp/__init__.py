@@ -8,9 +8,10 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
-marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``fit_report`` →
-``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
-→ ``cli``.
+marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
+codes; its ``prepare._frames`` sits beside ``domain``, ``prepare._dask`` beside ``stats``)
+→ ``fit_report`` → ``workflow`` (a table end to end) → ``compare`` / ``compare_data``
+(learners on one budget) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -97,16 +98,16 @@ __version__ = "0.1.0"
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
     ("errors", "rng", "_config", "_progress", "plugins", "plotting"),
-    ("domain", "_frames"),
+    ("domain", "prepare._frames"),
     ("models.tables",),
     ("inference",),
     ("models",),
-    ("stats", "_dask", "datasets", "metrics"),
+    ("stats", "prepare._dask", "datasets", "metrics"),
     ("privacy",),
     ("ising",),
     ("learners",),
     ("privacy.select",),
-    ("io", "bayes", "binning", "columns", "_spec", "prepare"),
+    ("io", "bayes", "prepare"),
     ("fit_report",),
     ("workflow",),
     ("compare", "compare_data"),

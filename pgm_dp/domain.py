@@ -159,7 +159,7 @@ class Domain:
         values occur. For a private release declare the domain from public knowledge
         (``Domain.from_dict({"smoker": ["no", "yes"], ...})``) instead.
         """
-        from ._frames import column_domain
+        from .prepare._frames import column_domain
 
         names = list(df.columns) if columns is None else list(columns)
         missing = [c for c in names if c not in df.columns]
@@ -265,7 +265,7 @@ class Domain:
         shape. The input is never modified; columns are validated one at a time, so no
         copy of the whole input is made besides the returned codes.
         """
-        from ._frames import encode_column, split_columns
+        from .prepare._frames import encode_column, split_columns
 
         columns = split_columns(data, self)
         n = len(columns[0])

@@ -3,11 +3,11 @@
 For an MRF with cliques ``C``, the sufficient statistics of a data set are the clique count
 tables ``n_C(x_C) = #{records with X_C = x_C}`` (Bernstein et al. 2017, Sec. 2). They are
 computed in chunks of rows: each chunk's columns are validated and encoded
-(:func:`~pgm_dp._frames.encode_column`), combined into flat cell indices and counted with
+(:func:`~pgm_dp.prepare._frames.encode_column`), combined into flat cell indices and counted with
 ``np.bincount``; the tables are summed over chunks. No copy of the whole input is made
 (peak memory: the input plus a few chunk-sized buffers), and the speed is that of a
 hand-written bincount (``benchmarks/bench_stats.py``). A Dask DataFrame, or a Parquet / CSV
-path, is counted one task per partition and the tables summed (:mod:`pgm_dp._dask`).
+path, is counted one task per partition and the tables summed (:mod:`pgm_dp.prepare._dask`).
 
 Example
 -------
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ._frames import encode_column, is_dask, split_columns
 from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
 from .errors import DataValidationError, ModelTooLargeError
+from .prepare._frames import encode_column, is_dask, split_columns
 
 __all__ = ["sufficient_statistics", "contingency_table", "CHUNK_ROWS"]
 
@@ -150,7 +150,7 @@ def sufficient_statistics(
     cliques = normalize_cliques(domain, cliques)
     check_table_cells(domain, cliques)  # ModelTooLargeError before reading or allocating
     if is_dask(data) or isinstance(data, str | os.PathLike):
-        from ._dask import dask_statistics
+        from .prepare._dask import dask_statistics
 
         if weights is not None:
             raise DataValidationError("weights are not supported with Dask data or paths")

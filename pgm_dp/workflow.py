@@ -154,7 +154,7 @@ def expand_model(model, plan):
 
 def full_codes(plan, df) -> np.ndarray:
     """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
-    from ._spec import check_frame
+    from .prepare._spec import check_frame
 
     df = check_frame(df)
     return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])

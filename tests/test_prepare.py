@@ -17,8 +17,8 @@ import pytest
 from scipy import stats
 
 from pgm_dp import BudgetExceededError, DataValidationError, DomainError, NoisyMarginals
-from pgm_dp.binning import private_quantiles, quantile_utility
 from pgm_dp.prepare import NonPrivateWarning, Preparation, prepare_plan
+from pgm_dp.prepare.binning import private_quantiles, quantile_utility
 from pgm_dp.privacy import ZCDP, Accountant, PureDP
 
 #: Δ' of the exact exponential mechanism for a utility of sensitivity 1: the lattice 2^-20

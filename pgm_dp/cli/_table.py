@@ -63,8 +63,8 @@ def _declared(domain: dict | None, prepare: dict | None, df: pd.DataFrame) -> di
 def table_spec(df: pd.DataFrame, args, reads: list[str]) -> dict:
     """The ``prepare_plan`` spec of ``df`` from the flags (module docstring); what it reads
     from the data without privacy is appended to ``reads``."""
-    from ..columns import identifier_reason
     from ..errors import DataValidationError
+    from ..prepare.columns import identifier_reason
 
     spec = _declared(args.domain, args.prepare, df)
     wide = {}

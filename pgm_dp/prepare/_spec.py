@@ -1,6 +1,6 @@
 """The user's declarations behind :func:`pgm_dp.prepare.prepare_plan`: global options, the
 ``spec`` of each column, and each column checked against the data (a
-:class:`~pgm_dp.columns.ColumnPlan` draft) before any budget is spent."""
+:class:`~pgm_dp.prepare.columns.ColumnPlan` draft) before any budget is spent."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..domain import Domain
+from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from .binning import MAX_GRID, check_bounds, check_edges, uniform_edges
 from .columns import RESERVED, ColumnPlan, identifier_reason, missing_mask, numeric_values
-from .domain import Domain
-from .errors import DataValidationError, DomainError, PrivacyParameterError
 
 __all__ = [
     "Options",

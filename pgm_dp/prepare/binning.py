@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataValidationError, DomainError, PrivacyParameterError
-from .privacy import ZCDP, Accountant, PureDP, exponential_mechanism
-from .privacy.budget import Budget
-from .rng import RngLike, as_generator
+from ..errors import DataValidationError, DomainError, PrivacyParameterError
+from ..privacy import ZCDP, Accountant, PureDP, exponential_mechanism
+from ..privacy.budget import Budget
+from ..rng import RngLike, as_generator
 
 __all__ = [
     "MAX_GRID",

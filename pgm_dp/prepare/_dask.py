@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .domain import Clique, Domain
-from .errors import DataValidationError
+from ..domain import Clique, Domain
+from ..errors import DataValidationError
 
 __all__ = ["dask_statistics", "read_dask"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import DataValidationError
+from ..errors import DataValidationError
 
 __all__ = ["split_columns", "encode_column", "column_domain", "read_table", "is_dask"]
 

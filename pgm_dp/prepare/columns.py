@@ -3,7 +3,7 @@ behind :func:`pgm_dp.prepare.prepare_plan` (identifier-like columns, missing val
 
 A column is **categorical** (its states are declared categories, then ``"<other>"`` for values
 outside them when asked, then ``"<missing>"``) or **numeric** (its states are the bins of
-:mod:`pgm_dp.binning`, then ``"<missing>"``). Missing values are ``NaN``, ``None``, ``NaT``
+:mod:`pgm_dp.prepare.binning`, then ``"<missing>"``). Missing values are ``NaN``, ``None``, ``NaT``
 and empty or blank strings. Rare states may be merged into one ``"<rare>"`` state (the plan's
 compression, McKenna et al. 2021); ``merged`` lists their codes. Codes before merging are the
 *full* codes, after it the *compressed* codes that models see.
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..errors import DataValidationError, DomainError
 from .binning import (
     bin_codes,
     bin_labels,
     bin_midpoints,
 )
-from .errors import DataValidationError, DomainError
 
 __all__ = [
     "MISSING",

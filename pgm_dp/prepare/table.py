@@ -2,13 +2,13 @@
 
 A sensitive CSV rarely arrives as integer codes: it has strings, numbers, missing cells and,
 when written by ``DataFrame.to_csv()``, a row-number column. :func:`prepare_plan` turns it into
-a frozen :class:`Preparation`, one :class:`~pgm_dp.columns.ColumnPlan` per column, with a
+a frozen :class:`Preparation`, one :class:`~pgm_dp.prepare.columns.ColumnPlan` per column, with a
 labelled :class:`~pgm_dp.Domain`, :meth:`~Preparation.encode` (table → codes) and
 :meth:`~Preparation.decode` (codes → the user's values). Nothing about the data is read without
 privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``:
 
 * **Identifiers.** A column not declared in ``spec`` that looks like a record identifier
-  (:func:`~pgm_dp.columns.identifier_reason`: ``"Unnamed: 0"``, row numbers, all-distinct
+  (:func:`~pgm_dp.prepare.columns.identifier_reason`: ``"Unnamed: 0"``, row numbers, all-distinct
   integers, strings with ``>= identifier_fraction * n`` distinct values) is refused with a
   :class:`~pgm_dp.errors.DataValidationError` naming it, or dropped with a note when
   ``drop_identifiers=True``.
@@ -17,7 +17,7 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
   state when ``other=True``, else they are refused. Boolean columns are ``(False, True)``.
   An integer column is categorical only when declared so (``{"children": [0, 1, 2, 3]}``).
-* **Numeric columns** are binned (:mod:`pgm_dp.binning`): public edges
+* **Numeric columns** are binned (:mod:`pgm_dp.prepare.binning`): public edges
   (``{"age": {"bins": [0, 18, 30, 45, 65, 120]}}``), public bounds cut into equal widths
   (``{"age": {"bounds": [0, 120], "n_bins": 10}}``), or public bounds cut at private
   quantiles (``{"age": {"bounds": [0, 120]}}``, optionally ``"quantiles": 8``: Smith's
@@ -78,23 +78,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._frames import encode_column
-from ._spec import check_frame, draft_column, keep_columns, make_options, parse_spec
-from .binning import per_quantile_budget, quantile_edges
-from .columns import ColumnPlan
-from .domain import Domain, check_table_cells
-from .errors import (
+from ..domain import Domain, check_table_cells
+from ..errors import (
     BudgetExceededError,
     DataValidationError,
     DomainError,
     PrivacyParameterError,
 )
-from .privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
-from .privacy.accountant import check_accountant
-from .privacy.budget import Budget
-from .privacy.mechanisms import perturb
-from .privacy.release import MECHANISMS
-from .rng import RngLike, as_generator
+from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
+from ..privacy.accountant import check_accountant
+from ..privacy.budget import Budget
+from ..privacy.mechanisms import perturb
+from ..privacy.release import MECHANISMS
+from ..rng import RngLike, as_generator
+from ._frames import encode_column
+from ._spec import check_frame, draft_column, keep_columns, make_options, parse_spec
+from .binning import per_quantile_budget, quantile_edges
+from .columns import ColumnPlan
 
 __all__ = ["prepare_plan", "Preparation", "NonPrivateWarning", "ColumnPlan"]
 

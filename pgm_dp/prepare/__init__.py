@@ -1,0 +1,35 @@
+"""A user's table → discrete codes: the preparation in :mod:`pgm_dp.prepare.table`
+(:func:`prepare_plan`, :class:`Preparation`), the user's declarations (``_spec``), one
+column's plan (:mod:`pgm_dp.prepare.columns`), bins and private quantiles
+(:mod:`pgm_dp.prepare.binning`), pandas/Dask frames (``_frames``, ``_dask``).
+
+``_frames`` sits low in the package's layers (:mod:`pgm_dp.domain` encodes frames with it) and
+``_dask`` beside :mod:`pgm_dp.stats`, so this package's names are imported lazily (PEP 562):
+importing ``pgm_dp.prepare._frames`` loads neither the preparation nor the privacy layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .columns import ColumnPlan
+    from .table import NonPrivateWarning, Preparation, prepare_plan
+
+__all__ = ["prepare_plan", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+
+_HOME = {"ColumnPlan": "columns", "prepare_plan": "table", "Preparation": "table"}
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        module = importlib.import_module(f".{_HOME.get(name, 'table')}", __name__)
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
