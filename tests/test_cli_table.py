@@ -81,7 +81,7 @@ def test_a_to_csv_table_fits_end_to_end_and_decodes_to_its_values(table, capsys)
     cap = capsys.readouterr()
     assert "Dropped identifier-like columns" in cap.out and "'caseid'" in cap.out
     assert "Selected (aim, " in cap.out and "Budget per step" in cap.out
-    assert "note: read from the data WITHOUT privacy: the 7 values of whole-number " in cap.err
+    assert "the 7 categories of 'visits' (--categories-from-data)" in cap.err
     assert "--prepare SPEC.json" in cap.err  # with the way to declare it instead
     report = json.loads((table / "r.json").read_text())
     assert report["budget_spent"] == str(PureDP(2.0)) or "epsilon=2" in report["budget_spent"]

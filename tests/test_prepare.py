@@ -174,7 +174,7 @@ def test_undeclared_categories_need_categories_data_and_warn_once():
 
 def test_values_outside_declared_categories_other_or_refused():
     df = pd.DataFrame({"sex": ["F", "M", "X-secret"] * 10})
-    with pytest.raises(DataValidationError, match="'sex': 10 records have values outside") as e:
+    with pytest.raises(DataValidationError, match="'sex': records have values outside") as e:
         prepare_plan(df, {"sex": ["F", "M"]})
     assert "X-secret" not in str(e.value)
     plan = prepare_plan(df, {"sex": {"categories": ["F", "M"], "other": True}})
@@ -204,14 +204,14 @@ def test_to_csv_index_column_refused_then_dropped():
             back, SPEC, drop_identifiers=True, budget=ZCDP(1.0), rng=0, accountant=acc
         )
     assert plan.dropped == ("Unnamed: 0",) and "Unnamed: 0" not in plan.names
-    assert "Dropped identifier-like columns" in plan.report()
+    assert "Dropped columns" in plan.report()
     pd.testing.assert_frame_equal(plan.encode(back), plan.encode(df))
 
 
 @pytest.mark.parametrize(
     "column, reason",
     [
-        (lambda n, r: r.permutation(n) + 1, "row numbers 1..3000"),
+        (lambda n, r: r.permutation(n) + 1, "row numbers"),
         (lambda n, r: np.arange(n) * 7 + 100, "all distinct"),
         (
             lambda n, r: np.array([f"person{i:05d}" for i in r.permutation(n)], dtype=object),
@@ -263,7 +263,7 @@ def test_missing_values_are_their_own_state():
     back = plan.decode(plan.encode(df), rng=0)
     assert back.sex.isna().tolist() == [False, True, True, True, False, True]
     assert back.age.isna().tolist() == [False, True, False, False, False, False]
-    with pytest.raises(DataValidationError, match="'sex' has 4 missing values"):
+    with pytest.raises(DataValidationError, match="'sex' has missing values"):
         prepare_plan(df, spec, missing=False)
     with pytest.warns(NonPrivateWarning, match="whether 'age' has missing"):
         plan = prepare_plan(df.assign(age=1.0), spec, missing="data")
@@ -392,6 +392,6 @@ def test_report_states_reads_and_charges():
         plan = prepare_plan(df, {**SPEC, "city": {"categories": "data"}}, budget=ZCDP(1.0), rng=0)
     text = plan.report()
     for word in ("sex", "categorical", "numeric", "categories of 'city'", "ZCDP(rho=1.0)",
-                 "one-way marginals", "treated as public"):  # fmt: skip
+                 "one-way marginals", "number of records is not released"):  # fmt: skip
         assert word in text, word
     assert str(plan) == text

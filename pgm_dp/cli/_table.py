@@ -3,13 +3,14 @@ private fit of :func:`pgm_dp.workflow.fit_table` with what it read and reports p
 
 The spec (:func:`table_spec`): ``--domain`` declares every state of its columns (sizes
 ``n`` mean the codes ``0..n-1``; no missing state); ``--prepare SPEC.json`` declares any
-column as :func:`pgm_dp.prepare.prepare_plan` reads it and overrides ``--domain``. With
-``--categories-from-data``, an undeclared column of whole numbers with at most
-:data:`SMALL_INTEGER_STATES` distinct values is categorical (its values read from the data,
-said so); other number columns are binned. Undeclared text columns with more than
-:data:`MAX_STATES` distinct values look like case identifiers: they are named in the
-refusal with the record identifiers ``prepare_plan`` finds, or dropped with
-``--drop-identifiers``.
+column as :func:`pgm_dp.prepare.prepare_plan` reads it (or is a plan written by
+``--plan-out``) and overrides ``--domain``. With ``--categories-from-data``, an undeclared
+column of whole numbers with at most :data:`SMALL_INTEGER_STATES` distinct values is
+categorical (its values read from the data, recorded in the plan); other number columns are
+binned. Undeclared text columns with more than :data:`MAX_STATES` distinct values look like
+case identifiers, as do the record identifiers ``prepare_plan`` finds: all are named in one
+refusal (:func:`check_table`, with every other undecided column), or dropped with
+``--drop-identifiers`` (recorded in the plan).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import pandas as pd
 
 from ._data import say
 
-__all__ = ["table_spec", "fit_from_table", "SMALL_INTEGER_STATES", "MAX_STATES", "DECLARE_HINT"]
+__all__ = [
+    "table_spec", "check_table", "fit_from_table", "SMALL_INTEGER_STATES", "MAX_STATES",
+    "DECLARE_HINT",
+]  # fmt: skip
 
 #: Largest number of distinct whole numbers read as categories (``--categories-from-data``).
 SMALL_INTEGER_STATES = 16
@@ -48,66 +52,78 @@ def _whole_numbers(col: pd.Series) -> np.ndarray | None:
 
 
 def _declared(domain: dict | None, prepare: dict | None, df: pd.DataFrame) -> dict:
-    from ..errors import DataValidationError
+    from ..errors import DataValidationError, DomainError
 
     spec: dict = {}
     for name, v in (domain or {}).items():
         if name not in df.columns:
             raise DataValidationError(f"--domain names a column not in the data: {name!r}")
-        states = list(range(v)) if isinstance(v, int) else list(v)
+        if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_STATES:
+            states = list(range(v))
+        elif isinstance(v, list):
+            states = list(v)
+        else:
+            raise DomainError(
+                f"--domain {name!r}: give a size from 1 to {MAX_STATES:,} or a list of labels, "
+                f"got {v!r}"
+            )
         spec[name] = {"categories": states, "missing": False}
-    spec.update(prepare or {})
+    spec.update(_as_spec(prepare))
     return spec
 
 
-def table_spec(df: pd.DataFrame, args, reads: list[str]) -> dict:
-    """The ``prepare_plan`` spec of ``df`` from the flags (module docstring); what it reads
-    from the data without privacy is appended to ``reads``."""
-    from ..errors import DataValidationError
+def _as_spec(prepare: dict | None) -> dict:
+    """A ``--prepare`` file's spec: the file itself, or the spec of a plan (``--plan-out``)."""
+    if prepare is None:
+        return {}
+    if prepare.get("format") != "pgm_dp.Preparation":
+        return prepare
+    from ..prepare import Preparation
+
+    return Preparation.from_json(json.dumps(prepare)).to_spec()
+
+
+def table_spec(df: pd.DataFrame, args) -> dict:
+    """The ``prepare_plan`` spec of ``df`` from the flags (module docstring): a whole-number
+    column read as categories is ``{"categories": "data"}``, so that the plan records the
+    read (its source ``data (non-private)``, in ``nonprivate_reads``)."""
     from ..prepare.columns import identifier_reason
 
     spec = _declared(args.domain, args.prepare, df)
-    wide = {}
+    if not args.categories_from_data:
+        return spec
     for name in df.columns:
-        if name in spec:
-            continue
         col = df[name]
-        values = _whole_numbers(col) if args.categories_from_data else None
+        if name in spec or identifier_reason(col, name, 0.5) is not None:
+            continue
+        values = _whole_numbers(col)
         if values is not None and len(values) <= SMALL_INTEGER_STATES:
-            if identifier_reason(col, name, 0.5) is None:
-                spec[name] = {"categories": [int(v) for v in values]}
-                reads.append(f"the {len(values)} values of whole-number column {name!r}")
-        elif not pd.api.types.is_numeric_dtype(col) and col.nunique() > MAX_STATES:
-            wide[name] = col.nunique()
-    if wide and args.drop_identifiers:
-        for name, n in wide.items():
-            spec[name] = "drop"
-            reads.append(f"{name!r} dropped as identifier-like: {n:,} distinct values")
-    elif wide:
-        found = [
-            f"{n!r}: {reason}"
-            for n in df.columns
-            if n not in spec and (reason := identifier_reason(df[n], n, 0.5)) is not None
-        ]
-        found += [f"{n!r}: {k:,} distinct values of {len(df):,}" for n, k in wide.items()]
-        raise DataValidationError(
-            "columns that look like record identifiers: " + "; ".join(found) + ". A model of "
-            "an identifier memorises records: drop them with --drop-identifiers (or "
-            '{column: "drop"} in --prepare SPEC.json), or declare them there if they are '
-            "variables"
-        )
+            spec[name] = {"categories": "data"}
     return spec
 
 
-def _prepare_options(args) -> dict:
+def check_table(df: pd.DataFrame, spec: dict, args) -> None:
+    """Every column that the spec and the flags leave undecided, in one error in the flags'
+    words (with a spec that decides them all), before JAX is imported or anything spent."""
+    from ..errors import PgmDpError
+    from ..prepare import check_spec
+
+    try:
+        check_spec(df, spec, **_prepare_options(args, compress=False))
+    except PgmDpError as err:
+        raise _in_flags(err) from None
+
+
+def _prepare_options(args, compress: bool = True) -> dict:
+    """``prepare_plan``'s options from the flags (without ``compress`` when not asked)."""
     missing = {"state": True, "refuse": False, "data": "data"}[args.missing]
-    return dict(
+    out = dict(
         categories="data" if args.categories_from_data else None,
         bounds="data" if args.bounds_from_data else None,
         missing=missing,
         drop_identifiers=args.drop_identifiers,
-        compress=not args.no_compress,
     )
+    return {**out, "compress": not args.no_compress} if compress else out
 
 
 def _workload(text: str | None):
@@ -162,7 +178,8 @@ def fit_from_table(args, data: pd.DataFrame, budget):
     from ..fit_report import format_report
 
     reads: list[str] = []
-    spec = table_spec(data, args, reads)
+    spec = table_spec(data, args)
+    check_table(data, spec, args)
     what = "AIM" if args.selection == "aim" else "MST"
     say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at {budget} ...")
     with warnings.catch_warnings(record=True) as caught:

@@ -75,13 +75,13 @@ def _run_data(a: argparse.Namespace) -> None:
     from .. import compare_data
     from ..plotting import MISSING_MATPLOTLIB
     from ._data import read_data, say
-    from ._table import _prepare_options, _say_warnings, table_spec
+    from ._table import _prepare_options, _say_warnings, check_table, table_spec
 
     learners = DATA_LEARNERS if list(a.learners) == list(DEFAULT_LEARNERS) else a.learners
     data = read_data(a.data)
     reads: list[str] = []
-    a.prepare, a.no_compress = None, False
-    spec = table_spec(data, a, reads)
+    spec = table_spec(data, a)
+    check_table(data, spec, a)
     say(f"comparing {', '.join(learners)} on {a.data} (held out: {a.test_fraction:g}) ...")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

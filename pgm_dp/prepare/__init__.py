@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .columns import ColumnPlan
-    from .table import NonPrivateWarning, Preparation, prepare_plan
+    from .table import NonPrivateWarning, Preparation, check_spec, prepare_plan
 
-__all__ = ["prepare_plan", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+__all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
 
-_HOME = {"ColumnPlan": "columns", "prepare_plan": "table", "Preparation": "table"}
+_HOME = {"ColumnPlan": "columns"}
 
 
 def __getattr__(name: str):

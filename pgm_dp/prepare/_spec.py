@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
@@ -26,11 +27,14 @@ __all__ = [
     "parse_entry",
     "is_declared",
     "keep_columns",
+    "decisions_needed",
     "Draft",
     "draft_column",
 ]
 
-_SPEC_KEYS = {"categories", "bins", "bounds", "n_bins", "quantiles", "missing", "other", "clip"}
+_SPEC_KEYS = {
+    "categories", "bins", "bounds", "n_bins", "quantiles", "missing", "other", "clip", "from_data",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -190,16 +194,29 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     if missing == "data":
         missing = bool(missing_mask(col).any())
         reads.append(f"whether {name!r} has missing values (missing='data')")
-    numeric = bool(set(entry) & {"bins", "bounds", "n_bins", "quantiles"}) or (
-        "categories" not in entry and col.dtype.kind in "iuf"
-    )
-    if numeric:
+    from_data = _flag(entry, "from_data", False, name, (True, False))
+    if _is_numeric(entry, col):
         draft = _numeric(name, col, entry, opts, reads, missing, clip)
     else:
         cats, source = _categories(name, col, entry, opts, reads)
         draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
     draft.plan.encode_full(col)  # every value checked now, before any budget is spent
+    if from_data:
+        what = "bins or bounds" if draft.plan.kind == "numeric" else "categories"
+        reads.append(
+            f"the {what} of {name!r} in the spec, read from the data when it was written "
+            '("from_data": true)'
+        )
+        draft = replace(draft, plan=replace(draft.plan, source="spec, read from data"))
     return draft
+
+
+def _is_numeric(entry: dict, col: pd.Series) -> bool:
+    """Whether a column is binned: numeric keys in its entry, or numbers not declared as
+    categories."""
+    return bool(set(entry) & {"bins", "bounds", "n_bins", "quantiles"}) or (
+        "categories" not in entry and col.dtype.kind in "iuf"
+    )
 
 
 def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
@@ -246,6 +263,8 @@ def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
             raise DataValidationError(f"bounds='data': column {name!r} has no finite bounds")
         lo, hi = float(x.min()), float(x.max())
         hi = hi if hi > lo else lo + 1.0
+        if not math.isfinite(hi - lo):
+            raise DataValidationError(f"bounds='data': column {name!r} spans too wide a range")
         reads.append(f"the bounds of {name!r} (bounds='data')")
     else:
         lo, hi = check_bounds(bounds, name)
@@ -260,25 +279,79 @@ def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
 
 
 def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
-    """The columns to prepare, and those dropped as identifier-like (refused unless
-    ``drop_identifiers``). Declared columns are exempt from the check."""
-    keep, found = [], []
+    """The columns to prepare, and those dropped: as the spec asks, then as identifier-like
+    (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first).
+    Declared columns are exempt from the check."""
+    keep, found, asked = [], [], []
     for name in df.columns:
         entry = spec.get(name, {})
         if entry.get("drop"):
             notes.append(f"{name!r} dropped as the spec asks")
+            asked.append(name)
             continue
-        reason = None
-        if not is_declared(entry):
-            reason = identifier_reason(df[name], name, opts.identifier_fraction)
+        reason = _identifier(df[name], name, entry, opts)
         (found if reason else keep).append((name, reason) if reason else name)
     if found and not opts.drop_identifiers:
-        listed = "; ".join(f"{n!r}: {r}" for n, r in found)
-        raise DataValidationError(
-            f"columns that look like record identifiers: {listed}. A model of an identifier "
-            "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
-            "or declare them in spec if they are variables"
-        )
+        raise DataValidationError(_identifier_message(found))
     for n, r in found:
         reads.append(f"{n!r} dropped as identifier-like: {r}")
-    return keep, tuple(n for n, _ in found)
+    return keep, tuple(asked) + tuple(n for n, _ in found)
+
+
+def _identifier(col: pd.Series, name: Hashable, entry: dict, opts: Any) -> str | None:
+    if is_declared(entry):
+        return None
+    return identifier_reason(col, name, opts.identifier_fraction, opts.max_states)
+
+
+def _identifier_message(found: list) -> str:
+    listed = "; ".join(f"{n!r}: {r}" for n, r in found)
+    return (
+        f"columns that look like record identifiers: {listed}. A model of an identifier "
+        "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
+        "or declare them in spec if they are variables"
+    )
+
+
+def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
+    """Every column that needs a decision, in one :class:`DataValidationError`: identifier-
+    like columns (unless ``drop_identifiers``), text columns without categories (unless
+    ``categories='data'``), numeric columns without bins or bounds (unless ``bounds='data'``).
+    The message ends with a spec that decides them all (``spec`` plus ``"drop"`` and
+    ``"data"`` entries, one line of JSON): pasted unchanged it runs, reading those values from
+    the data without privacy, each said; replacing each ``"data"`` with public knowledge avoids
+    the read. Reads the data only to classify them, like the checks it anticipates."""
+    entries = parse_spec(df, spec)
+    found, cats, bounds, add = [], [], [], {}
+    for name in df.columns:
+        entry = entries.get(name, {})
+        if entry.get("drop"):
+            continue
+        reason = _identifier(df[name], name, entry, opts)
+        if reason is not None:
+            if not opts.drop_identifiers:
+                found.append((name, reason))
+                add[name] = "drop"
+        elif _is_numeric(entry, df[name]):
+            if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
+                bounds.append(name)
+                add[name] = {"bounds": "data"}
+        elif entry.get("categories") is None and df[name].dtype.kind != "b":
+            if opts.categories != "data":
+                cats.append(name)
+                add[name] = {"categories": "data"}
+    if not add:
+        return
+    parts = [_identifier_message(found)] if found else []
+    parts += [f"column {n!r} needs declared categories" for n in cats]
+    parts += [f"numeric column {n!r} needs public bounds or bins" for n in bounds]
+    if cats:
+        parts.append("categories='data' reads undeclared categories without privacy")
+    if bounds:
+        parts.append("bounds='data' reads undeclared bounds without privacy")
+    whole = {str(k): v for k, v in {**dict(spec or {}), **add}.items()}
+    raise DataValidationError(
+        f"{len(add)} columns need a decision: " + "; ".join(parts) + ". To decide them all "
+        '(each "data" reads the data without privacy, said in the plan: replace it with '
+        "public categories or bounds to avoid the read), spec=" + json.dumps(whole, default=list)
+    )

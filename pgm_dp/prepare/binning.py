@@ -87,6 +87,10 @@ def check_bounds(bounds: Any, name: Hashable) -> tuple[float, float]:
     lo, hi = (_finite(b, f"bounds of {name!r}") for b in bounds)
     if not lo < hi:
         raise DomainError(f"bounds of {name!r} must satisfy lo < hi, got {bounds!r}")
+    if not math.isfinite(hi - lo):  # the bins' widths and the quantile grid need hi - lo
+        raise DomainError(
+            f"bounds of {name!r} are too far apart: hi - lo overflows a float, got {bounds!r}"
+        )
     return lo, hi
 
 

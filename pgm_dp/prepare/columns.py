@@ -8,7 +8,7 @@ and empty or blank strings. Rare states may be merged into one ``"<rare>"`` stat
 compression, McKenna et al. 2021); ``merged`` lists their codes. Codes before merging are the
 *full* codes, after it the *compressed* codes that models see.
 
-Error messages name columns and count records; they never show a cell's value.
+Error messages name columns; they never show a cell's value or count records.
 """
 
 from __future__ import annotations
@@ -75,18 +75,22 @@ def numeric_values(col: pd.Series, name: Hashable) -> tuple[np.ndarray, np.ndarr
         bad = int(np.isnan(x).sum())
         if bad:
             raise DataValidationError(
-                f"column {name!r} is declared numeric but {bad} of its records are not numbers "
+                f"column {name!r} is declared numeric but some of its records are not numbers "
                 "(values not shown)"
             )
     return x, miss
 
 
-def identifier_reason(col: pd.Series, name: Hashable, fraction: float) -> str | None:
+def identifier_reason(
+    col: pd.Series, name: Hashable, fraction: float, max_states: int | None = None
+) -> str | None:
     """Why ``col`` looks like a record identifier, or ``None``: the name pandas gives the row
     index written by ``DataFrame.to_csv()`` (``"Unnamed: 0"``); integers that are the row
     numbers ``0..n-1`` or ``1..n``; integers all distinct; other non-numeric values with at
-    least ``fraction * n`` distinct values. Continuous (non-integer) numbers and booleans are
-    variables, not identifiers. One pass of hashing: fast on large tables."""
+    least ``fraction * n`` distinct values, or more than ``max_states`` (when given).
+    Continuous (non-integer) numbers and booleans are variables, not identifiers. One pass of
+    hashing: fast on large tables. The reason states the rule, never a count of the data (it
+    goes into refusals and saved plans, and the number of records is private)."""
     n = len(col)
     if isinstance(name, str) and _UNNAMED.fullmatch(name):
         return (
@@ -103,13 +107,15 @@ def identifier_reason(col: pd.Series, name: Hashable, fraction: float) -> str | 
             return None
         distinct = pd.unique(x).size
         if distinct == n and x.min() in (0, 1) and x.max() - x.min() == n - 1:
-            return f"its values are the row numbers {int(x.min())}..{int(x.max())}"
+            return "its values are the row numbers"
         if distinct == x.size:
-            return f"its {distinct:,} integers are all distinct"
+            return "its integers are all distinct"
         return None
     distinct = col[~missing_mask(col)].astype(object).nunique()
     if distinct >= max(fraction * n, MIN_ID_DISTINCT):
-        return f"it has {distinct:,} distinct values in {n:,} records"
+        return f"its distinct values are at least {fraction:g} of its records"
+    if max_states is not None and distinct > max_states:
+        return f"it has more than {max_states:,} distinct values"
     return None
 
 
@@ -123,7 +129,9 @@ class ColumnPlan:
     ``"data (non-private)"``, ``"bool"``, ``"public bins"``, ``"public bounds, equal
     widths"``, ``"private quantiles"``); ``edges`` the bin edges of a numeric column;
     ``clip`` whether out-of-range numbers go to the end bins; ``merged`` the full codes
-    merged into one ``"<rare>"`` state (empty: no merging).
+    merged into one ``"<rare>"`` state (empty: no merging); ``missing_to`` the full code that
+    takes missing values when the missing state was folded away (its noisy count was rare:
+    no ``"<missing>"`` state then, and none is ever decoded).
     """
 
     name: Hashable
@@ -135,6 +143,7 @@ class ColumnPlan:
     edges: tuple[float, ...] | None = None
     clip: bool = True
     merged: tuple[int, ...] = ()
+    missing_to: int | None = None
 
     @classmethod
     def numeric(cls, name, edges, source, missing, clip=True) -> ColumnPlan:
@@ -202,16 +211,17 @@ class ColumnPlan:
             if unknown.any():
                 if not self.other:
                     raise DataValidationError(
-                        f"column {self.name!r}: {int(unknown.sum())} records have values outside "
+                        f"column {self.name!r}: records have values outside "
                         "its declared categories (values not shown); declare every category "
                         "or pass other=True"
                     )
                 codes[unknown] = self.n_categories
-        if miss.any():
+        if miss.any() and self.missing_to is not None:
+            codes[miss] = self.missing_to
+        elif miss.any():
             if not self.missing:
                 raise DataValidationError(
-                    f"column {self.name!r} has {int(miss.sum())} missing values but no "
-                    "missing state (missing=False)"
+                    f"column {self.name!r} has missing values but no missing state (missing=False)"
                 )
             codes[miss] = len(self.states) - 1
         return codes

@@ -68,6 +68,7 @@ Domain(sex: ['F', 'M', '<missing>'], age: ['[0, 30)', '[30, 50)', '[50, 120]', '
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import math
 import warnings
@@ -92,11 +93,18 @@ from ..privacy.mechanisms import perturb
 from ..privacy.release import MECHANISMS
 from ..rng import RngLike, as_generator
 from ._frames import encode_column
-from ._spec import check_frame, draft_column, keep_columns, make_options, parse_spec
+from ._spec import (
+    check_frame,
+    decisions_needed,
+    draft_column,
+    keep_columns,
+    make_options,
+    parse_spec,
+)
 from .binning import per_quantile_budget, quantile_edges
 from .columns import ColumnPlan
 
-__all__ = ["prepare_plan", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+__all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
 
 
 class NonPrivateWarning(UserWarning):
@@ -230,7 +238,10 @@ class Preparation:
                 f"{c.source}{extra}"
             )
         for head, items in (
-            ("Dropped identifier-like columns", [repr(d) for d in self.dropped]),
+            (
+                "Dropped columns (as the spec asks, or identifier-like)",
+                [repr(d) for d in self.dropped],
+            ),
             ("Read from the data WITHOUT privacy", self.nonprivate_reads),
             ("Notes", self.notes),
         ):
@@ -246,6 +257,25 @@ class Preparation:
 
     def __str__(self) -> str:
         return self.report()
+
+    def to_spec(self) -> dict:
+        """The spec that prepares a table as this plan does (``{column: entry}``, JSON types;
+        :func:`prepare_plan` and ``--prepare`` read it): declared categories, the bins drawn
+        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns.
+        A column with anything read from the data without privacy keeps the mark
+        ``"from_data": true``, so that the plan made from the spec lists the read again.
+        Rare states are merged anew by the next plan's one-way release."""
+        spec: dict = {str(d) if not isinstance(d, int) else d: "drop" for d in self.dropped}
+        for c in self.columns:
+            if c.kind == "numeric":
+                entry = {"bins": list(c.edges), "clip": c.clip}
+            else:
+                entry = {"categories": list(c.states[: c.n_categories]), "other": c.other}
+            entry["missing"] = c.missing or c.missing_to is not None
+            if "data" in c.source or any(repr(c.name) in r for r in self.nonprivate_reads):
+                entry["from_data"] = True
+            spec[c.name] = entry
+        return spec
 
     def to_json(self) -> str:
         """JSON text of the plan, its charges and its one-way release (exact float round trip);
@@ -368,6 +398,33 @@ def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
     return replace(rel, domain=full)
 
 
+def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list) -> tuple:
+    """A missing state whose noisy count is below ``threshold`` noise standard deviations is
+    folded away, as rare states are merged (post-processing of the one-way release, never a
+    look at the data): the state leaves the column, its missing values (few, if any) are
+    encoded as the state with the largest noisy count, and its noisy count is dropped from
+    the one-way table. A table without missing values thus yields samples without them."""
+    out, noisy = [], dict(one_way.noisy)
+    for p in plans:
+        y = np.asarray(one_way.noisy[(p.name,)], dtype=np.float64)
+        sigma = math.sqrt(one_way.noise[(p.name,)].variance)
+        if not p.missing or len(p.states) < 2 or y[-1] >= threshold * sigma:
+            out.append(p)
+            continue
+        to = int(np.argmax(y[:-1]))
+        out.append(replace(p, states=p.states[:-1], missing=False, missing_to=to))
+        noisy[(p.name,)] = one_way.noisy[(p.name,)][:-1]
+        notes.append(
+            f"{p.name!r}: missing state folded away (noisy count below {threshold:g} noise "
+            f"standard deviations): missing values, if any, encoded as {p.states[to]!r}"
+        )
+    if all(a is b for a, b in zip(out, plans, strict=True)):
+        return plans, one_way
+    names = [p.name for p in out]
+    full = Domain(names, [len(p.states) for p in out], [p.states for p in out])
+    return out, replace(one_way, noisy=noisy, domain=full)
+
+
 def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> ColumnPlan:
     """MST's ``compress_domain``: states whose noisy count is below ``threshold`` noise
     standard deviations are merged (when there are at least two of them)."""
@@ -418,6 +475,7 @@ def prepare_plan(
     if len(df) == 0:
         raise DataValidationError("data are empty (0 records)")
     check_accountant(accountant)
+    decisions_needed(df, spec, opts)  # every undecided column in one message
     entries = parse_spec(df, spec)
     reads: list[str] = []
     notes: list[str] = []
@@ -446,6 +504,26 @@ def prepare_plan(
     )  # fmt: skip
 
 
+def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:
+    """Raise, in one :class:`DataValidationError`, for every column of ``df`` that ``spec``
+    and ``options`` (those of :func:`prepare_plan`, its defaults otherwise) leave undecided:
+    identifier-like columns, categories or bounds not declared. The message ends with a spec
+    that decides them all (``"drop"``, ``{"categories": "data"}``, ``{"bounds": "data"}``).
+    Spends nothing; imports no JAX."""
+    defaults = {
+        k: p.default
+        for k, p in inspect.signature(prepare_plan).parameters.items()
+        if p.kind is p.KEYWORD_ONLY and k not in ("budget", "rng", "accountant", "compress")
+    }
+    unknown = set(options) - set(defaults) - {"compress"}
+    if unknown:
+        raise DomainError(f"check_spec got unknown options {sorted(unknown)}")
+    kw = {**defaults, **{k: v for k, v in options.items() if k != "compress"}}
+    head = ("categories", "bounds", "missing", "other", "drop_identifiers")
+    opts = make_options(*(kw.pop(k) for k in head), {k: kw[k] for k in kw if k != "mechanism"})
+    decisions_needed(check_frame(df), spec, opts)
+
+
 def _spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
     """The private steps, in order: bins at private quantiles, then the one-way release and
     the merging of rare states (MST)."""
@@ -454,8 +532,9 @@ def _spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMargina
     if b_m is None:
         return plans, None
     one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
+    plans, one_way = _fold_missing(plans, one_way, opts.threshold, notes)
     plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
-    notes.append("the number of records is treated as public (one-way release)")
+    notes.append("the number of records is not released: estimated from the noisy one-way tables")
     notes += [
         f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
         "noise standard deviations merged into '<rare>'"
