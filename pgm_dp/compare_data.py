@@ -2,8 +2,11 @@
 
 The table is split reproducibly (``seed``) into a training part and a held-out part
 (``test_fraction``). For each ``epsilon`` the training part is prepared, and marginals
-selected and measured, once (:func:`pgm_dp.workflow.fit_table`); every learner then fits
-the same noisy tables, so the learners differ only in how they use them. The private
+selected and measured, once (:func:`pgm_dp.workflow.fit_table`); every release learner then
+fits the same noisy tables, so the learners differ only in how they use them. A record
+learner (PSGD, Zhang et al.'s, a non-private reference) fits the same prepared training
+records on the same cliques, with what the preparation left of ``epsilon``
+(:func:`record_budget`). The private
 independent model (the product of the noisy one-way tables) is scored beside them.
 
 Scores, per learner, on the user's full domain (every model expanded as the saved fit is,
@@ -27,7 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["DataComparison", "compare_on_table", "split_table", "heldout_scores", "print_table"]
+__all__ = [
+    "DataComparison", "compare_on_table", "record_budget", "split_table", "heldout_scores",
+    "print_table",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -120,42 +126,67 @@ def compare_on_table(
     progress: Any = None,
     **fit_options: Any,
 ) -> DataComparison:
-    """Compare ``learners`` (registered release learners) on ``df`` (module docstring) at
-    each ``epsilon`` (pure ε-DP, or ``(ε, delta)``); ``fit_options`` go to
-    :func:`~pgm_dp.workflow.fit_table`. Writes ``compare_data.csv`` (and, when matplotlib
+    """Compare ``learners`` (any registered ones) on ``df`` (module docstring) at each
+    ``epsilon`` (pure ε-DP, or ``(ε, delta)``); ``fit_options`` go to
+    :func:`~pgm_dp.workflow.fit_table`. Release learners fit the release of
+    :func:`~pgm_dp.workflow.fit_table`; a record learner (PSGD, ...) fits the same prepared
+    training codes and the same cliques with its own budget: what the preparation left of
+    ``epsilon`` (:func:`record_budget`). Writes ``compare_data.csv`` (and, when matplotlib
     is present or ``plot=True``, ``compare_data.png``) to ``out_dir``."""
     from . import learners as registry
-    from .errors import PrivacyParameterError
     from .models import MarkovRandomField
     from .privacy import ApproxDP, PureDP
     from .workflow import expand_model, fit_table
 
     specs = [registry.get(name) for name in learners]
-    bad = [s.name for s in specs if s.kind != "release"]
-    if bad:
-        raise PrivacyParameterError(f"compare --data runs release learners; not {bad}")
+    driver = next((s.name for s in specs if s.kind == "release"), "naive")
     train, test = split_table(df, test_fraction, seed)
     rows = []
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
-        tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=specs[0].name,
+        tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=driver,
                        **fit_options)  # fmt: skip
         codes, left_out = _encodable(tf.plan, test)
         mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
         models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]
         for s in specs:
-            if s is specs[0]:
+            start = time.process_time()
+            if s.name == driver:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
-            start = time.process_time()
-            model = expand_model(s.make().fit(tf.release, mrf).model, tf.plan)
-            models.append((s.name, model, time.process_time() - start))
+            if s.kind == "release":
+                model = s.make().fit(tf.release, mrf).model
+            else:
+                b = record_budget(s, tf.plan, budget, len(train), fit_options)
+                gen = np.random.default_rng([seed, k, len(models)])
+                model = s.make().fit(tf.plan.encode(train), mrf, budget=b, rng=gen).model
+            models.append((s.name, expand_model(model, tf.plan), time.process_time() - start))
         for name, model, seconds in models:
             row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
             rows.append({**row, "seconds": seconds, "n_test": len(codes), "left_out": left_out})
             if progress is not None:
                 progress(rows[-1])
     return _finish(pd.DataFrame(rows), out_dir, plot)
+
+
+def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
+    """The budget of record learner ``spec`` in a comparison at ``budget``: the share of it
+    that the preparation ``plan`` left, ``ε (1 - s)`` with ``s`` the share the preparation
+    spent (of ε, or of the ρ an ``(ε, δ)`` budget converts to), in the learner's notion
+    (:func:`pgm_dp.compare.budget_for`: PSGD's ``(ε, 1/N)``; the user's δ when one is
+    given). ``None`` for a non-private reference. Its structure, the cliques the release path
+    selected, is not charged to it: a comparison is for choosing a method, not a release."""
+    from .compare import budget_for
+    from .privacy import ApproxDP
+    from .workflow import _amount, one_way_share, split_budget
+
+    share = fit_options.get("prepare_share") or one_way_share(budget)
+    notion, amount, _, _ = split_budget(budget, share)
+    left = 1.0 - _amount(plan.budget_spent, notion) / amount
+    b = budget_for(spec, budget.epsilon * left, n)
+    if isinstance(b, ApproxDP) and isinstance(budget, ApproxDP):
+        return ApproxDP(b.epsilon, budget.delta)
+    return b
 
 
 def _finish(runs: pd.DataFrame, out_dir, plot) -> DataComparison:

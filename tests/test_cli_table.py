@@ -79,7 +79,7 @@ def test_a_to_csv_table_fits_end_to_end_and_decodes_to_its_values(table, capsys)
             "--release-out", str(table / "rel.json")]  # fmt: skip
     assert main(argv) == 0
     cap = capsys.readouterr()
-    assert "Dropped identifier-like columns" in cap.out and "'caseid'" in cap.out
+    assert "Dropped columns" in cap.out and "'caseid'" in cap.out
     assert "Selected (aim, " in cap.out and "Budget per step" in cap.out
     assert "the 7 categories of 'visits' (--categories-from-data)" in cap.err
     assert "--prepare SPEC.json" in cap.err  # with the way to declare it instead

@@ -1,9 +1,10 @@
 """The ``pgm-dp`` command: the user's workflow.
 
 ``pgm-dp`` with no sub-command runs the main job on a built-in default: a private fit of the
-shipped UCI Adult table (:mod:`pgm_dp.cli.main_job`). The sub-commands: ``release`` →
-``fit`` → ``evaluate`` / ``posterior``, ``compare`` (learners on one budget), ``prising``
-(PrIsing's estimate of one network and its posterior) and ``demo``. The papers'
+shipped UCI Adult table (:mod:`pgm_dp.cli.main_job`). The sub-commands: ``prepare`` (a
+starting spec for a table), ``release`` → ``fit`` → ``evaluate`` / ``posterior``,
+``compare`` (learners on one budget), ``prising`` (PrIsing's estimate of one network and its
+posterior) and ``demo``. The papers'
 experiments are not commands of the package: ``python -m reproductions`` in the repository.
 
 Each sub-command is one module with ``add_parser(subparsers)``, listed in :data:`COMMANDS`
@@ -18,13 +19,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
-__all__ = ["main", "build_parser", "run_command", "COMMANDS", "MAIN_JOB", "OneLineParser"]
+__all__ = [
+    "main", "build_parser", "run_command", "plain", "COMMANDS", "MAIN_JOB", "OneLineParser",
+    "HelpFormatter",
+]  # fmt: skip
 
 #: name -> (module defining ``add_parser``, one-line help). Add a command: one module + a line.
 COMMANDS = {
     "release": ("pgm_dp.cli.release", "release noisy marginals of a data file (JSON out)"),
+    "prepare": ("pgm_dp.cli.prepare", "write a starting spec for --prepare (read WITHOUT privacy)"),
     "fit": ("pgm_dp.cli.fit", "fit a model from a release or from data (cliques chosen privately)"),
     "evaluate": ("pgm_dp.cli.evaluate", "KL to a reference model and held-out log-likelihood"),
     "posterior": ("pgm_dp.cli.posterior", "noise-aware posterior of a release, diagnostics"),
@@ -43,6 +49,34 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+#: Sphinx markup of the modules' docstrings, as plain text in ``--help``.
+_ROLE = re.compile(r":(?:func|mod|class|data|meth|attr|exc):`~?([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """Docstring text as ``--help`` shows it: roles and double backticks dropped."""
+    return _ROLE.sub(r"\1", text).replace("``", "")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions without Sphinx markup, paragraphs kept; ``(default: X)`` added to an
+    argument's help where it says no default itself and the default is something."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = plain(text).strip().split("\n\n")
+        return "\n\n".join(
+            argparse.HelpFormatter._fill_text(self, p, width, indent) for p in paragraphs
+        )
+
+    def _get_help_string(self, action):
+        text = plain(action.help or "")
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return text + " (default: %(default)s)"
+        return text
+
+
 def build_parser(commands=None) -> argparse.ArgumentParser:
     """The parser; the modules of ``commands`` (default: all) are imported and their full
     parsers built, the others are listed only."""
@@ -57,7 +91,7 @@ def build_parser(commands=None) -> argparse.ArgumentParser:
     for name, (module, doc) in COMMANDS.items():
         if name in wanted:
             importlib.import_module(module).add_parser(sub)
-            sub.choices[name].formatter_class = argparse.ArgumentDefaultsHelpFormatter
+            sub.choices[name].formatter_class = HelpFormatter
         else:
             sub.add_parser(name, help=doc, add_help=False)
     return parser

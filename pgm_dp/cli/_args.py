@@ -97,10 +97,12 @@ def domain_file(text: str) -> dict:
     existing_file(text)
     try:
         doc = json.loads(Path(text).read_text())
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"{text} is nested too deeply to be a spec") from None
     except (ValueError, OSError) as err:
         raise argparse.ArgumentTypeError(f"{text} is not JSON: {err}") from None
     if not isinstance(doc, dict) or not doc:
-        raise argparse.ArgumentTypeError(f"{text} must hold {{name: size or [labels]}}")
+        raise argparse.ArgumentTypeError(f"{text} must hold a JSON object {{column: ...}}")
     return doc
 
 
@@ -136,7 +138,7 @@ def release_file(text: str) -> str:
     existing_file(text)
     try:
         doc = json.loads(Path(text).read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RecursionError):
         doc = None
     if not isinstance(doc, dict) or "cliques" not in doc:
         raise argparse.ArgumentTypeError(

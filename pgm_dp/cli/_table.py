@@ -37,7 +37,8 @@ MAX_STATES = 1000
 #: How to declare instead what was read from the data.
 DECLARE_HINT = (
     "declare it instead in --prepare SPEC.json ({column: [categories]} or {column: "
-    '{"bounds": [lo, hi]}}); --plan-out writes the plan to start from'
+    '{"bounds": [lo, hi]}}); a plan written by --plan-out, or the file written by '
+    "pgm-dp prepare DATA --out SPEC.json, is a spec to start from"
 )
 
 
@@ -141,9 +142,13 @@ def _say_warnings(caught, reads: list[str]) -> None:
 
     for r in reads:
         print(f"note: read from the data WITHOUT privacy: {r}; {DECLARE_HINT}", file=sys.stderr)
+    seen: set = set()
     for w in caught:
+        if str(w.message) in seen:  # once, though every epsilon of compare prepares anew
+            continue
+        seen.add(str(w.message))
         if issubclass(w.category, NonPrivateWarning):
-            print(f"note: {w.message}; {DECLARE_HINT}", file=sys.stderr)
+            print(f"note: {_flag_words(str(w.message))}; {DECLARE_HINT}", file=sys.stderr)
         elif issubclass(w.category, WorseThanIndependentWarning):
             print(f"warning: {w.message}", file=sys.stderr)
             say(f"WARNING: {w.message}")
@@ -163,12 +168,16 @@ _FLAGS = [
 ]
 
 
-def _in_flags(err: Exception) -> Exception:
-    """The same error, its message in the command line's words."""
-    text = str(err)
+def _flag_words(text: str) -> str:
+    """``prepare_plan``'s wording in the command line's words."""
     for api, flag in _FLAGS:
         text = text.replace(api, flag)
-    return type(err)(text)
+    return text
+
+
+def _in_flags(err: Exception) -> Exception:
+    """The same error, its message in the command line's words."""
+    return type(err)(_flag_words(str(err)))
 
 
 def fit_from_table(args, data: pd.DataFrame, budget):

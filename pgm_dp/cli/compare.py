@@ -4,7 +4,10 @@ Without ``--data`` the learners fit releases of data drawn from a known true mod
 it). With ``--data FILE`` they fit the user's own table (:mod:`pgm_dp.compare_data`): split
 by ``--seed``, prepared, selected and measured once per ``--eps`` as ``pgm-dp fit --data``
 does, then every learner on the same noisy tables; held-out log-likelihood and 2-way TVD
-per learner, a table, a CSV and a plot (when matplotlib is present).
+per learner, a table, a CSV and a plot (when matplotlib is present). The preparation flags
+are those of ``fit`` (``--prepare``, ``--drop-identifiers``, ...); every registered learner
+runs, a record learner such as psgd on the same prepared records with what the
+preparation left of each ε.
 
 Only the arguments live here (each checked while parsing, nothing heavy imported); the
 comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
@@ -31,7 +34,7 @@ __all__ = ["add_parser", "add_common_arguments", "add_graph_arguments", "DEFAULT
 
 #: ``compare``'s default learners (equal to ``pgm_dp.compare.LEARNERS``, tested).
 DEFAULT_LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
-#: ``compare --data``'s default learners (release learners, on one release).
+#: ``compare --data``'s default learners (any registered learner may be named).
 DATA_LEARNERS = ("naive", "cgm")
 
 
@@ -82,12 +85,15 @@ def _run_data(a: argparse.Namespace) -> None:
     reads: list[str] = []
     spec = table_spec(data, a)
     check_table(data, spec, a)
+    options = _prepare_options(a)
+    if a.prepare_share is not None:
+        options["prepare_share"] = a.prepare_share
     say(f"comparing {', '.join(learners)} on {a.data} (held out: {a.test_fraction:g}) ...")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = compare_data.compare_on_table(
             data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
-            test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **_prepare_options(a),
+            test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **options,
         )  # fmt: skip
     _say_warnings(caught, reads)
     say(compare_data.print_table(result))
@@ -160,6 +166,25 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
         choices=["state", "refuse", "data"],
         default="state",
         help="with --data: missing values as a state, refused, or where present",
+    )
+    p.add_argument(
+        "--prepare",
+        type=domain_file,
+        default=None,
+        metavar="SPEC.json",
+        help="with --data: column declarations, as pgm-dp fit --prepare reads them (a spec, "
+        "or a plan written by --plan-out)",
+    )
+    p.add_argument(
+        "--prepare-share",
+        type=probability,
+        default=None,
+        help="with --data: share of the budget for the one-way tables (as pgm-dp fit)",
+    )
+    p.add_argument(
+        "--no-compress",
+        action="store_true",
+        help="with --data: keep rare categories (no private merging)",
     )
 
 

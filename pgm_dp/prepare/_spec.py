@@ -203,10 +203,7 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     draft.plan.encode_full(col)  # every value checked now, before any budget is spent
     if from_data:
         what = "bins or bounds" if draft.plan.kind == "numeric" else "categories"
-        reads.append(
-            f"the {what} of {name!r} in the spec, read from the data when it was written "
-            '("from_data": true)'
-        )
+        reads.append(f'the {what} of {name!r} (marked "from_data" in the spec)')
         draft = replace(draft, plan=replace(draft.plan, source="spec, read from data"))
     return draft
 

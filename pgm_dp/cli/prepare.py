@@ -1,0 +1,100 @@
+"""``pgm-dp prepare``: write a starting spec for ``--prepare`` from a table, WITHOUT privacy.
+
+Every column gets an entry that ``pgm-dp fit --prepare SPEC.json`` (and
+:func:`pgm_dp.prepare.prepare_plan`) accepts unchanged: ``"drop"`` for identifier-like
+columns, the categories seen in the data for text columns and for whole-number columns with
+at most 16 values, the minimum and maximum for other number columns (binned at private
+quantiles), booleans as they are. Columns declared by ``--prepare`` or ``--domain`` are kept
+as declared. Every value read from the data is marked ``"from_data": true``: a plan made from
+such an entry lists the read among its non-private reads. Check each marked entry against
+public knowledge (a codebook, a census's categories, plausible ranges), edit it, and delete
+the mark: the spec then declares public facts and nothing is read without privacy. No
+budget is spent; nothing is released but the file.
+"""
+
+from __future__ import annotations
+
+from . import _args
+
+__all__ = ["add_parser", "starting_spec"]
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def starting_spec(df, declared: dict) -> dict:
+    """The spec of ``df`` (module docstring), ``declared`` entries kept."""
+    import numpy as np
+    import pandas as pd
+
+    from ..prepare.columns import identifier_reason, missing_mask
+    from ._table import MAX_STATES, SMALL_INTEGER_STATES, _whole_numbers
+
+    spec: dict = {}
+    for name in df.columns:
+        col = df[name]
+        if name in declared:
+            spec[name] = declared[name]
+        elif identifier_reason(col, name, 0.5, MAX_STATES) is not None:
+            spec[name] = "drop"
+        elif col.dtype.kind == "b":
+            continue
+        elif (w := _whole_numbers(col)) is not None and len(w) <= SMALL_INTEGER_STATES:
+            spec[name] = {"categories": [int(v) for v in w], "from_data": True}
+        elif pd.api.types.is_numeric_dtype(col):
+            x = col.dropna().to_numpy(dtype=float)
+            x = x[np.isfinite(x)]
+            lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
+            spec[name] = {"bounds": [lo, hi if hi > lo else lo + 1.0], "from_data": True}
+        else:
+            uniq = [_plain(v) for v in pd.unique(col[~missing_mask(col)])]
+            try:
+                cats = sorted(uniq)
+            except TypeError:
+                cats = sorted(uniq, key=str)
+            spec[name] = {"categories": cats, "from_data": True}
+    return spec
+
+
+def _run(args) -> None:
+    import json
+    import sys
+    from pathlib import Path
+
+    from ._data import read_data, say
+    from ._table import _declared
+
+    data = read_data(args.data)
+    spec = starting_spec(data, _declared(args.domain, args.prepare, data))
+    lines = [f" {json.dumps(str(k))}: {json.dumps(v, allow_nan=False)}" for k, v in spec.items()]
+    Path(args.out).write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    marked = [repr(n) for n, e in spec.items() if isinstance(e, dict) and e.get("from_data")]
+    dropped = [repr(n) for n, e in spec.items() if e == "drop"]
+    if dropped:
+        say(f"identifier-like, dropped: {', '.join(dropped)}")
+    if marked:
+        print(
+            f"note: read from the data WITHOUT privacy for {', '.join(marked)}: each entry is "
+            'marked "from_data": true; check it against public knowledge, then delete the '
+            "mark (a marked entry stays a non-private read in every plan made from it)",
+            file=sys.stderr,
+        )
+    say(f"written: {args.out} (use it with pgm-dp fit --data {args.data} --prepare {args.out})")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "prepare", help="write a starting spec for --prepare (values read WITHOUT privacy)",
+        description=__doc__,
+    )  # fmt: skip
+    p.add_argument("data", type=_args.existing_file, help="CSV or Parquet file")
+    p.add_argument("--out", type=_args.output_file, default="spec.json", help="spec file (JSON)")
+    p.add_argument(
+        "--prepare", type=_args.domain_file, default=None, metavar="SPEC.json",
+        help="declarations to keep (a spec, or a plan written by fit --plan-out)",
+    )  # fmt: skip
+    p.add_argument(
+        "--domain", type=_args.domain_file, default=None, help="JSON {name: size or [labels]}"
+    )
+    p.set_defaults(func=_run)
