@@ -14,6 +14,7 @@ __all__ = [
     "PrivacyParameterError",
     "BudgetExceededError",
     "ConvergenceWarning",
+    "require_extra",
 ]
 
 
@@ -44,3 +45,12 @@ class BudgetExceededError(PgmDpError, RuntimeError):
 class ConvergenceWarning(UserWarning):
     """A learner stopped before its convergence criterion was met (``fit.info["converged"]``
     is false): the returned model is the last iterate, not the optimum."""
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """Raise :class:`ImportError` naming the extra to install unless ``module`` (an
+    optional dependency) can be imported; checked before any work that needs it."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"{what} needs {module}: pip install 'pgm-dp[{extra}]'")

@@ -130,9 +130,9 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
     if check is not None and check["worse_than_independent"]:
         warnings.warn(
             f"the fitted model ({learner}) explains the noisy measurements worse than the "
-            f"private independent model (score {check['fitted']:.4g} > "
-            f"{check['independent']:.4g}); prefer a larger budget, --selection mst or "
-            "another --learner",
+            f"private independent model (misfit S, squared error / noise variance summed over "
+            f"the measured cells: {check['fitted']:.4g} > {check['independent']:.4g}); prefer "
+            "a larger budget, --selection mst or another --learner",
             WorseThanIndependentWarning,
             stacklevel=3,
         )
@@ -160,6 +160,8 @@ def format_report(report: dict) -> str:
         verdict = "WORSE than" if check["worse_than_independent"] else "better than"
         lines.append(
             f"Fit check (no extra budget): the model explains the measurements {verdict} the "
-            f"private independent model ({check['fitted']:.4g} vs {check['independent']:.4g})"
+            f"private independent model (measurement misfit S, the sum over measured cells of "
+            f"squared error / noise variance, lower is better: {check['fitted']:.4g} vs "
+            f"{check['independent']:.4g})"
         )
     return "\n".join(lines)

@@ -43,6 +43,9 @@ def read_structure(path: str, domain):
         from ..io import load_model
 
         return load_model(path)
+    from ..errors import require_extra
+
+    require_extra("pgmpy", "pgmpy", "reading a .bif, .xmlbif or .uai file")
     from pgmpy.readwrite import BIFReader, UAIReader, XMLBIFReader
 
     reader = {"bif": BIFReader, "xml": XMLBIFReader, "xmlbif": XMLBIFReader, "uai": UAIReader}

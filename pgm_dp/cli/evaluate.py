@@ -1,7 +1,8 @@
 """``pgm-dp evaluate``: exact KL(reference || model) and the held-out mean log-likelihood
 of a data file under the model (nats per record). A fit of ``pgm-dp fit --data`` keeps its
 preparation: the data are then read in the user's own values, encoded as the fit's were,
-on the full domain the fit's model is saved on."""
+on the full domain the fit's model is saved on, and the private independent model of its
+noisy one-way tables (the baseline the fit should beat) is scored beside it."""
 
 from __future__ import annotations
 
@@ -29,20 +30,31 @@ def _run(args) -> None:
     if args.data is not None:
         data = read_data(args.data)
         if text is None:
-            value = log_likelihood(model, data)
+            value, base = log_likelihood(model, data), None
         else:
-            value = _prepared_loglik(model, text, data)
-        say(f"held-out log-likelihood = {value:.6g} ({len(data):,} records)")
+            value, base = _prepared_loglik(model, text, data)
+        line = f"held-out log-likelihood = {value:.6g} nats per record ({len(data):,} records)"
+        if base is not None:
+            line += f"; private independent model (baseline, same budget): {base:.6g}"
+        say(line)
 
 
-def _prepared_loglik(model, text: str, data) -> float:
-    """Mean log-likelihood of a fit that keeps its preparation, ``data`` in the user's values."""
+def _prepared_loglik(model, text: str, data) -> tuple[float, float | None]:
+    """Mean log-likelihood of a fit that keeps its preparation, ``data`` in the user's values,
+    and that of the private independent model of its preparation's noisy one-way tables
+    (already paid for; ``None`` without them)."""
     import numpy as np
 
+    from ..compare_data import independent_model
     from ..prepare import Preparation
     from ..workflow import full_codes
 
-    return float(np.mean(model.log_prob(full_codes(Preparation.from_json(text), data))))
+    plan = Preparation.from_json(text)
+    codes = full_codes(plan, data)
+    value = float(np.mean(model.log_prob(codes)))
+    if plan.one_way is None:
+        return value, None
+    return value, float(np.mean(independent_model(plan.one_way).log_prob(codes)))
 
 
 def add_parser(subparsers) -> None:

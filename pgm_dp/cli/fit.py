@@ -3,7 +3,7 @@
 From ``--data`` (the default workflow, :func:`pgm_dp.workflow.fit_table`): the table is
 prepared (identifier-like columns refused, or dropped with ``--drop-identifiers``; numeric
 columns binned with declared bins or bounds, or private quantiles; missing values a state of
-their own; rare categories merged privately with a third of the budget, MST's share, at
+their own, folded away where its noisy count is rare; rare categories merged privately with a third of the budget, MST's share, at
 least 0.15 of a pure ε up to half of it, and expanded back on output); AIM (McKenna et al.
 2022) then selects and measures marginals against ``--workload`` with the rest, starting
 from those one-way tables, and the learner fits every table measured. ``--epsilon`` alone is
@@ -138,8 +138,9 @@ def _add_table_arguments(p) -> None:
         type=_args.domain_file,
         default=None,
         metavar="SPEC.json",
-        help='column declarations: {column: [categories] | {"bins": [...]} | '
-        '{"bounds": [lo, hi]} | "drop"} (pgm_dp.prepare.prepare_plan)',
+        help='column declarations (docs/data.md): {column: [categories] | {"bins": [...]} | '
+        '{"bounds": [lo, hi]} | "drop"}, or a plan written by --plan-out; pgm-dp prepare '
+        "writes a starting one",
     )
     p.add_argument(
         "--prepare-share",
@@ -158,8 +159,8 @@ def _add_table_arguments(p) -> None:
         "--missing",
         choices=["state", "refuse", "data"],
         default="state",
-        help="missing values: a state of every column, refused, or a state where "
-        "the data have some (read without privacy)",
+        help="missing values: a state of every column (folded away privately where its noisy "
+        "count is rare), refused, or a state where the data have some (read without privacy)",
     )
     p.add_argument(
         "--no-compress", action="store_true", help="keep rare categories (no private merging)"
@@ -174,7 +175,10 @@ def _add_table_arguments(p) -> None:
         action="store_true",
         help="read undeclared numeric bounds from the data (NOT private; said)",
     )
-    p.add_argument("--plan-out", type=out, default=None, help="write the preparation (JSON)")
+    p.add_argument(
+        "--plan-out", type=out, default=None,
+        help="write the preparation (JSON; --prepare reads it back as a spec)",
+    )  # fmt: skip
     p.add_argument(
         "--selection",
         choices=["aim", "mst"],

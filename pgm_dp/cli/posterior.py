@@ -20,6 +20,9 @@ __all__ = ["add_parser"]
 def _run(args) -> None:
     from pathlib import Path
 
+    from ..errors import require_extra
+
+    require_extra("h5netcdf", "netcdf", "writing posterior.nc")
     import arviz_stats
 
     from ..bayes import plot_check, posterior, posterior_mean_model, predictive_check

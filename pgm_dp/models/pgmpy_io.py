@@ -120,6 +120,9 @@ def _aligned(factor, labels: dict, values: np.ndarray) -> np.ndarray:
 def write_pgmpy(domain: Domain, cliques, log_potentials):
     """A pgmpy ``DiscreteMarkovNetwork`` with a ``DiscreteFactor`` per clique (the
     domain's labels as state names)."""
+    from ..errors import require_extra
+
+    require_extra("pgmpy", "pgmpy", "to_pgmpy")
     from pgmpy.factors.discrete import DiscreteFactor
     from pgmpy.models import DiscreteMarkovNetwork
 
