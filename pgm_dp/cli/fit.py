@@ -3,8 +3,9 @@
 From ``--data`` (the default workflow, :func:`pgm_dp.workflow.fit_table`): the table is
 prepared (identifier-like columns refused, or dropped with ``--drop-identifiers``; numeric
 columns binned with declared bins or bounds, or private quantiles; missing values a state of
-their own, folded away where its noisy count is rare; rare categories merged privately with a third of the budget, MST's share, at
-least 0.15 of a pure ε up to half of it, and expanded back on output); AIM (McKenna et al.
+their own, folded away where its noisy count is rare; rare categories merged privately with
+a third of the budget, MST's share, at least 0.15 of a pure ε up to half of it, and expanded
+back on output); AIM (McKenna et al.
 2022) then selects and measures marginals against ``--workload`` with the rest, starting
 from those one-way tables, and the learner fits every table measured. ``--epsilon`` alone is
 pure ε-DP (AIM's pure variant, discrete Laplace); with ``--delta`` everything runs in zCDP
