@@ -180,15 +180,14 @@ def _in_flags(err: Exception) -> Exception:
     return type(err)(_flag_words(str(err)))
 
 
-def fit_from_table(args, data: pd.DataFrame, budget):
-    """The fit of ``--data`` without ``--cliques``: prepare, select (AIM or MST), measure,
-    fit; the plan, release and report written where asked; returns the :class:`Fit`."""
+def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
+    """The fit of ``--data`` without ``--cliques`` (``spec`` from :func:`table_spec`, checked
+    by :func:`check_table`): prepare, select (AIM or MST), measure, fit; the plan, release
+    and report written where asked; returns the :class:`Fit`."""
     from ..errors import PgmDpError
     from ..fit_report import format_report
 
     reads: list[str] = []
-    spec = table_spec(data, args)
-    check_table(data, spec, args)
     what = "AIM" if args.selection == "aim" else "MST"
     say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at {budget} ...")
     with warnings.catch_warnings(record=True) as caught:

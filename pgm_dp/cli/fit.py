@@ -90,8 +90,9 @@ def _with_cliques(args, spec, data, budget, mechanism):
     return replace(fit, info={**fit.info, "budget": accountant.spent})
 
 
-def _from_data(args, spec):
-    """The fit of ``--data``: with ``--cliques`` as given, else the whole workflow."""
+def _from_data(args, spec, table):
+    """The fit of ``--data``: with ``--cliques`` as given, else the whole workflow on
+    ``table`` (the data and their checked preparation spec, :func:`_table_first`)."""
     from ..errors import PrivacyParameterError
     from ._table import fit_from_table
 
@@ -102,13 +103,26 @@ def _from_data(args, spec):
             f"learner {spec.name!r} fits records: give --cliques (selection needs a release "
             "learner)"
         )
-    data = read_data(args.data)
     if args.cliques is not None:
-        return _with_cliques(args, spec, data, budget, mechanism)
-    return fit_from_table(args, data, budget)
+        return _with_cliques(args, spec, read_data(args.data), budget, mechanism)
+    return fit_from_table(args, *table, budget)
+
+
+def _table_first(args):
+    """``(data, spec)`` of the whole workflow, every undecided column refused in one
+    message before JAX is imported; ``None`` for the other sources."""
+    if args.release is not None or args.cliques is not None:
+        return None
+    from ._table import check_table, table_spec
+
+    data = read_data(args.data)
+    spec = table_spec(data, args)
+    check_table(data, spec, args)
+    return data, spec
 
 
 def _run(args) -> None:
+    table = _table_first(args)
     from .. import learners
     from ..io import save_fit
 
@@ -126,7 +140,7 @@ def _run(args) -> None:
         say(f"fitting {spec.label} to {len(rel.cliques)} released tables ...")
         fit = spec.make().fit(rel, MarkovRandomField(rel.domain, rel.cliques))
     else:
-        fit = _from_data(args, spec)
+        fit = _from_data(args, spec, table)
     save_fit(fit, args.out)
     say(f"written: {args.out}")
 
