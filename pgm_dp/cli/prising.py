@@ -16,12 +16,13 @@ import argparse
 import json
 import math
 
+from . import HelpFormatter
 from ._args import existing_file, int_at_least, output_file, positive_float
 
 __all__ = ["add_parser", "delta_value", "SCALINGS"]
 
 SCALINGS = ("symmetric", "regular", "none")
-_HELP = argparse.ArgumentDefaultsHelpFormatter
+_HELP = HelpFormatter
 
 
 def delta_value(text: str) -> float:

@@ -1,7 +1,7 @@
 """A user's table → discrete codes: the preparation in :mod:`pgm_dp.prepare.table`
-(:func:`prepare_plan`, :class:`Preparation`), the user's declarations (``_spec``), one
-column's plan (:mod:`pgm_dp.prepare.columns`), bins and private quantiles
-(:mod:`pgm_dp.prepare.binning`), pandas/Dask frames (``_frames``, ``_dask``).
+(:func:`prepare_plan`, :class:`Preparation`; its private steps in ``_steps``), the user's
+declarations (``_spec``), one column's plan (:mod:`pgm_dp.prepare.columns`), bins and private
+quantiles (:mod:`pgm_dp.prepare.binning`), pandas/Dask frames (``_frames``, ``_dask``).
 
 ``_frames`` sits low in the package's layers (:mod:`pgm_dp.domain` encodes frames with it) and
 ``_dask`` beside :mod:`pgm_dp.stats`, so this package's names are imported lazily (PEP 562):

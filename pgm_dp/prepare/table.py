@@ -67,30 +67,24 @@ Domain(sex: ['F', 'M', '<missing>'], age: ['[0, 30)', '[30, 50)', '[50, 120]', '
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
-import math
 import warnings
 from collections.abc import Hashable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain, check_table_cells
+from ..domain import Domain
 from ..errors import (
-    BudgetExceededError,
     DataValidationError,
     DomainError,
-    PrivacyParameterError,
 )
-from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
+from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget
-from ..privacy.mechanisms import perturb
-from ..privacy.release import MECHANISMS
 from ..rng import RngLike, as_generator
 from ._frames import encode_column
 from ._spec import (
@@ -101,7 +95,7 @@ from ._spec import (
     make_options,
     parse_spec,
 )
-from .binning import per_quantile_budget, quantile_edges
+from ._steps import precheck, private_steps, spend, spent
 from .columns import ColumnPlan
 
 __all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
@@ -320,120 +314,6 @@ def _budget_of(d: dict) -> Budget:
     return kinds[d["type"]](**{k: v for k, v in d.items() if k != "type"})
 
 
-# -- planning ---------------------------------------------------------------------------------
-def _scale(budget: Budget, f: float) -> Budget:
-    return PureDP(budget.epsilon * f) if isinstance(budget, PureDP) else ZCDP(budget.rho * f)
-
-
-def _private_steps(drafts, budget, compress, mechanism, share) -> tuple:
-    """``(budget per quantile column, budget of the one-way release or None, mechanism)``;
-    every budget option checked before anything is spent."""
-    quant = [d for d in drafts if d.values is not None]
-    if compress is None:
-        compress = budget is not None
-    if compress not in (True, False):
-        raise DomainError(f"compress must be None, True or False, got {compress!r}")
-    if not quant and not compress:
-        return None, None, None
-    if budget is None:
-        need = [f"private quantiles of {[d.plan.name for d in quant]}"] if quant else []
-        raise PrivacyParameterError(
-            "a budget is needed for "
-            + " and ".join(need + ["compression"] * compress)
-            + " (or declare bins, and pass compress=False)"
-        )
-    if not isinstance(budget, PureDP | ZCDP):
-        raise PrivacyParameterError(
-            f"budget must be PureDP or ZCDP, got {budget!r} (convert an (epsilon, delta) "
-            "budget with pgm_dp.privacy.zcdp_rho_within)"
-        )
-    b_q = _scale(budget, share) if quant and compress else (budget if quant else None)
-    b_m = None
-    if compress:
-        b_m = _scale(budget, 1 - share) if quant else budget
-        mechanism = mechanism or (
-            "discrete_laplace" if isinstance(budget, PureDP) else "discrete_gaussian"
-        )
-        if mechanism not in MECHANISMS:
-            raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-        perturb([], kind=mechanism, sensitivity=1.0, budget=b_m)  # the notion fits the kind
-    return (_scale(b_q, 1 / len(quant)) if quant else None), b_m, mechanism
-
-
-def _precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
-    """Check the one-way tables' size and charge every planned cost to a copy of ``acc``:
-    ModelTooLargeError or BudgetExceededError before anything is spent."""
-    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
-        names = [d.plan.name for d in drafts]
-        sizes = [
-            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
-            for d in drafts
-        ]
-        check_table_cells(Domain(names, sizes), [(n,) for n in names])
-    sim = copy.deepcopy(acc)
-    try:
-        for d in drafts:
-            if d.values is not None:
-                each = per_quantile_budget(b_col, d.n_bins - 1)
-                for _ in range(d.n_bins - 1):
-                    sim.charge(each, what="quantile", mechanism="check")
-        if b_m is not None:
-            sim.charge(b_m, what="one-way marginals", mechanism="check")
-    except BudgetExceededError:
-        raise BudgetExceededError(
-            f"privacy budget exceeded: the preparation needs {budget}, the accountant has "
-            f"{acc.remaining} left of {acc.total}; nothing was charged or released"
-        ) from None
-
-
-def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
-    names = [p.name for p in plans]
-    full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
-    cliques = [(n,) for n in names]
-    codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
-    rel = release_marginals(
-        codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
-        accountant=acc, what="prepare: one-way marginals",
-    )  # fmt: skip
-    return replace(rel, domain=full)
-
-
-def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list) -> tuple:
-    """A missing state whose noisy count is below ``threshold`` noise standard deviations is
-    folded away, as rare states are merged (post-processing of the one-way release, never a
-    look at the data): the state leaves the column, its missing values (few, if any) are
-    encoded as the state with the largest noisy count, and its noisy count is dropped from
-    the one-way table. A table without missing values thus yields samples without them."""
-    out, noisy = [], dict(one_way.noisy)
-    for p in plans:
-        y = np.asarray(one_way.noisy[(p.name,)], dtype=np.float64)
-        sigma = math.sqrt(one_way.noise[(p.name,)].variance)
-        if not p.missing or len(p.states) < 2 or y[-1] >= threshold * sigma:
-            out.append(p)
-            continue
-        to = int(np.argmax(y[:-1]))
-        out.append(replace(p, states=p.states[:-1], missing=False, missing_to=to))
-        noisy[(p.name,)] = one_way.noisy[(p.name,)][:-1]
-        notes.append(
-            f"{p.name!r}: missing state folded away (noisy count below {threshold:g} noise "
-            f"standard deviations): missing values, if any, encoded as {p.states[to]!r}"
-        )
-    if all(a is b for a, b in zip(out, plans, strict=True)):
-        return plans, one_way
-    names = [p.name for p in out]
-    full = Domain(names, [len(p.states) for p in out], [p.states for p in out])
-    return out, replace(one_way, noisy=noisy, domain=full)
-
-
-def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> ColumnPlan:
-    """MST's ``compress_domain``: states whose noisy count is below ``threshold`` noise
-    standard deviations are merged (when there are at least two of them)."""
-    y = np.asarray(one_way.noisy[(plan.name,)], dtype=np.float64)
-    sigma = math.sqrt(one_way.noise[(plan.name,)].variance)
-    rare = np.flatnonzero(y < threshold * sigma)
-    return replace(plan, merged=tuple(int(i) for i in rare)) if rare.size >= 2 else plan
-
-
 def prepare_plan(
     df: Any,
     spec: Mapping | None = None,
@@ -483,11 +363,11 @@ def prepare_plan(
     if not names:
         raise DataValidationError("no column is left to prepare")
     drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in names]
-    b_col, b_m, mech = _private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
+    b_col, b_m, mech = private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
     acc = None
     if b_col is not None or b_m is not None:
         acc = accountant if accountant is not None else Accountant(budget)
-        _precheck(acc, budget, drafts, b_col, b_m)
+        precheck(acc, budget, drafts, b_col, b_m)
     if reads:
         warnings.warn(
             "read from the data WITHOUT differential privacy: " + "; ".join(reads),
@@ -495,11 +375,11 @@ def prepare_plan(
             stacklevel=2,
         )
     start = 0 if acc is None else len(acc.charges)
-    plans, one_way = _spend(df, drafts, (b_col, b_m, mech), opts, as_generator(rng), acc, notes)
+    plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, as_generator(rng), acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
     return Preparation(
         columns=tuple(plans), dropped=dropped, nonprivate_reads=tuple(reads),
-        notes=tuple(notes), charges=charges, budget_spent=_spent(budget, charges),
+        notes=tuple(notes), charges=charges, budget_spent=spent(budget, charges),
         one_way=one_way,
     )  # fmt: skip
 
@@ -522,46 +402,3 @@ def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:
     head = ("categories", "bounds", "missing", "other", "drop_identifiers")
     opts = make_options(*(kw.pop(k) for k in head), {k: kw[k] for k in kw if k != "mechanism"})
     decisions_needed(check_frame(df), spec, opts)
-
-
-def _spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
-    """The private steps, in order: bins at private quantiles, then the one-way release and
-    the merging of rare states (MST)."""
-    b_col, b_m, mechanism = steps
-    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
-    if b_m is None:
-        return plans, None
-    one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
-    plans, one_way = _fold_missing(plans, one_way, opts.threshold, notes)
-    plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
-    notes.append("the number of records is not released: estimated from the noisy one-way tables")
-    notes += [
-        f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
-        "noise standard deviations merged into '<rare>'"
-        for p in plans
-        if p.merged
-    ]
-    return plans, one_way
-
-
-def _edges(d, b_col, grid, gen, acc) -> ColumnPlan:
-    """The column's plan, its edges drawn at private quantiles when still open."""
-    if d.values is None:
-        return d.plan
-    edges = quantile_edges(
-        d.values, d.n_bins, d.bounds, budget=b_col, grid=grid, rng=gen, accountant=acc,
-        what=f"prepare: quantile of {d.plan.name!r} at",
-    )  # fmt: skip
-    return ColumnPlan.numeric(
-        d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,
-        d.plan.clip,
-    )  # fmt: skip
-
-
-def _spent(budget: Budget | None, charges: tuple[Charge, ...]) -> Budget | None:
-    if not charges:
-        return None
-    fresh = Accountant(budget)
-    for ch in charges:
-        fresh.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
-    return fresh.spent

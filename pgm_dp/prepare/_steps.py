@@ -1,0 +1,181 @@
+"""The private steps of :func:`pgm_dp.prepare.prepare_plan`: the budget split between private
+quantiles and the one-way release, every charge checked on a copy of the accountant before
+the first, the bins drawn at private quantiles, the one-way release, the missing state folded
+away and rare states merged (McKenna et al. 2021, MST's ``compress_domain``)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..domain import Domain, check_table_cells
+from ..errors import BudgetExceededError, DomainError, PrivacyParameterError
+from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
+from ..privacy.budget import Budget
+from ..privacy.mechanisms import perturb
+from ..privacy.release import MECHANISMS
+from .binning import per_quantile_budget, quantile_edges
+from .columns import ColumnPlan
+
+__all__ = ["private_steps", "precheck", "spend", "spent"]
+
+
+def _scale(budget: Budget, f: float) -> Budget:
+    return PureDP(budget.epsilon * f) if isinstance(budget, PureDP) else ZCDP(budget.rho * f)
+
+
+def private_steps(drafts, budget, compress, mechanism, share) -> tuple:
+    """``(budget per quantile column, budget of the one-way release or None, mechanism)``;
+    every budget option checked before anything is spent."""
+    quant = [d for d in drafts if d.values is not None]
+    if compress is None:
+        compress = budget is not None
+    if compress not in (True, False):
+        raise DomainError(f"compress must be None, True or False, got {compress!r}")
+    if not quant and not compress:
+        return None, None, None
+    if budget is None:
+        need = [f"private quantiles of {[d.plan.name for d in quant]}"] if quant else []
+        raise PrivacyParameterError(
+            "a budget is needed for "
+            + " and ".join(need + ["compression"] * compress)
+            + " (or declare bins, and pass compress=False)"
+        )
+    if not isinstance(budget, PureDP | ZCDP):
+        raise PrivacyParameterError(
+            f"budget must be PureDP or ZCDP, got {budget!r} (convert an (epsilon, delta) "
+            "budget with pgm_dp.privacy.zcdp_rho_within)"
+        )
+    b_q = _scale(budget, share) if quant and compress else (budget if quant else None)
+    b_m = None
+    if compress:
+        b_m = _scale(budget, 1 - share) if quant else budget
+        mechanism = mechanism or (
+            "discrete_laplace" if isinstance(budget, PureDP) else "discrete_gaussian"
+        )
+        if mechanism not in MECHANISMS:
+            raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+        perturb([], kind=mechanism, sensitivity=1.0, budget=b_m)  # the notion fits the kind
+    return (_scale(b_q, 1 / len(quant)) if quant else None), b_m, mechanism
+
+
+def precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
+    """Check the one-way tables' size and charge every planned cost to a copy of ``acc``:
+    ModelTooLargeError or BudgetExceededError before anything is spent."""
+    if b_m is not None:  # the one-way tables' size, bounded before anything is spent
+        names = [d.plan.name for d in drafts]
+        sizes = [
+            d.n_bins + d.plan.missing if d.values is not None else len(d.plan.states)
+            for d in drafts
+        ]
+        check_table_cells(Domain(names, sizes), [(n,) for n in names])
+    sim = copy.deepcopy(acc)
+    try:
+        for d in drafts:
+            if d.values is not None:
+                each = per_quantile_budget(b_col, d.n_bins - 1)
+                for _ in range(d.n_bins - 1):
+                    sim.charge(each, what="quantile", mechanism="check")
+        if b_m is not None:
+            sim.charge(b_m, what="one-way marginals", mechanism="check")
+    except BudgetExceededError:
+        raise BudgetExceededError(
+            f"privacy budget exceeded: the preparation needs {budget}, the accountant has "
+            f"{acc.remaining} left of {acc.total}; nothing was charged or released"
+        ) from None
+
+
+def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
+    names = [p.name for p in plans]
+    full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
+    cliques = [(n,) for n in names]
+    codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
+    rel = release_marginals(
+        codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
+        accountant=acc, what="prepare: one-way marginals",
+    )  # fmt: skip
+    return replace(rel, domain=full)
+
+
+def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list) -> tuple:
+    """A missing state whose noisy count is below ``threshold`` noise standard deviations is
+    folded away, as rare states are merged (post-processing of the one-way release, never a
+    look at the data): the state leaves the column, its missing values (few, if any) are
+    encoded as the state with the largest noisy count, and its noisy count is dropped from
+    the one-way table. A table without missing values thus yields samples without them."""
+    out, noisy = [], dict(one_way.noisy)
+    for p in plans:
+        y = np.asarray(one_way.noisy[(p.name,)], dtype=np.float64)
+        sigma = math.sqrt(one_way.noise[(p.name,)].variance)
+        if not p.missing or len(p.states) < 2 or y[-1] >= threshold * sigma:
+            out.append(p)
+            continue
+        to = int(np.argmax(y[:-1]))
+        out.append(replace(p, states=p.states[:-1], missing=False, missing_to=to))
+        noisy[(p.name,)] = one_way.noisy[(p.name,)][:-1]
+    folded = [repr(p.name) for p, q in zip(out, plans, strict=True) if p is not q]
+    if not folded:
+        return plans, one_way
+    notes.append(
+        f"missing state folded away (noisy count below {threshold:g} noise standard "
+        f"deviations) in {', '.join(folded)}: missing values, if any, are encoded as the "
+        "state with the largest noisy count"
+    )
+    names = [p.name for p in out]
+    full = Domain(names, [len(p.states) for p in out], [p.states for p in out])
+    return out, replace(one_way, noisy=noisy, domain=full)
+
+
+def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> ColumnPlan:
+    """MST's ``compress_domain``: states whose noisy count is below ``threshold`` noise
+    standard deviations are merged (when there are at least two of them)."""
+    y = np.asarray(one_way.noisy[(plan.name,)], dtype=np.float64)
+    sigma = math.sqrt(one_way.noise[(plan.name,)].variance)
+    rare = np.flatnonzero(y < threshold * sigma)
+    return replace(plan, merged=tuple(int(i) for i in rare)) if rare.size >= 2 else plan
+
+
+def spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
+    """The private steps, in order: bins at private quantiles, then the one-way release and
+    the merging of rare states (MST)."""
+    b_col, b_m, mechanism = steps
+    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
+    if b_m is None:
+        return plans, None
+    one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
+    plans, one_way = _fold_missing(plans, one_way, opts.threshold, notes)
+    plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
+    notes.append("the number of records is not released: estimated from the noisy one-way tables")
+    notes += [
+        f"{p.name!r}: {len(p.merged)} states with noisy counts below {opts.threshold:g} "
+        "noise standard deviations merged into '<rare>'"
+        for p in plans
+        if p.merged
+    ]
+    return plans, one_way
+
+
+def _edges(d, b_col, grid, gen, acc) -> ColumnPlan:
+    """The column's plan, its edges drawn at private quantiles when still open."""
+    if d.values is None:
+        return d.plan
+    edges = quantile_edges(
+        d.values, d.n_bins, d.bounds, budget=b_col, grid=grid, rng=gen, accountant=acc,
+        what=f"prepare: quantile of {d.plan.name!r} at",
+    )  # fmt: skip
+    return ColumnPlan.numeric(
+        d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,
+        d.plan.clip,
+    )  # fmt: skip
+
+
+def spent(budget: Budget | None, charges: tuple[Charge, ...]) -> Budget | None:
+    if not charges:
+        return None
+    fresh = Accountant(budget)
+    for ch in charges:
+        fresh.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
+    return fresh.spent
