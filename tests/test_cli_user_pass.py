@@ -295,3 +295,27 @@ def test_compare_data_takes_the_preparation_flags_and_a_record_learner(fitted, c
     assert np.isfinite(runs.loglik_test).all()
     notes = [line for line in cap.err.splitlines() if line.startswith("note:")]
     assert len(notes) == len(set(notes))
+
+
+def test_compare_prints_compile_and_per_fit_time_apart(capsys):
+    from pgm_dp.compare import column_labels, print_times
+
+    runs = pd.DataFrame(
+        {
+            "learner": ["naive", "cgm", "naive", "cgm"],
+            "seconds": [3.0, 69.0, 0.1, 0.33],
+            "first_fit": [True, True, False, False],
+        }
+    )
+    print_times(runs, column_labels())
+    out = capsys.readouterr().out
+    assert "compilation included" in out and "69.00 s" in out
+    assert "later fit (compiled)" in out and "3.3x" in out and "690" not in out
+
+
+def test_predictive_check_repr_is_a_summary():
+    from pgm_dp.bayes.checks import PredictiveCheck
+
+    table = np.zeros((200, 7, 7))
+    check = PredictiveCheck({("a", "b"): 1.0}, {("a", "b"): table}, {("a", "b"): 0.25})
+    assert repr(check) == "PredictiveCheck(p_values={a,b: 0.25}, min_p=0.25, replicates=200)"

@@ -57,6 +57,11 @@ class PredictiveCheck:
     def min_p(self) -> float:
         return float(min(self.p_values.values()))
 
+    def __repr__(self) -> str:  # a summary: the tables hold thousands of numbers
+        p = ", ".join(f"{','.join(map(str, c))}: {v:.3g}" for c, v in self.p_values.items())
+        reps = len(next(iter(self.replicated.values()), ()))
+        return f"PredictiveCheck(p_values={{{p}}}, min_p={self.min_p:.3g}, replicates={reps})"
+
 
 def _noise(model, size: int, gen: np.random.Generator) -> np.ndarray:
     if model.scale == 0:

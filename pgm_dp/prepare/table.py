@@ -27,6 +27,15 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   (``missing=True``, the default: decided without looking at the data); ``missing=False``
   refuses them; ``missing="data"`` adds the state only where the data have missing values
   (non-private). ``spec`` may set ``"missing"``, ``"other"`` and ``"clip"`` per column.
+  With compression, a missing state whose noisy one-way count is below ``threshold`` noise
+  standard deviations is folded away (its values, if any, encoded as the state with the
+  largest noisy count; the paper leaves missing values open, this choice keeps a table
+  without them free of them at no cost beyond the release).
+* **One refusal, one spec format.** Every column left undecided is named in one
+  :class:`~pgm_dp.errors.DataValidationError` before anything is spent (:func:`check_spec`),
+  ending with a spec that decides them all. :meth:`Preparation.to_spec` gives the spec that
+  prepares a table the same way; an entry marked ``"from_data": true`` (values read from the
+  data when the spec was written) is listed among the plan's non-private reads.
 * **Rare states are merged** as in MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST
   contest: a scalable and general approach to differentially private synthetic data";
   private-pgm ``mechanisms/mst.py``, ``compress_domain``): the one-way marginals of every
