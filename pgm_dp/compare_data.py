@@ -57,7 +57,7 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int) -> tuple:
         raise DataValidationError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
     n_test = int(round(len(df) * test_fraction))
     if n_test < 1 or n_test >= len(df):
-        raise DataValidationError(f"{len(df)} records are too few to hold {test_fraction:g} out")
+        raise DataValidationError(f"too few records to hold {test_fraction:g} of them out")
     perm = np.random.default_rng(seed).permutation(len(df))
     return df.iloc[perm[n_test:]], df.iloc[perm[:n_test]]
 

@@ -134,14 +134,12 @@ def _workload(text: str | None):
     return [tuple(c) if isinstance(c, list) else c for c in doc]
 
 
-def _say_warnings(caught, reads: list[str]) -> None:
-    """Non-private reads as notes (with the way to declare instead), other warnings as
-    ``warning:`` lines, all on stderr."""
+def _say_warnings(caught) -> None:
+    """Non-private reads (recorded in the plan) as notes with the way to declare instead,
+    other warnings as ``warning:`` lines, all on stderr, each once."""
     from ..fit_report import WorseThanIndependentWarning
     from ..prepare import NonPrivateWarning
 
-    for r in reads:
-        print(f"note: read from the data WITHOUT privacy: {r}; {DECLARE_HINT}", file=sys.stderr)
     seen: set = set()
     for w in caught:
         if str(w.message) in seen:  # once, though every epsilon of compare prepares anew
@@ -187,7 +185,6 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
     from ..errors import PgmDpError
     from ..fit_report import format_report
 
-    reads: list[str] = []
     what = "AIM" if args.selection == "aim" else "MST"
     say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at {budget} ...")
     with warnings.catch_warnings(record=True) as caught:
@@ -196,7 +193,7 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
             tf = _fit(data, spec, budget, args)
         except PgmDpError as err:
             raise _in_flags(err) from None
-    _say_warnings(caught, reads)
+    _say_warnings(caught)
     say(tf.plan.report())
     say(format_report(tf.report))
     for path, text in (

@@ -82,7 +82,6 @@ def _run_data(a: argparse.Namespace) -> None:
 
     learners = DATA_LEARNERS if list(a.learners) == list(DEFAULT_LEARNERS) else a.learners
     data = read_data(a.data)
-    reads: list[str] = []
     spec = table_spec(data, a)
     check_table(data, spec, a)
     options = _prepare_options(a)
@@ -95,7 +94,7 @@ def _run_data(a: argparse.Namespace) -> None:
             data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
             test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **options,
         )  # fmt: skip
-    _say_warnings(caught, reads)
+    _say_warnings(caught)
     say(compare_data.print_table(result))
     say(f"written: {result.csv}")
     if result.plot is not None:
@@ -105,10 +104,10 @@ def _run_data(a: argparse.Namespace) -> None:
 
 
 def _run(a: argparse.Namespace) -> None:
-    from .. import compare
-
     if a.data is not None:
         return _run_data(a)
+    from .. import compare
+
     result = compare.run_compare(
         a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, a.learners, a.seed,
         progress=True, out_dir=a.out, plot=a.plot,
