@@ -183,6 +183,8 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
     from .privacy import ApproxDP
     from .workflow import _amount, one_way_share, split_budget
 
+    if not spec.private:
+        return None
     share = fit_options.get("prepare_share") or one_way_share(budget)
     notion, amount, _, _ = split_budget(budget, share)
     left = 1.0 - _amount(plan.budget_spent, notion) / amount

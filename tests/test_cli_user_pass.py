@@ -274,6 +274,9 @@ def test_fit_samples_have_no_missing_values_and_the_plan_reads_back(fitted, csv,
     assert not any(c.missing for c in plan.columns)  # folded: the table has no missing value
     assert all("treated as public" not in n for n in plan.notes)
     assert plan.column("sex").source == "spec, read from data"
+    for c in plan.columns:  # no column is "declared" while its values were read
+        if any(repr(c.name) in r for r in plan.nonprivate_reads):
+            assert c.source != "declared", c
     argv = ["fit", "--data", str(csv), "--prepare", str(fitted / "plan.json"), "--epsilon", "3",
             "--seed", "1", "--max-rounds", "2", "--out", str(fitted / "m2.npz")]  # fmt: skip
     assert main(argv) == 0
@@ -319,3 +322,23 @@ def test_predictive_check_repr_is_a_summary():
     table = np.zeros((200, 7, 7))
     check = PredictiveCheck({("a", "b"): 1.0}, {("a", "b"): table}, {("a", "b"): 0.25})
     assert repr(check) == "PredictiveCheck(p_values={a,b: 0.25}, min_p=0.25, replicates=200)"
+
+
+def test_a_record_learner_gets_what_the_preparation_left():
+    from pgm_dp import learners
+    from pgm_dp.compare_data import record_budget
+    from pgm_dp.privacy import ApproxDP
+    from pgm_dp.workflow import one_way_share, split_budget
+
+    df = pd.DataFrame({"sex": ["F", "M"] * 300})
+    budget = PureDP(1.0)
+    share = one_way_share(budget)
+    plan = prepare_plan(df, {"sex": ["F", "M"]}, budget=PureDP(share), rng=0)
+    b = record_budget(learners.get("psgd"), plan, budget, 600, {})
+    assert b.epsilon == pytest.approx(1.0 - share) and b.delta == pytest.approx(1 / 600)
+    approx = ApproxDP(1.0, 1e-6)  # the fit runs in zCDP: the plan spent its share of rho
+    share = one_way_share(approx)
+    plan = prepare_plan(df, {"sex": ["F", "M"]}, budget=split_budget(approx, share)[2], rng=0)
+    b = record_budget(learners.get("psgd"), plan, approx, 600, {})
+    assert b.epsilon == pytest.approx(1.0 - share) and b.delta == 1e-6
+    assert record_budget(learners.get("nonprivate"), plan, budget, 600, {}) is None
