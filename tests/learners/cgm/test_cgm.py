@@ -242,8 +242,9 @@ def test_auto_e_step_is_newton_where_the_largest_released_count_is_stiff(rng):
             float(np.max(release.noisy[c])) / release.noise[c].scale ** 2 for c in theta.cliques
         )
         assert (stiffness > 1e3) == (method == "newton")
-        assert CGMEM()._estep(release) == method
-        assert CGMEM(inference="loopy_bp")._estep(release) == "nlbp"
+        exact, loopy = get_backend("junction_tree"), get_backend("loopy_bp")
+        assert EMProblem.build(release, theta, CGMEM(), exact).estep == method
+        assert EMProblem.build(release, theta, CGMEM(), loopy).estep == "nlbp"
 
 
 def test_default_prior_variance_is_that_of_a_log_dirichlet_1_entry(rng):
@@ -329,8 +330,9 @@ def test_stopping_rule_in_counts_allows_the_cells_noise_standard_deviation():
 
     one = np.float64(1.0)
     problem = EMProblem(
-        *([None] * 6), total=1000.0, rho=0.0, tol=one, estep_tol=one, count_tol=0.01,
-        forcing=0.0, max_iters=1, floor=np.array([1.0, 201.0]),
+        y=None, scale=None, laplace=None, floor=np.array([1.0, 201.0]), lam=None,
+        targets=None, total=1000.0, rho=0.0, tol=one, estep_tol=one, count_tol=0.01,
+        forcing=0.0, max_iters=1,
     )  # fmt: skip
     state = em_init(np.zeros(2), np.zeros(2), 0, 0.5)._replace(pgrad=np.array([1e-5, 1e-4]))
     assert CGMEM().done(problem, state)  # 0.01 and 0.1 / sqrt(201) counts
