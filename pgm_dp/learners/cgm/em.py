@@ -322,7 +322,8 @@ class CGMEM:
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         """Fit ``mrf``'s potentials to ``release`` (see the class docstring)."""
         backend = self._check()
-        problem = EMProblem.build(release, mrf, self, backend)  # the release's one reader
+        budget = release.budget  # what the fit reports; the release is read once, by build
+        problem = EMProblem.build(release, mrf, self, backend)
         programs = self.programs(problem, mrf, backend)
         start = self._start(problem, mrf, backend)
         n0 = start_statistics(start, float(problem.total), backend)
@@ -349,6 +350,6 @@ class CGMEM:
                 "iterations": int(state.iterations),
                 "nlbp_iterations": int(state.passes),
                 "inferred_statistics": dict(zip(mrf.cliques, stats, strict=True)),
-                "budget": release.budget,
+                "budget": budget,
             },
         ).warn_unless_converged("CGMEM")

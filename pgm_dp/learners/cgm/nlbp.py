@@ -37,9 +37,7 @@ from ..._config import jit_program
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
 from ...models.tables import flatten_tables, unflatten_tables
-from ...privacy.measurements import flat_release
 from ...privacy.noise import LAPLACE_KINDS
-from ..base import check_release_matches
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
 from .noise import flat_noise
@@ -213,27 +211,31 @@ def check_nlbp_options(damping, smoothing, anderson, estep, inference: Backend) 
 
 def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
     """Validate ``release`` against ``mrf`` and the NLBP settings (``inference``: a backend
-    or its name); return the compiled E-step loop and the release per cell ``(y, b)`` (flat,
-    on the device once): :func:`nlbp`'s arguments."""
-    check_release_matches(release, mrf)
+    or its name) through :meth:`~.problem.EMProblem.build`; return the compiled E-step loop
+    and the release per cell ``(y, b)`` (flat, on the device once): :func:`nlbp`'s
+    arguments."""
+    from .em import CGMEM  # the learner's options are the E-step's (a cycle at import)
+    from .problem import EMProblem
+
     inference = get_backend(inference)
-    check_nlbp_options(damping, smoothing, anderson, estep, inference)
-    view = flat_release(release, mrf.cliques)
-    if np.any(view.scales <= 0):
-        raise ValueError("NLBP needs a release with positive noise scale")
+    options = CGMEM(
+        inference=inference, damping=damping, smoothing=smoothing, nlbp_max_iters=max_iters,
+        nlbp_anderson=anderson, estep=estep,
+    )  # fmt: skip
+    problem = EMProblem.build(release, mrf, options, inference)
     loop, _ = nlbp_programs(
         mrf.domain,
         mrf.cliques,
         mrf.max_cells,
-        view.kinds,
+        problem.kinds,
         float(smoothing),
         float(damping),
         int(max_iters),
         inference,
         int(anderson),
-        estep,
+        problem.estep,
     )
-    return loop, (jnp.asarray(view.y), jnp.asarray(view.scale))
+    return loop, (problem.y, problem.scale)
 
 
 def start_statistics(mrf: MarkovRandomField, total: float, inference: Backend) -> jax.Array:
