@@ -48,10 +48,8 @@ from .junction_tree import (
     build_junction_tree,
     clique_marginals,
     marginals_and_log_z,
-    use_stacked,
 )
 from .loopy_bp import loopy_bp, loopy_bp_flat, uniform_messages
-from .stacked_pass import stacked_flat_marginals
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -126,8 +124,6 @@ class JunctionTreeBackend:
         layout = table_layout(domain, tuple(cliques))
 
         def flat_pass(flat):  # the clique tables exist only inside the program
-            if use_stacked(jt) and jt.factor_cliques == tuple(cliques):
-                return stacked_flat_marginals(jt, flat)
             margs, log_z = marginals_and_log_z(jt, cliques, layout.unflatten(flat))
             return layout.concat(margs), log_z
 

@@ -36,7 +36,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    ``prior_precision=0, pseudo_count=0`` is the paper's objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
    objective and fixed points), the whole loop with its E-steps and stopping rule one
-   compiled program per structure (:mod:`.compiled`); ``solver="em"`` is Alg. 2 as written.
+   compiled program per structure (:mod:`.compiled`), mapping the problem the release is
+   read into once (:meth:`.problem.EMProblem.build`) and the solver's state to the next
+   state; ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: the MLE of the release's tables shrunk by one noise scale per cell
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and

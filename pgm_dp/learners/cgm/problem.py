@@ -67,7 +67,15 @@ class EMProblem:
     def build(cls, release, mrf: MarkovRandomField, options, backend: Backend) -> EMProblem:
         """The problem of fitting ``mrf`` to ``release`` with the learner's ``options`` (a
         :class:`~pgm_dp.learners.cgm.em.CGMEM`) on ``backend`` (resolved once by the
-        learner): validates the release before anything else is computed."""
+        learner): validates the release before anything else is computed.
+
+        ``estep="auto"`` takes Newton on the dual when the E-step is very stiff and BP is
+        exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 > 1e3``, the
+        largest released count over the squared noise scale, where NLBP's damping must be
+        smallest (it slows down and then fails). Both E-steps inexact far from the optimum,
+        on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x NLBP's time at
+        stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small grid models
+        0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
         check_release_matches(release, mrf)
         view = flat_release(release, mrf.cliques)
         estep = options.estep
