@@ -3,9 +3,10 @@
 A backend answers what every caller of inference asks (:class:`MarkovRandomField
 <pgm_dp.models.MarkovRandomField>`'s ``marginals`` / ``log_partition``, CGM-EM's E-step,
 its start): the marginals and ``log Z`` of a model's log-potentials, whether they are exact,
-the counting numbers of its free energy, a traceable program for repeated calls with a warm
-state carried between them (loopy BP's messages), and the layout that program reads (one
-flat vector of all cliques, :mod:`pgm_dp.models.tables`, or one table per clique).
+the counting numbers of its free energy, and a traceable program for repeated calls with a
+warm state carried between them (loopy BP's messages). Every program reads and returns one
+layout: the flat vector of all cliques' cells (:mod:`pgm_dp.models.tables`); a backend that
+works on clique tables splits and joins them inside its program.
 
 Backends are chosen by value: frozen dataclasses holding their options, hashable (compiled
 programs are cached per backend). The built-in ones:
@@ -23,8 +24,8 @@ name not registered here. Adding a backend is one module and one registration.
 
 >>> get_backend("loopy_bp", damping=0.3).damping
 0.3
->>> get_backend("trw_bp").exact, get_backend("trw_bp").flat, get_backend("junction_tree").flat
-(False, True, False)
+>>> get_backend("trw_bp").exact, get_backend("junction_tree").exact
+(False, True)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import numpy as np
 
 from .._config import any_traced
 from ..domain import Clique, Domain
+from ..models.tables import table_layout
 from .counting import trw_counting_numbers
 from .factor_graph import factor_graph
 from .junction_tree import (
@@ -74,20 +76,18 @@ class Backend(Protocol):
     ``domain``, validated ``cliques``, ``log_potentials`` and ``max_cells``).
 
     * ``name``: its registry name; ``exact``: whether marginals and ``log Z`` are exact
-      (CGM-EM's Newton E-step needs it); ``flat``: whether :meth:`program` reads and returns
-      one flat vector of all cliques (``[flat]``, :mod:`pgm_dp.models.tables`) rather than
-      one table per clique.
+      (CGM-EM's Newton E-step needs it).
     * :meth:`counting_numbers`: one per clique, or ``None`` (the Bethe entropy, or exact).
     * :meth:`marginals`, :meth:`log_partition`: per-clique tables in clique order and
       ``log Z``; NumPy when called eagerly, JAX arrays under a JAX transformation.
-    * :meth:`program`: a traceable ``(tables, *warm) -> (marginals, log Z, converged,
-      *warm)`` for one structure, called many times; :meth:`warm_start` the first ``warm``
-      (``()`` for a backend without state).
+    * :meth:`program`: a traceable ``(flat theta, *warm) -> (flat marginals, log Z,
+      converged, *warm)`` for one structure, called many times, on the flat vector of all
+      cliques' cells in clique order (:mod:`pgm_dp.models.tables`; the marginals in the same
+      layout); :meth:`warm_start` the first ``warm`` (``()`` for a backend without state).
     """
 
     name: str
     exact: bool
-    flat: bool
 
     def counting_numbers(self, domain: Domain, cliques: tuple[Clique, ...]) -> Any: ...
 
@@ -106,7 +106,6 @@ class JunctionTreeBackend:
 
     name: ClassVar[str] = "junction_tree"
     exact: ClassVar[bool] = True
-    flat: ClassVar[bool] = False
 
     def counting_numbers(self, domain, cliques):
         return None
@@ -122,10 +121,16 @@ class JunctionTreeBackend:
 
     def program(self, domain, cliques, max_cells=DEFAULT_MAX_CELLS) -> Callable:
         jt = build_junction_tree(domain, cliques, max_cells)
+        layout = table_layout(domain, tuple(cliques))
+
+        def flat_pass(flat):  # the clique tables exist only inside the program
+            margs, log_z = marginals_and_log_z(jt, cliques, layout.unflatten(flat))
+            return layout.concat(margs), log_z
+
         # a nested jit: the E-step's programs call it 3-4 times with the same shapes, and
         # it is traced once (first-call time: docs/cgm_em.md)
-        passes = jax.jit(lambda tables: marginals_and_log_z(jt, cliques, tables))
-        return lambda tables: (*passes(tables), jnp.asarray(True))
+        passes = jax.jit(flat_pass)
+        return lambda flat: (*passes(flat), jnp.asarray(True))
 
     def warm_start(self, domain, cliques) -> tuple:
         return ()
@@ -158,7 +163,6 @@ class LoopyBP:
 
     name: ClassVar[str] = "loopy_bp"
     exact: ClassVar[bool] = False
-    flat: ClassVar[bool] = True
     _counting: ClassVar[str] = "bethe"
 
     def counting_numbers(self, domain, cliques):
@@ -183,15 +187,15 @@ class LoopyBP:
         return self._run(model).log_z
 
     def program(self, domain, cliques, max_cells=DEFAULT_MAX_CELLS) -> Callable:
-        """On the flat layout: the stacked BP reads one vector as is, so the compiled program
-        does not grow with the number of cliques."""
+        """The stacked BP reads the flat vector as is, so the compiled program does not grow
+        with the number of cliques."""
         graph = factor_graph(domain, cliques)
         rho = self.counting_numbers(domain, cliques)
         damping, tol, iters, adaptive = self.repeated
 
-        def run(tables, init=None):  # also the messages: a warm start for the next call
-            res = loopy_bp_flat(graph, damping, tol, iters, tables[0], init, rho, adaptive)
-            return [res.marginals], res.log_z, res.converged, res.messages
+        def run(flat, init=None):  # also the messages: a warm start for the next call
+            res = loopy_bp_flat(graph, damping, tol, iters, flat, init, rho, adaptive)
+            return res.marginals, res.log_z, res.converged, res.messages
 
         return run
 

@@ -26,6 +26,8 @@ from pgm_dp.inference import (
     unregister_backend,
 )
 from pgm_dp.learners import CGMEM
+from pgm_dp.learners.cgm.problem import EMProblem
+from pgm_dp.models.tables import table_layout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,13 +36,15 @@ class BruteForce:
 
     name: ClassVar[str] = "brute_force"
     exact: ClassVar[bool] = True
-    flat: ClassVar[bool] = False
 
     def counting_numbers(self, domain, cliques):
         return None
 
     def program(self, domain, cliques, max_cells=None):
-        def run(tables):
+        layout = table_layout(domain, tuple(cliques))
+
+        def run(flat):  # the flat layout of every backend program
+            tables = layout.unflatten(flat)
             logp = jnp.zeros(domain.shape)
             for c, t in zip(cliques, tables, strict=True):
                 axes = [domain.index(v) for v in c]
@@ -54,7 +58,7 @@ class BruteForce:
                 axes = [domain.index(v) for v in c]
                 m = jnp.sum(p, axis=tuple(a for a in range(len(domain)) if a not in axes))
                 margs.append(jnp.transpose(m, np.argsort(np.argsort(axes))))
-            return margs, log_z, jnp.asarray(True)
+            return layout.concat(margs), log_z, jnp.asarray(True)
 
         return run
 
@@ -62,11 +66,16 @@ class BruteForce:
         return ()
 
     def marginals(self, model):
-        margs, _, _ = self.program(model.domain, model.cliques)(model.log_potentials)
-        return tuple(np.asarray(m) for m in margs)
+        layout = table_layout(model.domain, tuple(model.cliques))
+        run = self.program(model.domain, model.cliques)
+        margs, _, _ = run(layout.concat(model.log_potentials))
+        return tuple(np.asarray(m) for m in layout.unflatten(margs))
 
     def log_partition(self, model):
-        return float(self.program(model.domain, model.cliques)(model.log_potentials)[1])
+        layout = table_layout(model.domain, tuple(model.cliques))
+        return float(
+            self.program(model.domain, model.cliques)(layout.concat(model.log_potentials))[1]
+        )
 
 
 @pytest.fixture
@@ -102,7 +111,9 @@ def test_cgm_em_runs_on_a_registered_backend(brute_force):
     mine, theirs = fit.model.marginals(), reference.model.marginals()
     for c in truth.cliques:
         np.testing.assert_allclose(mine[c], theirs[c], atol=1e-6)
-    assert CGMEM(inference="brute_force")._estep(release) in ("nlbp", "newton")  # exact
+    learner = CGMEM(inference="brute_force")
+    problem = EMProblem.build(release, truth, learner, get_backend("brute_force"))
+    assert problem.estep in ("nlbp", "newton")  # exact: Newton allowed
 
 
 def test_builtin_backends_are_values_with_their_options():

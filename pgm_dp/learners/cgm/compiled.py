@@ -1,22 +1,24 @@
-"""CGM-EM's L-BFGS loop as one compiled program (``solver="lbfgs"``).
+"""CGM-EM's compiled programs: one E-step, and the whole L-BFGS loop (``solver="lbfgs"``).
 
-The loop of :class:`~pgm_dp.learners.cgm.em.CGMEM` — L-BFGS on the EM objective in the
-gauge-projected, diagonally scaled coordinates of :mod:`.conditioning`, each evaluation an
-E-step (NLBP, Alg. 1 of Bernstein et al. 2017, or the dual Newton E-step) warm-started from
-the last one, the inexact E-steps' forcing rule and the stopping rule
-(:meth:`~pgm_dp.learners.cgm.em.CGMEM.done`) — runs inside one ``jax.lax.while_loop``
-(:func:`pgm_dp.learners.lbfgs.lbfgs_loop`, which carries the E-step's warm start from one
-evaluation to the next). The program is keyed by structure (the compiled objective, i.e.
-domain, cliques, backend and noise kinds, and the gauge projection); the release, noise
-scales, priors, tolerances and caps are its arguments, so a second fit of the same
-structure compiles nothing. The numerics of the objective stay in
-:mod:`.nlbp` (``_em_objective``); this module only drives it.
+Both map ``(problem, state)`` to the next state (:class:`~.problem.EMProblem`,
+:class:`~.problem.EMState`, pytrees). The loop of :class:`~pgm_dp.learners.cgm.em.CGMEM` —
+L-BFGS on the EM objective in the gauge-projected, diagonally scaled coordinates of
+:mod:`.conditioning`, each evaluation an E-step (NLBP, Alg. 1 of Bernstein et al. 2017, or
+the dual Newton E-step) warm-started from the last one, the inexact E-steps' forcing rule
+and the stopping rule (:meth:`~pgm_dp.learners.cgm.em.CGMEM.done`) — runs inside one
+``jax.lax.while_loop`` (:func:`pgm_dp.learners.lbfgs.lbfgs_loop`, which carries the state
+from one evaluation to the next). The programs are keyed by structure (the objective, i.e.
+domain, cliques, backend and noise kinds, the E-step, and the gauge projection); the
+release, priors, tolerances and caps are the problem's arrays, so a second fit of the same
+structure compiles nothing. The numerics of the objective stay in :mod:`.nlbp`
+(``_em_objective``); this module only drives it.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -25,13 +27,22 @@ import numpy as np
 from ..._config import jit_program
 from ...domain import Domain
 from ...models.gauge import projection_plan, shared_components, unflat_shared
-from ...models.tables import concat_tables, table_layout
+from ...models.tables import table_layout
 from ..lbfgs import lbfgs_loop
+from .problem import gradient_small
 
-__all__ = ["em_lbfgs_program", "traced_gauge_projector"]
+__all__ = ["EMPrograms", "em_programs", "traced_gauge_projector"]
 
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step (as in .em)
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step (as in .em)
+
+
+class EMPrograms(NamedTuple):
+    """The compiled ``(problem, state) -> state`` programs of one structure
+    (:func:`em_programs`)."""
+
+    evaluate: object
+    run: object
 
 
 def traced_gauge_projector(domain: Domain, cliques):
@@ -69,43 +80,51 @@ def traced_gauge_projector(domain: Domain, cliques):
 
 
 @functools.lru_cache(maxsize=32)
-def em_lbfgs_program(objective, domain: Domain, cliques):
-    """The compiled L-BFGS loop around ``objective`` (``nlbp_programs``' EM objective):
-    ``(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters,
-    floor) -> (z, iterations, aux)`` with ``aux = (n, Anderson state, damping, max |grad|,
-    projected grad, E-step passes, grad, (value, delta, its passes, BP ok, its tolerance))``
-    of the last E-step, ``tols = (tol, estep_tol, count_tol)`` and ``floor`` the per-cell
-    variance floor of the stopping rule in counts (``EMProblem.floor``; see the module
-    docstring). With ``max_iters = 0`` and ``forcing = 0`` it is one exact E-step at
-    ``z0``: the same program serves the fit's exact evaluations."""
+def em_programs(objective, domain: Domain, cliques) -> EMPrograms:
+    """The compiled ``evaluate`` and ``run`` around ``objective`` (``nlbp_programs``' EM
+    objective) for one structure, both ``(problem, state) -> state``
+    (:class:`~.problem.EMProblem`, :class:`~.problem.EMState`):
+
+    * ``evaluate``: one E-step at ``state.x``, to the forcing rule's tolerance when
+      ``problem.forcing > 0`` (``max(estep_tol, min(1e-4, forcing max |grad|))``, ``grad``
+      the last EM gradient), exact otherwise (Newton's to ``min(estep_tol, 1e-10)``);
+    * ``run``: L-BFGS (:func:`~pgm_dp.learners.lbfgs.lbfgs_loop`) on the EM objective from
+      ``state.x`` in the gauge-projected coordinates scaled by ``problem.zscale``, with
+      E-steps as ``evaluate``'s, each warm-started from the last, until the stopping rule
+      (:func:`~.problem.gradient_small`) holds or ``problem.max_iters`` outer iterations
+      are used in all; the state's E-step is that of the last evaluation (``at``)."""
     project = traced_gauge_projector(domain, cliques)
 
-    def run(z0, aux0, y, scales, total, lam, rho, scale, tols, forcing, newton, max_iters, floor):
-        tol, estep_tol, count_tol = tols
+    def estep(problem, state, theta, projected):
+        loose = jnp.maximum(problem.estep_tol, jnp.minimum(_LOOSEST, problem.forcing * state.last))
+        newton = problem.estep == "newton"
+        exact = jnp.minimum(problem.estep_tol, _NEWTON_TOL) if newton else problem.estep_tol
+        etol = jnp.where(problem.forcing > 0, loose, exact)
+        ev = objective(theta, problem, state.n, state.alpha, etol, state.acc)
+        pgrad = project(ev.grad) if projected else ev.grad
+        return state._replace(
+            at=theta, n=ev.n, acc=ev.acc, alpha=ev.alpha, etol=etol, delta=ev.delta,
+            ok=ev.ok, value=ev.value, grad=ev.grad, pgrad=pgrad, shifted=ev.shifted,
+            last=jnp.max(jnp.abs(ev.grad)), passes=state.passes + ev.passes,
+        )  # fmt: skip
 
-        def evaluate(z, aux):
-            n, acc, alpha, last, _, passes, *_ = aux
-            loose = jnp.maximum(estep_tol, jnp.minimum(_LOOSEST, forcing * last))
-            exact = jnp.where(newton, jnp.minimum(estep_tol, _NEWTON_TOL), estep_tol)
-            etol = jnp.where(forcing > 0, loose, exact)  # inexact E-steps: NLBP and Newton
-            theta = project(z / scale)
-            report, n, _, alpha, acc = objective(
-                theta, y, n, alpha, total, lam, rho, etol, acc, scales
-            )
-            grad, value, iters = report[:-4], report[-4], report[-2]
-            pg = project(grad)
-            passes = passes + iters.astype(passes.dtype)
-            tail = jnp.concatenate([report[-4:], etol[None]])
-            aux = (n, acc, alpha, jnp.max(jnp.abs(grad)), pg, passes, grad, tail)
-            return value, pg / scale, aux
+    def evaluate(problem, state):
+        return estep(problem, state, state.x, problem.zscale is not None)
 
-        def done(_, aux):
-            counts = jnp.maximum(concat_tables(aux[0]), 0.0)
-            pg = jnp.abs(aux[4])
-            in_counts = total * pg / jnp.sqrt(floor + counts)
-            return (jnp.max(pg) <= tol) & (jnp.max(in_counts) <= count_tol)
+    def run(problem, state):
+        scale = problem.zscale
 
-        res = lbfgs_loop(evaluate, z0, (), None, max_iters, aux0=aux0, done=done)
-        return res.x, res.iterations, res.aux
+        def value_and_grad(z, st):
+            st = estep(problem, st, project(z / scale), True)
+            return st.value, st.pgrad / scale, st
 
-    return jit_program(run)
+        def done(_, st):
+            return gradient_small(problem, st.n, st.pgrad)
+
+        left = problem.max_iters - state.iterations
+        res = lbfgs_loop(value_and_grad, scale * project(state.x), (), None, left, aux0=state,
+                         done=done)  # fmt: skip
+        x = jnp.where(res.iterations > 0, project(res.x / scale), state.x)
+        return res.aux._replace(x=x, iterations=state.iterations + res.iterations)
+
+    return EMPrograms(jit_program(evaluate), jit_program(run))

@@ -24,22 +24,19 @@ Measurements: ``docs/performance.md``, section "Scale".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ...domain import Domain
-from ...models.gauge import gauge_projector
-from ...privacy.measurements import flat_release
-from ..naive_mle import noisy_pseudo_marginals
+from ...models.tables import flatten_tables, unflatten_tables
+from ...privacy.measurements import FlatRelease
+from ..naive_mle import project_to_simplex
 
 __all__ = [
-    "Reparam",
     "bethe_naive",
     "bethe_start",
     "diagonal_scale",
-    "em_reparam",
     "shrunk_marginals",
+    "shrunk_targets",
 ]
 
 
@@ -88,45 +85,35 @@ def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> 
     return tables
 
 
-class Reparam:
-    """L-BFGS's variable ``z = s * P theta`` (``P`` :func:`gauge_projector`, ``s``
-    :func:`diagonal_scale`): ``theta(z) = P(z / s)``; the gradient in ``z`` is
-    ``P(grad_theta) / s``."""
-
-    def __init__(self, project: Callable, scale: np.ndarray):
-        self.project, self.scale = project, np.asarray(scale, dtype=np.float64)
-
-    def to_z(self, theta: np.ndarray) -> np.ndarray:
-        return self.scale * self.project(theta)
-
-    def to_theta(self, z: np.ndarray) -> np.ndarray:
-        return self.project(np.asarray(z) / self.scale)
-
-
-def shrunk_marginals(release) -> dict:
-    """The release's tables projected onto the simplex, plus a pseudo-count of one noise
-    scale per cell (``b_C / N``, our choice), renormalised: positive everywhere, so their
-    MLE exists (the projection zeroes the cells the noise hides, and an MLE chases zeros
-    without end, Bernstein et al. 2017 Sec. 3.1)."""
-    total = float(release.total)
+def shrunk_marginals(view: FlatRelease, shrink: bool = True) -> dict:
+    """The release's tables (``view``: its :func:`~pgm_dp.privacy.measurements.flat_release`)
+    projected onto the simplex, plus a pseudo-count of one noise scale per cell (``b_C /
+    N``, our choice), renormalised: positive everywhere, so their MLE exists (the projection
+    zeroes the cells the noise hides, and an MLE chases zeros without end, Bernstein et al.
+    2017 Sec. 3.1). ``shrink=False``: the projected tables alone (naive MLE's targets)."""
+    total = float(view.total)
     out = {}
-    for c, t in noisy_pseudo_marginals(release, project=True).items():
-        a = float(release.noise[c].scale) / total
+    for c, y, b in zip(view.cliques, view.tables(), view.scales, strict=True):
+        t = project_to_simplex(np.asarray(y, dtype=np.float64) / total)
+        a = float(b) / total if shrink else 0.0
         out[c] = (t + a) / (t.sum() + a * t.size)
     return out
 
 
-def bethe_naive(release, mrf, rho=None) -> list[np.ndarray]:
-    """:func:`bethe_start` on :func:`shrunk_marginals`: the loopy-BP counterpart of the
-    naive MLE, in closed form (``rho``: reweighted BP's)."""
-    targets = shrunk_marginals(release)
+def shrunk_targets(view: FlatRelease, shrink: bool = True) -> np.ndarray:
+    """:func:`shrunk_marginals` as one flat vector (the view's clique order)."""
+    return flatten_tables(list(shrunk_marginals(view, shrink).values()))
+
+
+def bethe_naive(view: FlatRelease, mrf, rho=None, targets=None) -> list[np.ndarray]:
+    """:func:`bethe_start` on :func:`shrunk_marginals` (or on the flat ``targets``): the
+    loopy-BP counterpart of the naive MLE, in closed form (``rho``: reweighted BP's)."""
+    if targets is None:
+        targets = shrunk_marginals(view)
+    else:
+        targets = dict(zip(mrf.cliques, unflatten_tables(targets, _shapes(mrf)), strict=True))
     return bethe_start(mrf.domain, mrf.cliques, targets, [0.0] * len(mrf.cliques), rho)
 
 
-def em_reparam(release, mrf, mu: np.ndarray, lam: float, rho: float = 0.0) -> Reparam:
-    """The :class:`Reparam` of a CGM-EM fit at the start marginals ``mu`` (flat), with the
-    release's noise per cell (:func:`~pgm_dp.privacy.measurements.flat_release`) and the
-    per-record priors ``lam`` (Gaussian) and ``rho`` (conjugate)."""
-    view = flat_release(release, mrf.cliques)
-    scale = diagonal_scale(mu, view.scale, view.laplace, view.total, lam, rho)
-    return Reparam(gauge_projector(mrf.domain, mrf.cliques), scale)
+def _shapes(mrf) -> tuple:
+    return tuple(mrf.domain.sizes(c) for c in mrf.cliques)

@@ -36,7 +36,9 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    ``prior_precision=0, pseudo_count=0`` is the paper's objective.
 2. **L-BFGS on the EM gradient** (``solver="lbfgs"``, Jamshidian & Jennrich 1997: same
    objective and fixed points), the whole loop with its E-steps and stopping rule one
-   compiled program per structure (:mod:`.compiled`); ``solver="em"`` is Alg. 2 as written.
+   compiled program per structure (:mod:`.compiled`), mapping the problem the release is
+   read into once (:meth:`.problem.EMProblem.build`) and the solver's state to the next
+   state; ``solver="em"`` is Alg. 2 as written.
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: the MLE of the release's tables shrunk by one noise scale per cell
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and
@@ -53,9 +55,8 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.special import polygamma
@@ -63,16 +64,14 @@ from scipy.special import polygamma
 from ..._progress import tick
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import concat_tables, flatten_tables, unflatten_tables
-from ...privacy.measurements import flat_release
+from ...models.tables import unflatten_tables
 from ..base import Fit
 from ..mle import fit_marginals
-from ..naive_mle import noisy_pseudo_marginals
-from .anderson import AndersonState, anderson_init
-from .compiled import em_lbfgs_program
-from .conditioning import Reparam, bethe_naive, em_reparam, shrunk_marginals
-from .nlbp import clique_statistics, nlbp, prepare, start_statistics
+from .compiled import em_programs
+from .conditioning import bethe_naive
+from .nlbp import clique_statistics, nlbp, nlbp_programs, start_statistics
 from .noise import noise_curvature, noise_gradient, noise_log_density
+from .problem import EMProblem, EMState, em_init, gradient_small
 
 __all__ = [
     "CGMEM",
@@ -80,7 +79,6 @@ __all__ = [
     "EMProblem",
     "EMState",
     "em_init",
-    "em_step",
     "nlbp",
     "noise_curvature",
     "noise_gradient",
@@ -99,89 +97,6 @@ MIN_SPREAD_PRECISION = 0.01
 #: ``a`` of ``pseudo_count="auto"`` where the noise swamps the counts (``b^2 >= N``).
 AUTO_PSEUDO_COUNT = 0.1
 _START_TOL = 1e-4  # gradient tolerance of init="auto"'s MLE (a start: optimum unchanged)
-_LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step
-_NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step
-_VERY_STIFF = 1e3  # largest released count / b^2 above which estep="auto" takes Newton
-
-
-class EMProblem(NamedTuple):
-    """What every E-step of one fit shares: the compiled objective, the release's tables
-    and noise scales, ``N``, the per-record priors ``lam = tau / N`` (Gaussian) and
-    ``rho = beta / N`` (conjugate, :meth:`CGMEM.pseudo_records`), whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`), the per-record tolerances of the EM
-    gradient and of an exact E-step (:meth:`CGMEM.tolerances`), ``reparam``: L-BFGS's
-    variable (:mod:`.conditioning`) and ``floor``: ``1 + v_i`` per cell, ``v_i`` the
-    release's noise variance in counts (the stopping rule in counts, :meth:`CGMEM.done`)."""
-
-    objective: object
-    y: list
-    scales: jax.Array
-    total: float
-    lam: float
-    rho: float = 0.0
-    newton: bool = False
-    tol: float = 1e-5
-    estep_tol: float = 1e-7
-    reparam: Reparam | None = None
-    floor: np.ndarray | float = 1.0
-
-
-class EMState(NamedTuple):
-    """The E-step's warm start and the last evaluation (``x`` ``None`` before the first).
-
-    ``n``, ``acc``, ``alpha``: NLBP's statistics, Anderson history and damping to resume
-    from; ``passes``: BP passes so far; ``tol``: the NLBP tolerance of the last E-step and
-    ``capped`` whether it stopped before reaching it or a loopy BP run of the objective did
-    not converge; ``value``, ``grad``, ``shifted``:
-    ``-F / N``, ``-grad F / N`` and NLBP's final ``theta'`` at ``x``.
-    """
-
-    n: list
-    acc: AndersonState
-    alpha: jax.Array
-    passes: int = 0
-    x: np.ndarray | None = None
-    tol: float = np.inf
-    capped: bool = False
-    value: float = np.nan
-    grad: np.ndarray | None = None
-    shifted: list | None = None
-
-
-def em_init(n0: list, anderson: int, damping: float) -> EMState:
-    """The state before the first E-step, from starting statistics ``n0``."""
-    return EMState(n0, anderson_init(concat_tables(n0), anderson), jnp.asarray(damping))
-
-
-def em_step(problem: EMProblem, state: EMState, flat: np.ndarray, tol: float) -> EMState:
-    """One E-step at ``theta = flat`` with NLBP tolerance ``tol``, warm-started from
-    ``state``; returns the new state (pure: ``state`` is not changed)."""
-    report, n, shifted, alpha, acc = problem.objective(
-        np.asarray(flat, dtype=np.float64),
-        problem.y,
-        state.n,
-        state.alpha,
-        np.float64(problem.total),
-        np.asarray(problem.lam, dtype=np.float64),
-        np.float64(problem.rho),
-        np.float64(tol),
-        state.acc,
-        problem.scales,
-    )
-    report = np.asarray(report)
-    grad, (value, delta, iters, bp_ok) = report[:-4], report[-4:]
-    return EMState(
-        n=n,
-        acc=acc,
-        alpha=alpha,
-        passes=state.passes + int(iters),
-        x=np.array(flat, dtype=np.float64),
-        tol=tol,
-        capped=bool(delta > tol) or not bp_ok,
-        value=float(value),
-        grad=grad,
-        shifted=shifted,
-    )
 
 
 @dataclass(frozen=True)
@@ -236,8 +151,10 @@ class CGMEM:
     nlbp_anderson: int = 5
     estep: Literal["auto", "nlbp", "newton"] = "auto"
 
-    def _check(self) -> None:
-        get_backend(self.inference)  # a ValueError for an unknown name
+    def _check(self) -> Backend:
+        """Validate the options; return the inference backend (resolved once per fit: a
+        ``ValueError`` for an unknown name)."""
+        backend = get_backend(self.inference)
         if self.prior_precision < 0 or not np.isfinite(self.prior_precision):
             raise ValueError(
                 f"prior_precision must be a finite number >= 0, got {self.prior_precision}"
@@ -258,6 +175,7 @@ class CGMEM:
             raise ValueError(f"init must be 'auto', 'naive' or 'uniform', got {self.init!r}")
         if self.estep not in ("auto", "nlbp", "newton"):
             raise ValueError(f"estep must be 'auto', 'nlbp' or 'newton', got {self.estep!r}")
+        return backend
 
     def prior_precisions(self, mrf: MarkovRandomField) -> np.ndarray:
         """``tau`` of each cell (flat, clique by clique) of the Gaussian prior. The default
@@ -284,19 +202,20 @@ class CGMEM:
             out.append(np.full(cells, tau))
         return np.concatenate(out)
 
-    def pseudo_records(self, mrf: MarkovRandomField, release=None) -> float:
+    def pseudo_records(self, mrf: MarkovRandomField, view=None) -> float:
         """``beta`` of the conjugate prior: ``a`` times the cells of ``mrf``'s largest
         clique, so that each cell of that table gets ``a`` records of the uniform
         distribution (smaller tables' cells more). ``a = pseudo_count``, or for ``"auto"``
-        ``0.1 min(1, b^2 / N)`` (``b`` the release's largest noise scale, public): one tenth
-        of a record per cell where one cell's noise exceeds the whole sample's standard
+        ``0.1 min(1, b^2 / N)`` (``b`` the largest noise scale of the release's flat view
+        ``view``, :func:`~pgm_dp.privacy.measurements.flat_release`, public): one tenth of
+        a record per cell where one cell's noise exceeds the whole sample's standard
         deviation ``sqrt(N)``, vanishing as the noise shrinks below it (module docstring)."""
         a = self.pseudo_count
         if a == "auto":
-            if release is None:
+            if view is None:
                 raise ValueError('pseudo_count="auto" needs the release (its noise scales)')
-            scale = max(float(release.noise[c].scale) for c in release.cliques)
-            a = AUTO_PSEUDO_COUNT * min(1.0, scale**2 / float(release.total))
+            scale = float(np.max(view.scales))
+            a = AUTO_PSEUDO_COUNT * min(1.0, scale**2 / float(view.total))
         return a * max(mrf.domain.size(c) for c in mrf.cliques)
 
     def tolerances(self, total: float) -> tuple[float, float]:
@@ -305,194 +224,134 @@ class CGMEM:
         (see :meth:`done` for the gradient's tolerance in counts)."""
         return self.tol, min(self.nlbp_tol, self.count_tol / (10.0 * total))
 
-    def done(self, problem: EMProblem, state: EMState, projected=None) -> bool:
-        """Whether the EM gradient at ``state`` meets both criteria: per record below
-        ``tol``, and in counts ``N |grad_i|`` below ``count_tol`` standard deviations
-        ``sqrt(1 + n_i + v_i)`` of the cell's released count (``n`` the E-step's
-        statistics, ``v_i`` the noise variance: ``2 b^2`` Laplace, ``sigma^2`` Gaussian;
-        ``problem.floor`` is ``1 + v``): the count gradient is the gap between inferred and
-        model counts, and 1 % of the count's own error is invisible in the estimate. The
-        noise term spares noise-hidden cells a tolerance of hundredths of a record (Adult
-        tree, ``b = 13``: 2.5x fewer iterations, same 2-way error; ``docs/cgm_em.md``);
-        with little noise it is the sampling rule (a per-record ``1e-5`` is 10 counts at
-        ``N = 1e6``). With a ``reparam`` the gradient is taken in the directions L-BFGS
-        moves (``projected``: that gradient, when the caller has it already)."""
-        rp = problem.reparam
-        if projected is None:
-            projected = state.grad if rp is None else rp.project(state.grad)
-        grad = np.abs(projected)
-        counts = np.maximum(flatten_tables(state.n), 0.0)
-        in_counts = problem.total * grad / np.sqrt(problem.floor + counts)
-        return bool(np.max(grad) <= problem.tol and np.max(in_counts) <= self.count_tol)
+    def done(self, problem: EMProblem, state: EMState) -> bool:
+        """Whether the EM gradient at ``state`` meets both criteria
+        (:func:`~.problem.gradient_small`): per record below ``tol``, and in counts ``N
+        |grad_i|`` below ``count_tol`` standard deviations ``sqrt(1 + n_i + v_i)`` of the
+        cell's released count (``n`` the E-step's statistics, ``v_i`` the noise variance:
+        ``2 b^2`` Laplace, ``sigma^2`` Gaussian; ``problem.floor`` is ``1 + v``): the count
+        gradient is the gap between inferred and model counts, and 1 % of the count's own
+        error is invisible in the estimate. The noise term spares noise-hidden cells a
+        tolerance of hundredths of a record (Adult tree, ``b = 13``: 2.5x fewer iterations,
+        same 2-way error; ``docs/cgm_em.md``); with little noise it is the sampling rule (a
+        per-record ``1e-5`` is 10 counts at ``N = 1e6``). Where L-BFGS runs the gradient is
+        taken in the directions it moves (gauge-projected, ``state.pgrad``)."""
+        return bool(gradient_small(problem, state.n, state.pgrad, np))
 
-    def _estep(self, release) -> str:
-        """The E-step method: ``"auto"`` takes Newton on the dual when the E-step is very
-        stiff and BP is exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 >
-        1e3``, the largest released count over the squared noise scale, where NLBP's damping
-        must be smallest (it slows down and then fails). Both E-steps inexact far from the
-        optimum, on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x
-        NLBP's time at stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small
-        grid models 0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
-        if self.estep != "auto":
-            return self.estep
-        stiff = max(
-            float(np.max(release.noisy[c])) / float(release.noise[c].scale) ** 2
-            for c in release.cliques
-        )
-        return "newton" if stiff > _VERY_STIFF and get_backend(self.inference).exact else "nlbp"
-
-    def _start(self, release, mrf: MarkovRandomField) -> MarkovRandomField:
-        """The first ``theta`` (``init``, module docstring). ``"auto"``'s shrunk tables have no
-        zeros, so their MLE is smooth and cheap (a naive MLE chases the release's zeros), and
-        lies near CGM's optimum where the noise hides many cells: 3-24x fewer L-BFGS
-        iterations than a uniform start there (``docs/cgm_em.md``)."""
+    def _start(self, problem: EMProblem, mrf: MarkovRandomField, backend) -> MarkovRandomField:
+        """The first ``theta`` (``init``, module docstring), from ``problem.targets``.
+        ``"auto"``'s shrunk tables have no zeros, so their MLE is smooth and cheap (a naive
+        MLE chases the release's zeros), and lies near CGM's optimum where the noise hides
+        many cells: 3-24x fewer L-BFGS iterations than a uniform start there
+        (``docs/cgm_em.md``)."""
         if self.init == "uniform":
             return mrf.replace(None)
-        backend = get_backend(self.inference)
         if not backend.exact:  # closed form, any size
             rho = backend.counting_numbers(mrf.domain, mrf.cliques)
-            return mrf.replace(bethe_naive(release, mrf, rho))
+            return mrf.replace(bethe_naive(None, mrf, rho, targets=problem.targets))
+        shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+        targets = dict(zip(mrf.cliques, unflatten_tables(problem.targets, shapes), strict=True))
         if self.init == "naive":
-            targets = noisy_pseudo_marginals(release, project=True)
             return fit_marginals(mrf.replace(None), targets, l2=1e-4).model
-        targets = shrunk_marginals(release)
         return fit_marginals(mrf.replace(None), targets, l2=1e-4, tol=_START_TOL).model
 
-    def _evaluate(self, problem, state, flat, forcing, exact=False) -> EMState:
-        """The state after an E-step at ``flat`` (inexact unless ``exact``), reusing the
-        last one when it is at the same point and accurate enough."""
-        if state.x is not None and np.array_equal(flat, state.x):
-            if not exact or state.tol <= problem.estep_tol:
+    def _evaluate(self, programs, problem, state, exact=False) -> EMState:
+        """The state after an E-step at ``state.x`` (inexact unless ``exact``), reusing the
+        last one when it is at the same point and accurate enough. Where L-BFGS runs, the
+        E-step is at the gauge projection of ``x`` (the point itself after any iteration)."""
+        if np.array_equal(np.asarray(state.at), np.asarray(state.x)):
+            if not exact or float(state.etol) <= float(problem.estep_tol):
                 return state
-        tol = problem.estep_tol
-        if not exact and forcing > 0:  # NLBP and Newton alike (class docstring)
-            last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
-            tol = max(tol, min(_LOOSEST, forcing * last))
-        elif problem.newton:  # quadratic convergence: an exact Newton E-step is cheap
-            tol = min(tol, _NEWTON_TOL)
-        return em_step(problem, state, flat, tol)
+        problem = problem.replace(forcing=jnp.float64(0.0) if exact else problem.forcing)
+        if problem.zscale is None:
+            return programs.evaluate(problem, state)
+        # L-BFGS's program with no iteration left is one E-step at (the projection of) x:
+        # the fit compiles one program, not two
+        return programs.run(problem.replace(max_iters=state.iterations), state)._replace(at=state.x)
 
-    def _lbfgs(self, problem, state, x, history, mrf):
-        """L-BFGS on ``F`` in ``problem.reparam``'s coordinates, as one compiled loop
-        (:mod:`.compiled`): inexact E-steps first; if it stops early on their gradients
-        (seen on very stiff E-steps), on from there with exact E-steps (the same program,
-        which also makes the exact E-steps in between). Returns
-        ``(theta, state at theta after an exact E-step, iterations)``."""
-        used = 0
+    def _lbfgs(self, programs, problem, state, history):
+        """L-BFGS on ``F`` in the conditioned coordinates (:mod:`.conditioning`), as one
+        compiled loop (:func:`.compiled.em_programs`): inexact E-steps first; if it stops
+        early on their gradients (seen on very stiff E-steps), on from there with exact
+        E-steps. Returns the state at the last iterate after an exact E-step there."""
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
-            x, state, iters = self._compiled(problem, mrf, state, x, forcing, self.max_iters - used)
-            used += iters
-            history.append({"iteration": used, "nlbp_iterations": state.passes})
-            tick("cgm", iters)
-            if used < self.max_iters:
-                state = self._compiled(problem, mrf, state, x, 0.0, 0)[1]  # exact E-step at x
-            if used >= self.max_iters or self.done(problem, state):
+            used = int(state.iterations)
+            state = programs.run(problem.replace(forcing=jnp.float64(forcing)), state)
+            history.append(
+                {"iteration": int(state.iterations), "nlbp_iterations": int(state.passes)}
+            )
+            tick("cgm", int(state.iterations) - used)
+            if int(state.iterations) < self.max_iters:
+                state = self._evaluate(programs, problem, state, exact=True)
+            if int(state.iterations) >= self.max_iters or self.done(problem, state):
                 break
-        return x, state, used
+        return state
 
-    def _compiled(self, problem, mrf, state, x, forcing, max_iters):
-        """``(theta, state, iterations)`` after the compiled loop from ``x``
-        (:func:`.compiled.em_lbfgs_program`); ``state`` holds the last E-step."""
-        rp = problem.reparam
-        program = em_lbfgs_program(problem.objective, mrf.domain, mrf.cliques)
-        last = np.inf if state.grad is None else float(np.max(np.abs(state.grad)))
-        aux0 = (state.n, state.acc, state.alpha, last, np.zeros(x.size), 0, np.zeros(x.size))
-        z, iters, aux = program(
-            jnp.asarray(rp.to_z(x)),
-            jax.tree_util.tree_map(jnp.asarray, (*aux0, np.zeros(5))),
-            problem.y,
-            problem.scales,
-            np.float64(problem.total),
-            np.asarray(problem.lam, dtype=np.float64),
-            np.float64(problem.rho),
-            jnp.asarray(rp.scale),
-            tuple(np.float64(t) for t in (problem.tol, problem.estep_tol, self.count_tol)),
-            np.float64(forcing),
-            np.bool_(problem.newton),
-            np.int64(max_iters),
-            np.broadcast_to(np.asarray(problem.floor, dtype=np.float64), x.shape),
-        )
-        n, acc, alpha, _, _, passes, grad, tail = aux
-        value, delta, _, bp_ok, tol = np.asarray(tail)
-        x = rp.to_theta(np.asarray(z)) if int(iters) else x
-        state = EMState(
-            n, acc, alpha, state.passes + int(passes), x, float(tol),
-            bool(delta > tol) or not bp_ok, float(value), np.asarray(grad),
-        )  # fmt: skip
-        return x, state, int(iters)
-
-    def _em(self, problem, state, x, history, mrf):
+    def _em(self, programs, problem, state, history, mrf):
         """Alg. 2 as written; each M-step is the shared MLE solver started from NLBP's
         ``theta'`` (which already solves it when ``tau = 0`` and ``beta = 0``); the
         conjugate prior enters it as ``beta`` uniform pseudo-records added to the targets."""
+        total, beta = float(problem.total), float(problem.rho * problem.total)
+        l2 = float(problem.lam) * total / (total + beta)
         for it in range(self.max_iters):
-            state = self._evaluate(problem, state, x, self.nlbp_forcing)
-            history.append({"iteration": it, "objective": -state.value, "nlbp": state.passes})
+            state = self._evaluate(programs, problem, state)
+            history.append(
+                {"iteration": it, "objective": -float(state.value), "nlbp": int(state.passes)}
+            )
             tick("cgm")
             if self.done(problem, state):
                 break
-            beta = problem.rho * problem.total  # pseudo-records, spread uniformly
-            stats = clique_statistics(mrf, state.n)
-            targets = {
-                c: (np.asarray(t) + beta / t.size) / (problem.total + beta)
+            stats = clique_statistics(mrf, np.asarray(state.n))
+            targets = {  # pseudo-records, spread uniformly
+                c: (t + beta / t.size) / (total + beta)
                 for c, t in zip(mrf.cliques, stats, strict=True)
             }
-            start = mrf.replace(clique_statistics(mrf, state.shifted))
-            l2 = problem.lam * problem.total / (problem.total + beta)
+            start = mrf.replace(clique_statistics(mrf, np.asarray(state.shifted)))
             fit = fit_marginals(mrf, targets, l2=l2, init=start)
-            x = flatten_tables(fit.model.log_potentials)
-        return x, state, len(history)
+            x = jnp.asarray(np.concatenate([np.ravel(t) for t in fit.model.log_potentials]))
+            state = state._replace(x=x)
+        return state._replace(iterations=jnp.asarray(len(history)))
+
+    def programs(self, problem: EMProblem, mrf: MarkovRandomField, backend: Backend):
+        """The compiled programs of ``problem``'s structure (:func:`.compiled.em_programs`)."""
+        _, objective = nlbp_programs(
+            mrf.domain, mrf.cliques, mrf.max_cells, problem.kinds, float(self.smoothing),
+            float(self.damping), int(self.nlbp_max_iters), backend, int(self.nlbp_anderson),
+            problem.estep,
+        )  # fmt: skip
+        return em_programs(objective, mrf.domain, mrf.cliques)
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:
         """Fit ``mrf``'s potentials to ``release`` (see the class docstring)."""
-        self._check()
-        estep = self._estep(release)
-        (_, objective), y, scales = prepare(  # validates the release before anything else
-            mrf,
-            release,
-            self.damping,
-            self.smoothing,
-            self.nlbp_max_iters,
-            self.inference,
-            self.nlbp_anderson,
-            estep,
-        )
-        total = float(release.total)
-        rho = self.pseudo_records(mrf, release) / total
-        lam = self.prior_precisions(mrf) / total
-        if self.solver == "em":  # its M-step's solver takes one l2: the largest (see class)
-            lam = float(np.max(lam))
-        floor = 1.0 + flat_release(release, mrf.cliques).variance
-        problem = EMProblem(
-            objective, y, scales, total, lam, rho, estep == "newton", *self.tolerances(total),
-            floor=floor,
-        )  # fmt: skip
-        start = self._start(release, mrf)
-        state = em_init(
-            start_statistics(start, total, self.inference), self.nlbp_anderson, self.damping
-        )
+        backend = self._check()
+        budget = release.budget  # what the fit reports; the release is read once, by build
+        problem = EMProblem.build(release, mrf, self, backend)
+        programs = self.programs(problem, mrf, backend)
+        start = self._start(problem, mrf, backend)
+        n0 = start_statistics(start, float(problem.total), backend)
+        theta = np.concatenate([np.ravel(t) for t in start.log_potentials])
+        state = em_init(theta, n0, self.nlbp_anderson, self.damping)
+        history: list = []
         if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
-            mu = np.asarray(concat_tables(state.n)) / total
-            problem = problem._replace(reparam=em_reparam(release, mrf, mu, lam, rho))
-        x, history = flatten_tables(start.log_potentials), []
-        driver = self._lbfgs if self.solver == "lbfgs" else self._em
-        x, state, iterations = driver(problem, state, x, history, mrf)
-        state = self._evaluate(problem, state, x, 0.0, exact=True)
-        max_grad = float(np.max(np.abs(state.grad)))
+            problem = problem.conditioned(np.asarray(n0) / float(problem.total))
+            state = self._lbfgs(programs, problem, state, history)
+        else:
+            state = self._em(programs, problem, state, history, mrf)
+        state = self._evaluate(programs, problem, state, exact=True)
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
+        stats = clique_statistics(mrf, np.asarray(state.n))
         return Fit(
-            model=mrf.replace(unflatten_tables(x, shapes)),
+            model=mrf.replace(unflatten_tables(np.asarray(state.x), shapes)),
             history=history,
             info={
-                "converged": self.done(problem, state) and not state.capped,
-                "objective": -state.value,
-                "max_gradient": max_grad,
-                "iterations": iterations,
-                "nlbp_iterations": state.passes,
-                "inferred_statistics": {
-                    c: np.asarray(t)
-                    for c, t in zip(mrf.cliques, clique_statistics(mrf, state.n), strict=True)
-                },
-                "budget": release.budget,
+                "converged": self.done(problem, state)
+                and bool(state.ok)
+                and float(state.delta) <= float(state.etol),
+                "objective": -float(state.value),
+                "max_gradient": float(state.last),
+                "iterations": int(state.iterations),
+                "nlbp_iterations": int(state.passes),
+                "inferred_statistics": dict(zip(mrf.cliques, stats, strict=True)),
+                "budget": budget,
             },
         ).warn_unless_converged("CGMEM")

@@ -27,9 +27,6 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from ...models.tables import TableLayout, concat_tables, unflatten_tables
-from ...privacy.noise import LAPLACE_KINDS
-
 __all__ = ["dual_terms", "newton_loop"]
 
 _CG_ITERS = 100
@@ -46,14 +43,6 @@ def dual_terms(laplace, b, s, y, lam):
     curv = jnp.where(laplace, s * b / root**3, b * b)
     bound = jnp.where(laplace, 1.0 / b, jnp.inf)
     return phi, n, curv, bound
-
-
-def _cells(kinds, smoothing, shapes, scales, y):
-    """Per-cell ``(laplace, b, s, y)`` of the flat tables."""
-    layout = TableLayout(tuple(shapes))
-    laplace = jnp.asarray(layout.per_cell([k in LAPLACE_KINDS for k in kinds]))
-    b = jnp.repeat(jnp.asarray(scales), layout.sizes, total_repeat_length=layout.size)
-    return laplace, b, smoothing * b, concat_tables(y)
 
 
 def _cg(hvp, g, precond, tol):
@@ -79,29 +68,31 @@ def _cg(hvp, g, precond, tol):
     return d, it
 
 
-def newton_loop(bp, kinds, smoothing, shapes, max_iters):
-    """The dual Newton E-step with NLBP's loop signature and outputs: ``(theta, y, n0, N,
-    tol, scales, alpha0, acc0) -> (n, delta, bp_passes, alpha0, acc0)``. ``n`` is the primal
+def newton_loop(bp, laplace, smoothing, max_iters):
+    """The dual Newton E-step with NLBP's loop signature and outputs: ``(theta, cells, n0,
+    N, tol, alpha0, acc0) -> (n, delta, bp_passes, alpha0, acc0)`` on the flat layout
+    (``cells = (y, b)`` per cell; ``laplace``: whether each cell's noise is of a Laplace
+    kind). ``n`` is the primal
     point ``n_lambda`` of the final ``lambda``, so that ``theta + grad_n log p(y | n) = theta
     + lambda`` exactly (NLBP's ``theta'``; ``N mu(theta + lambda)`` differs from it by the
     residual, ``delta = |grad D|_inf / N``). Started from the better (lower ``D``) of
     ``lambda = grad log p(y | n0)`` and ``lambda = 0`` (far from ``y`` the first is huge and
     Newton stalled)."""
 
-    def loop(theta, y, n0, total, tol, scales, alpha0=0.5, acc0=None):
-        flat_theta = concat_tables(theta)
-        cells = _cells(kinds, smoothing, shapes, scales, y)
+    def loop(theta, cells, n0, total, tol, alpha0=0.5, acc0=None):
+        y, b = cells
+        cells = (jnp.asarray(laplace), b, smoothing * b, y)
 
         def margs(lam):
-            m, log_z, _ = bp(unflatten_tables(flat_theta + lam, shapes))
-            return concat_tables(m), log_z
+            m, log_z, _ = bp(theta + lam)
+            return m, log_z
 
         def dual(lam):
             mu, log_z = margs(lam)
             phi, n_lam, curv, _ = dual_terms(*cells, lam)
             return total * log_z + jnp.sum(phi), total * mu - n_lam, mu, curv
 
-        lam0 = _start(*cells, concat_tables(n0))
+        lam0 = _start(*cells, n0)
         value, grad, mu, curv = dual(lam0)
         zero = jnp.zeros_like(lam0)  # lambda = 0: theta's own marginals, n_0 = y
         v0, g0, mu0, c0 = dual(zero)
@@ -120,7 +111,7 @@ def newton_loop(bp, kinds, smoothing, shapes, max_iters):
 
         state = (lam0, value, grad, mu, curv, 0, 1)
         lam, _, grad, _, _, _, passes = jax.lax.while_loop(cond, body, state)
-        n = unflatten_tables(dual_terms(*cells, lam)[1], shapes)
+        n = dual_terms(*cells, lam)[1]
         return n, jnp.max(jnp.abs(grad)) / total, passes, alpha0, acc0
 
     return loop

@@ -10,9 +10,9 @@ by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
 ``n' = N * BP(theta')``, ``n <- (1 - alpha) n + alpha n'``. BP is an inference backend
 (:mod:`pgm_dp.inference.backend`): the exact junction tree (``inference="junction_tree"``),
 damped loopy BP (``"loopy_bp"``) or its convex, tree-reweighted variant (``"trw_bp"``: a
-unique BP fixed point, a smooth EM objective). A backend whose program reads one flat vector
-(``Backend.flat``) gets the release and the statistics in that layout, and carries its warm
-state (loopy BP's messages) from one call to the next.
+unique BP fixed point, a smooth EM objective). Every backend program reads and returns the
+flat vector of all cliques' cells (:mod:`pgm_dp.models.tables`), the E-step's one layout,
+and carries its warm state (loopy BP's messages) from one call to the next.
 Design choices and their measurements: ``docs/cgm_em.md``.
 
 >>> from pgm_dp.models import third_order_chain
@@ -27,7 +27,7 @@ Design choices and their measurements: ``docs/cgm_em.md``.
 from __future__ import annotations
 
 import functools
-import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,20 +36,26 @@ import numpy as np
 from ..._config import jit_program
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import concat_tables, flatten_tables, unflatten_tables
-from ...privacy.measurements import flat_release
-from ..base import check_release_matches
+from ...models.tables import flatten_tables, unflatten_tables
+from ...privacy.noise import LAPLACE_KINDS
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
-from .noise import flat_noise, noise_log_density
+from .noise import flat_noise
 
-__all__ = ["clique_statistics", "nlbp", "nlbp_programs", "prepare", "start_statistics"]
+__all__ = [
+    "Evaluation",
+    "check_nlbp_options",
+    "clique_statistics",
+    "nlbp",
+    "nlbp_programs",
+    "prepare",
+    "start_statistics",
+]
 
 
 def clique_statistics(mrf: MarkovRandomField, n) -> list:
-    """E-step statistics (per clique, or one flat vector: ``Backend.flat``) as clique
-    tables."""
-    return unflatten_tables(concat_tables(n), tuple(mrf.domain.sizes(c) for c in mrf.cliques))
+    """E-step statistics (the flat vector) as clique tables."""
+    return unflatten_tables(n, tuple(mrf.domain.sizes(c) for c in mrf.cliques))
 
 
 def _safeguarded_step(state, f, curvature, damping):
@@ -79,78 +85,82 @@ def _safeguarded_step(state, f, curvature, damping):
     return x, acc, resid, alpha, it + 1, checked
 
 
-def _nlbp_loop(bp, noise, shapes, damping, max_iters, memory, warm0=()):
-    """Alg. 1 as a ``lax.while_loop``: ``(theta, y, n0, N, tol, scales, alpha0, acc0) ->
-    (n, delta, iterations, alpha, Anderson state, *warm)``. ``noise``: :func:`.noise.flat_noise`
-    of the structure. The iterate is the flat vector of all cliques' statistics
-    (:mod:`pgm_dp.models.tables`): the noise model's gradient and curvature are one
-    elementwise kernel each on it, and only BP sees clique tables. The map is Alg. 1's
-    (``theta' = theta + grad_n log p(y | n)``, ``n' = N BP(theta')``) cell for cell, so
+def _nlbp_loop(bp, noise, damping, max_iters, memory, warm0=()):
+    """Alg. 1 as a ``lax.while_loop``: ``(theta, cells, n0, N, tol, alpha0, acc0) ->
+    (n, delta, iterations, alpha, Anderson state, *warm)``, all on the flat layout
+    (:mod:`pgm_dp.models.tables`; ``cells = (y, b)``: the release and its noise scale per
+    cell). ``noise``: :func:`.noise.flat_noise` of the structure: the noise model's gradient
+    and curvature are one elementwise kernel each on the flat statistics. The map is Alg.
+    1's (``theta' = theta + grad_n log p(y | n)``, ``n' = N BP(theta')``) cell for cell, so
     its fixed point, the solution of Problem (6), is unchanged. ``warm0``: what ``bp``
     carries from one call to the next (loopy BP: its messages, so each BP starts where the
     last one ended, a few sweeps instead of a cold start's ~100 as ``theta'`` moves little;
     nothing for the junction tree)."""
-    cells_of, gradient, curvature = noise
+    gradient, curvature, _ = noise
 
-    def loop(theta, y, n0, total, tol, scales, alpha0=damping, acc0=None):
-        cells = cells_of(y, scales)  # per-cell release and scales, once per E-step
-        flat_theta = concat_tables(theta)
-
+    def loop(theta, cells, n0, total, tol, alpha0=damping, acc0=None):
         def body(state):
             inner, warm = state
-            shifted = flat_theta + gradient(cells, inner[0])
-            new, _, _, *warm = bp(unflatten_tables(shifted, shapes), *warm)
+            new, _, _, *warm = bp(theta + gradient(cells, inner[0]), *warm)
             c = functools.partial(curvature, cells)
-            f = total * concat_tables(new) - inner[0]  # F(n) - n on the flat statistics
+            f = total * new - inner[0]  # F(n) - n on the flat statistics
             return _safeguarded_step(inner, f, c, damping), tuple(warm)
 
         def cond(state):  # state[0][2]: max |f| at the checked point
             return (state[0][2] / total > tol) & (state[0][4] < max_iters)
 
-        x0 = concat_tables(n0)
         # A history carried over from the last E-step keeps its differences (the map has
         # changed little) but forms none across the two maps.
-        acc0 = anderson_init(x0, memory) if acc0 is None else acc0._replace(started=False)
-        init = (x0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, x0)
+        acc0 = anderson_init(n0, memory) if acc0 is None else acc0._replace(started=False)
+        init = (n0, acc0, jnp.asarray(jnp.inf), jnp.asarray(alpha0), 0, n0)
         inner, warm = jax.lax.while_loop(cond, body, (init, tuple(warm0)))
         _, acc, resid, alpha, iters, checked = inner
-        return unflatten_tables(checked, shapes), resid / total, iters, alpha, acc, *warm
+        return checked, resid / total, iters, alpha, acc, *warm
 
     return loop
 
 
-def _em_objective(bp, noise, loop, kinds, smoothing, shapes, damping, uniform):
-    """The EM objective of ``pgm_dp.learners.cgm.em`` around one NLBP E-step (see there);
-    ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
+class Evaluation(NamedTuple):
+    """One evaluation of the EM objective (flat vectors, traced): ``value``, ``grad``:
+    ``-F / N`` and ``-grad F / N``; ``n``, ``shifted``: the E-step's statistics and
+    ``theta'``; ``alpha``, ``acc``: NLBP's damping and Anderson state to resume from;
+    ``delta``, ``passes``: the E-step's residual per record and BP passes; ``ok``: whether
+    both BP runs of ``F`` converged."""
 
-    def objective(flat_theta, y, n0, last_alpha, total, lam, rho, tol, acc0, scales):
-        """``(report, n*, shifted theta', damping, Anderson state)``; ``report`` is
-        ``-grad F / N`` followed by ``-F / N``, the NLBP delta, its iterations and whether
-        both BP runs of ``F`` converged (one host copy). NLBP starts from ``n0`` and the
-        last E-step's damping regrown by 2. Priors per record: ``lam = tau / N`` (Gaussian;
-        one per cell, or one for all) and ``rho = beta / N`` (conjugate)."""
-        theta = unflatten_tables(flat_theta, shapes)
+    value: jax.Array
+    grad: jax.Array
+    n: jax.Array
+    shifted: jax.Array
+    alpha: jax.Array
+    acc: object
+    delta: jax.Array
+    passes: jax.Array
+    ok: jax.Array
+
+
+def _em_objective(bp, noise, loop, damping, uniform):
+    """The EM objective of ``pgm_dp.learners.cgm.em`` around one E-step (see there);
+    ``uniform``: the flat marginals of the uniform distribution (the conjugate prior's)."""
+    gradient, _, log_density = noise
+
+    def objective(theta, problem, n0, last_alpha, tol, acc0) -> Evaluation:
+        """The :class:`Evaluation` at ``theta`` (flat) of ``problem``
+        (:class:`~pgm_dp.learners.cgm.problem.EMProblem`: the release per cell, ``N`` and
+        the per-record priors ``lam = tau / N``, one per cell or one for all, and ``rho =
+        beta / N``); the E-step starts from ``n0``, the last damping regrown by 2 and
+        ``acc0`` and stops at ``tol``."""
+        cells, total = (problem.y, problem.scale), problem.total
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
-        n, delta, iters, alpha, acc, *warm = loop(theta, y, n0, total, tol, scales, alpha0, acc0)
-        grad_n = noise[1](noise[0](y, scales), concat_tables(n))
-        shifted = unflatten_tables(flat_theta + grad_n, shapes)
+        n, delta, iters, alpha, acc, *warm = loop(theta, cells, n0, total, tol, alpha0, acc0)
+        shifted = theta + gradient(cells, n)
         mu_star, log_z_star, ok, *warm = bp(shifted, *warm)  # loopy: the E-step's messages
         mu, log_z, ok_theta, *_ = bp(theta, *warm)
-        fit = sum(
-            noise_log_density(k, scales[i], smoothing, yc, total * m)
-            for i, (k, yc, m) in enumerate(zip(kinds, y, mu_star, strict=True))
-        )
-        kl = log_z - log_z_star
-        for a, b, m in zip(shifted, theta, mu_star, strict=True):
-            kl = kl + jnp.sum((a - b) * m)
-        value = fit / total - kl - jnp.dot(flat_theta, lam * flat_theta)
-        value = value + rho * (jnp.dot(uniform, flat_theta) - log_z)
-        mu = concat_tables(mu)
-        grad = concat_tables(mu_star) - mu - 2.0 * lam * flat_theta + rho * (uniform - mu)
-        ok = (ok & ok_theta).astype(grad.dtype)
-        tail = jnp.stack([-value, delta, iters.astype(grad.dtype), ok])
-        report = jnp.concatenate([-grad, tail])
-        return report, n, shifted, alpha, acc
+        kl = log_z - log_z_star + jnp.dot(shifted - theta, mu_star)
+        lam, rho = problem.lam, problem.rho
+        value = log_density(cells, total * mu_star) / total - kl - jnp.dot(theta, lam * theta)
+        value = value + rho * (jnp.dot(uniform, theta) - log_z)
+        grad = mu_star - mu - 2.0 * lam * theta + rho * (uniform - mu)
+        return Evaluation(-value, -grad, n, shifted, alpha, acc, delta, iters, ok & ok_theta)
 
     return objective
 
@@ -168,75 +178,71 @@ def nlbp_programs(
     memory,
     estep="nlbp",
 ):
-    """Jit-compiled E-step loop and EM objective for one structure, inference backend
-    (``inference``, a :class:`~pgm_dp.inference.backend.Backend`) and noise family per clique
-    (``kinds``). Noise scales and the E-step tolerance are arguments, so releases at other
-    budgets share the programs and an E-step's accuracy can change between calls.
-    ``estep``: ``"nlbp"`` (Alg. 1) or ``"newton"`` (:mod:`.newton`, exact backends only)."""
+    """The E-step loop (jit-compiled) and the EM objective (traceable, for the compiled
+    programs of :mod:`.compiled`) for one structure, inference backend (``inference``, a
+    :class:`~pgm_dp.inference.backend.Backend`) and noise family per clique (``kinds``).
+    Noise scales and the E-step tolerance are arguments, so releases at other budgets share
+    the programs and an E-step's accuracy can change between calls. ``estep``: ``"nlbp"``
+    (Alg. 1) or ``"newton"`` (:mod:`.newton`, exact backends only)."""
     bp = inference.program(domain, cliques, max_cells)
-    shapes = tuple(domain.sizes(c) for c in cliques)
-    uniform = jnp.concatenate([jnp.full(domain.size(c), 1.0 / domain.size(c)) for c in cliques])
-    if inference.flat:  # one table of all cells; scales come one per cell
-        shapes, kinds = ((sum(domain.size(c) for c in cliques),),), kinds[:1]
-
-    noise = flat_noise(kinds, smoothing, [math.prod(sh) for sh in shapes])
+    sizes = [domain.size(c) for c in cliques]
+    uniform = jnp.concatenate([jnp.full(k, 1.0 / k) for k in sizes])
+    noise = flat_noise(kinds, smoothing, sizes)
     if estep == "newton":
-        loop = newton_loop(bp, kinds, smoothing, shapes, max_iters)
+        laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], sizes)
+        loop = newton_loop(bp, laplace, smoothing, max_iters)
     else:  # warm-started from the last BP's state (loopy BP: messages) within the E-step
         warm0 = inference.warm_start(domain, cliques)
-        loop = _nlbp_loop(bp, noise, shapes, damping, max_iters, memory, warm0)
-    objective = _em_objective(bp, noise, loop, kinds, smoothing, shapes, damping, uniform)
-    return jit_program(loop), jit_program(objective)
+        loop = _nlbp_loop(bp, noise, damping, max_iters, memory, warm0)
+    return jit_program(loop), _em_objective(bp, noise, loop, damping, uniform)
 
 
-def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
-    """Validate ``release`` against ``mrf`` and the NLBP settings (``inference``: a backend
-    or its name); return the compiled programs, the noisy tables and the noise scales (both
-    on the device once)."""
-    check_release_matches(release, mrf)
+def check_nlbp_options(damping, smoothing, anderson, estep, inference: Backend) -> None:
+    """A ``ValueError`` for NLBP settings out of range (``inference``: a backend)."""
     if not 0 < damping <= 1:
         raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
     if smoothing <= 0:
         raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    inference = get_backend(inference)
     if int(anderson) != anderson or anderson < 0:
         raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
     if estep not in ("nlbp", "newton") or (estep == "newton" and not inference.exact):
         raise ValueError(f"estep must be 'nlbp', or 'newton' with exact BP, got {estep!r}")
-    view = flat_release(release, mrf.cliques)
-    if np.any(view.scales <= 0):
-        raise ValueError("NLBP needs a release with positive noise scale")
-    kinds = view.kinds
-    if inference.flat and len(set(kinds)) > 1:
-        raise ValueError(f"NLBP with {inference.name} needs one noise kind for all cliques")
-    programs = nlbp_programs(
+
+
+def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
+    """Validate ``release`` against ``mrf`` and the NLBP settings (``inference``: a backend
+    or its name) through :meth:`~.problem.EMProblem.build`; return the compiled E-step loop
+    and the release per cell ``(y, b)`` (flat, on the device once): :func:`nlbp`'s
+    arguments."""
+    from .em import CGMEM  # the learner's options are the E-step's (a cycle at import)
+    from .problem import EMProblem
+
+    inference = get_backend(inference)
+    options = CGMEM(
+        inference=inference, damping=damping, smoothing=smoothing, nlbp_max_iters=max_iters,
+        nlbp_anderson=anderson, estep=estep,
+    )  # fmt: skip
+    problem = EMProblem.build(release, mrf, options, inference)
+    loop, _ = nlbp_programs(
         mrf.domain,
         mrf.cliques,
         mrf.max_cells,
-        kinds,
+        problem.kinds,
         float(smoothing),
         float(damping),
         int(max_iters),
         inference,
         int(anderson),
-        estep,
+        problem.estep,
     )
-    if inference.flat:  # one vector of all cells, and a noise scale per cell
-        y, scales = [view.y], view.scale[None, :]
-    else:
-        y, scales = view.tables(), view.scales
-    return programs, [jnp.asarray(t) for t in y], jnp.asarray(scales)
+    return loop, (problem.y, problem.scale)
 
 
-def start_statistics(mrf: MarkovRandomField, total: float, inference: str | Backend) -> list:
-    """``N`` times the model's clique marginals: NLBP's default starting statistics (in the
-    backend's layout)."""
-    inference = get_backend(inference)
+def start_statistics(mrf: MarkovRandomField, total: float, inference: Backend) -> jax.Array:
+    """``N`` times the model's clique marginals (flat): NLBP's default starting
+    statistics."""
     margs = mrf.marginals(inference)
-    tables = [total * np.asarray(margs[c]) for c in mrf.cliques]
-    if inference.flat:
-        return [jnp.asarray(flatten_tables(tables))]
-    return [jnp.asarray(t) for t in tables]
+    return jnp.asarray(total * flatten_tables([margs[c] for c in mrf.cliques]))
 
 
 def nlbp(
@@ -268,18 +274,14 @@ def nlbp(
     is reliable: see ``docs/cgm_em.md``.
     """
     inference = get_backend(inference)
-    (loop, _), y, scales = prepare(mrf, release, damping, smoothing, max_iters, inference, anderson)
+    loop, cells = prepare(mrf, release, damping, smoothing, max_iters, inference, anderson)
     total = float(release.total)
     if init is None:
         n0 = start_statistics(mrf, total, inference)
     else:
-        n0 = [jnp.asarray(init[c], dtype=jnp.float64) for c in mrf.cliques]
-        n0 = [concat_tables(n0)] if inference.flat else n0
-    theta = list(mrf.log_potentials)
-    theta = [concat_tables(theta)] if inference.flat else theta
-    n, delta, iters, alpha, *_ = loop(
-        theta, y, n0, jnp.asarray(total), jnp.asarray(float(tol)), scales
-    )
+        n0 = jnp.asarray(flatten_tables([init[c] for c in mrf.cliques]), dtype=jnp.float64)
+    theta = jnp.asarray(flatten_tables(mrf.log_potentials))
+    n, delta, iters, alpha, *_ = loop(theta, cells, n0, jnp.asarray(total), jnp.asarray(tol))
     n = clique_statistics(mrf, n)
     stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
     return stats, {

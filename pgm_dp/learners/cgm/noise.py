@@ -48,20 +48,14 @@ def noise_log_density(kind: str, scale: float, smoothing: float, y, n):
 
 def flat_noise(kinds, smoothing: float, sizes):
     """The noise model on the flat vector of all cliques' cells (the E-step's layout):
-    ``cells(y_tables, scales) -> (y, b)`` per cell, built once per E-step (``scales``: one
-    per clique, or one row of one per cell), then ``gradient(cells, n)`` and
-    ``curvature(cells, n)`` elementwise on the flat statistics: one fused kernel each
-    instead of one per clique, :func:`noise_gradient`'s and :func:`noise_curvature`'s
-    values (the same elementwise functions of :mod:`pgm_dp.privacy.noise`)."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], sizes)
-    segment = np.repeat(np.arange(sizes.size), sizes)  # a gather, not a traced repeat
-
-    def cells(y, scales):
-        y = jnp.concatenate([jnp.ravel(t) for t in y])
-        scales = jnp.asarray(scales)
-        b = scales[0] if scales.ndim == 2 else scales[segment]  # per cell, or per clique
-        return y, b
+    ``gradient(cells, n)``, ``curvature(cells, n)`` elementwise and ``log_density(cells,
+    n)`` summed, with ``cells = (y, b)`` the release and its noise scale per cell
+    (:class:`~pgm_dp.learners.cgm.problem.EMProblem`'s ``y`` and ``scale``) and ``kinds``
+    the noise kind of each clique of ``sizes`` cells: one fused kernel each instead of one
+    per clique, :func:`noise_gradient`'s, :func:`noise_curvature`'s and
+    :func:`noise_log_density`'s values (the same elementwise functions of
+    :mod:`pgm_dp.privacy.noise`)."""
+    laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], np.asarray(sizes, dtype=np.int64))
 
     def per_kind(fn):
         def apply(cells, n):
@@ -73,4 +67,9 @@ def flat_noise(kinds, smoothing: float, sizes):
 
         return apply
 
-    return cells, per_kind(log_density_gradient), per_kind(log_density_curvature)
+    kernel = per_kind(log_density_kernel)
+    return (
+        per_kind(log_density_gradient),
+        per_kind(log_density_curvature),
+        lambda cells, n: jnp.sum(kernel(cells, n)),
+    )

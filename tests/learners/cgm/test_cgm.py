@@ -16,14 +16,18 @@ from pgm_dp import (
     release_marginals,
     sufficient_statistics,
 )
+from pgm_dp.inference.backend import get_backend
 from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.learners.cgm import CGMEM, nlbp
 from pgm_dp.learners.cgm.conditioning import shrunk_marginals
+from pgm_dp.learners.cgm.nlbp import clique_statistics, prepare, start_statistics
 from pgm_dp.learners.cgm.nlbp import nlbp_programs as _programs
-from pgm_dp.learners.cgm.nlbp import prepare, start_statistics
+from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.learners.mle import fit_marginals
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
+from pgm_dp.models.tables import flatten_tables
+from pgm_dp.privacy.measurements import flat_release
 
 # These tests pin CGM-EM's numerics in the paper's setting, N public (Bernstein et al.); the
 # library's default estimates N from the noisy tables instead.
@@ -197,11 +201,13 @@ def test_auto_init_starts_from_the_mle_of_the_shrunk_tables(rng):
     data = theta.sample(5000, rng=3)
     for epsilon in (10.0, 0.1):  # N / b^2 = 125,000 and 12.5
         release = release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
-        targets = shrunk_marginals(release)
+        targets = shrunk_marginals(flat_release(release, theta.cliques))
         for table in targets.values():
             assert np.all(table > 0) and table.sum() == pytest.approx(1.0)
         ref = fit_marginals(theta.replace(None), targets, l2=1e-4, tol=1e-4).model
-        start = CGMEM()._start(release, theta)
+        backend = get_backend("junction_tree")
+        problem = EMProblem.build(release, theta, CGMEM(), backend)
+        start = CGMEM()._start(problem, theta, backend)
         for a, b in zip(start.log_potentials, ref.log_potentials, strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b))
     with pytest.raises(ValueError, match="init"):
@@ -236,8 +242,9 @@ def test_auto_e_step_is_newton_where_the_largest_released_count_is_stiff(rng):
             float(np.max(release.noisy[c])) / release.noise[c].scale ** 2 for c in theta.cliques
         )
         assert (stiffness > 1e3) == (method == "newton")
-        assert CGMEM()._estep(release) == method
-        assert CGMEM(inference="loopy_bp")._estep(release) == "nlbp"
+        exact, loopy = get_backend("junction_tree"), get_backend("loopy_bp")
+        assert EMProblem.build(release, theta, CGMEM(), exact).estep == method
+        assert EMProblem.build(release, theta, CGMEM(), loopy).estep == "nlbp"
 
 
 def test_default_prior_variance_is_that_of_a_log_dirichlet_1_entry(rng):
@@ -271,13 +278,13 @@ def test_dual_newton_e_step_solves_problem_6(rng, mechanism, budget):
     release = release_marginals(
         theta.sample(200, rng=1), theta, budget=budget, mechanism=mechanism, rng=2
     )
-    (loop, _), y, scales = prepare(theta, release, 0.5, 0.5, 200, "junction_tree", 0, "newton")
-    n0 = start_statistics(theta, float(release.total), "junction_tree")
-    args = (jnp.asarray(float(release.total)), jnp.asarray(1e-12), scales)
-    n, delta, *_ = loop(list(theta.log_potentials), y, n0, *args)
+    loop, cells = prepare(theta, release, 0.5, 0.5, 200, "junction_tree", 0, "newton")
+    n0 = start_statistics(theta, float(release.total), get_backend("junction_tree"))
+    flat_theta = jnp.asarray(flatten_tables(theta.log_potentials))
+    n, delta, *_ = loop(flat_theta, cells, n0, float(release.total), 1e-12)
     assert float(delta) <= 1e-12
     ref = _problem6_by_optimiser(theta, release, smoothing=0.5)
-    for c, table in zip(theta.cliques, n, strict=True):
+    for c, table in zip(theta.cliques, clique_statistics(theta, n), strict=True):
         np.testing.assert_allclose(np.asarray(table), ref[c], atol=1e-5 * release.total)
 
 
@@ -307,25 +314,30 @@ def test_dual_newton_e_step_converges_from_a_start_far_from_the_release():
     truth = erdos_renyi(5, 2, rng=np.random.default_rng(1))
     data = truth.sample(1_000_000, rng=2)
     release = release_marginals(data, truth, budget=ZCDP(5.0), mechanism="gaussian", rng=3)
-    (loop, _), y, scales = prepare(truth, release, 0.5, 1.0, 500, "junction_tree", 0, "newton")
+    loop, cells = prepare(truth, release, 0.5, 1.0, 500, "junction_tree", 0, "newton")
     total = float(release.total)
     uniform = truth.replace(None)
-    n0 = start_statistics(uniform, total, "junction_tree")
-    args = (jnp.asarray(total), jnp.asarray(1e-10), scales)
-    _, delta, *_ = loop(list(uniform.log_potentials), y, n0, *args)
+    n0 = start_statistics(uniform, total, get_backend("junction_tree"))
+    flat_theta = jnp.asarray(flatten_tables(uniform.log_potentials))
+    _, delta, *_ = loop(flat_theta, cells, n0, total, 1e-10)
     assert float(delta) <= 1e-10
 
 
 def test_stopping_rule_in_counts_allows_the_cells_noise_standard_deviation():
     """``N |grad_i| <= count_tol sqrt(1 + n_i + v_i)``, ``v_i`` the release's noise variance
     in the cell (``EMProblem.floor = 1 + v``); ``floor = 1`` is the sampling-only rule."""
-    from pgm_dp.learners.cgm.em import EMProblem, EMState
+    from pgm_dp.learners.cgm.problem import em_init
 
-    problem = EMProblem(None, [], None, 1000.0, 0.0, tol=1.0, floor=np.array([1.0, 201.0]))
-    state = EMState([np.zeros(2)], None, None, grad=np.array([1e-5, 1e-4]))
-    assert CGMEM(count_tol=0.01).done(problem, state)  # 0.01 and 0.1 / sqrt(201) counts
-    assert not CGMEM(count_tol=0.01).done(problem._replace(floor=1.0), state)
-    assert not CGMEM(count_tol=0.005).done(problem, state)
+    one = np.float64(1.0)
+    problem = EMProblem(
+        y=None, scale=None, laplace=None, floor=np.array([1.0, 201.0]), lam=None,
+        targets=None, total=1000.0, rho=0.0, tol=one, estep_tol=one, count_tol=0.01,
+        forcing=0.0, max_iters=1,
+    )  # fmt: skip
+    state = em_init(np.zeros(2), np.zeros(2), 0, 0.5)._replace(pgrad=np.array([1e-5, 1e-4]))
+    assert CGMEM().done(problem, state)  # 0.01 and 0.1 / sqrt(201) counts
+    assert not CGMEM().done(problem.replace(floor=np.ones(2)), state)
+    assert not CGMEM().done(problem.replace(count_tol=0.005), state)
 
 
 def test_large_n_fits_converge_in_counts_not_only_per_record():
@@ -396,11 +408,11 @@ def test_auto_pseudo_count_keeps_a_swamped_release_from_collapsing_the_model():
     release = release_marginals(truth.sample(3000, rng=1), truth, budget=PureDP(0.01), rng=10)
     uniform = kl_divergence(truth, truth.replace(None))
     auto = CGMEM(pseudo_count="auto")
-    assert auto.pseudo_records(truth, release) == pytest.approx(0.1 * 25)
+    assert auto.pseudo_records(truth, flat_release(release)) == pytest.approx(0.1 * 25)
     assert kl_divergence(truth, auto.fit(release, truth).model) < 1.05 * uniform
     gaussian_only = CGMEM(pseudo_count=0.0).fit(release, truth)
     assert kl_divergence(truth, gaussian_only.model) > 1.2 * uniform
     quiet = release_marginals(truth.sample(3000, rng=1), truth, budget=PureDP(1.0), rng=10)
-    assert auto.pseudo_records(truth, quiet) == pytest.approx(0.1 * 25 * 18**2 / 3000)
+    assert auto.pseudo_records(truth, flat_release(quiet)) == pytest.approx(0.1 * 25 * 18**2 / 3000)
     with pytest.raises(ValueError, match="pseudo_count"):
         CGMEM(pseudo_count="some").fit(release, truth)

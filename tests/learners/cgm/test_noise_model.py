@@ -79,8 +79,9 @@ def test_flat_noise_model_is_the_per_clique_one(rng, kinds):
     y = [rng.normal(40, 20, size=s) for s in shapes]
     n = [rng.normal(40, 20, size=s) for s in shapes]
     scales, smoothing = rng.uniform(1, 5, size=len(kinds)), 0.7
-    cells, gradient, curvature = flat_noise(kinds, smoothing, [np.prod(s) for s in shapes])
-    at = cells(y, jnp.asarray(scales))
+    sizes = [int(np.prod(s)) for s in shapes]
+    gradient, curvature, log_density = flat_noise(kinds, smoothing, sizes)
+    at = (np.concatenate([t.ravel() for t in y]), jnp.asarray(np.repeat(scales, sizes)))
     flat_n = np.concatenate([t.ravel() for t in n])
     per = list(zip(kinds, scales, y, n, strict=True))
     expect = [noise_gradient(k, b, smoothing, yc, nc) for k, b, yc, nc in per]
@@ -89,3 +90,5 @@ def test_flat_noise_model_is_the_per_clique_one(rng, kinds):
     expect = [noise_curvature(k, b, smoothing, yc, nc) for k, b, yc, nc in per]
     got = curvature(at, flat_n)
     np.testing.assert_allclose(got, np.concatenate([np.ravel(e) for e in expect]), rtol=1e-13)
+    expect = [noise_log_density(k, b, smoothing, yc, nc) for k, b, yc, nc in per]
+    np.testing.assert_allclose(log_density(at, flat_n), sum(expect), rtol=1e-13)
