@@ -120,3 +120,184 @@ def test_debias_never_raises_on_extreme_released_weights():
     W = np.random.default_rng(0).normal(0.0, 1e6, (4, 5))
     out = debias(W, 1e-9)
     assert out.shape == W.shape and np.all(np.isfinite(out))
+
+
+# -- 5. fit_table: refusals after a charge -------------------------------------------------------
+CITIES = ["Lyon", "Nice", "Paris", "Lille", "Metz"]
+SPEC = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,
+        "smoker": ["no", "yes"]}  # fmt: skip
+
+
+def _people(n: int, seed: int = 0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 90, n)
+    smoker = np.where(rng.random(n) < np.where(age < 40, 0.6, 0.15), "yes", "no")
+    return pd.DataFrame({"age": age, "city": rng.choice(CITIES, n), "smoker": smoker,
+                         "visits": rng.integers(0, 7, n)})  # fmt: skip
+
+
+def _fit(df, spec, budget, **options):
+    from pgm_dp.workflow import fit_table
+
+    acc = Accountant(budget)
+    return fit_table(df, spec, budget=budget, rng=0, accountant=acc, **options), acc
+
+
+def test_a_workload_that_leaves_out_a_column_fits_it_as_measured():
+    """Before: the one-way tables were charged, then AIM refused the workload."""
+    from pgm_dp import PureDP
+
+    tf, acc = _fit(_people(600), SPEC, PureDP(1.0), workload=[("age", "city")], max_rounds=3)
+    assert {("smoker",), ("visits",)} <= set(tf.release.cliques)
+    assert acc.spent.epsilon <= 1.0
+
+
+def test_a_one_column_declaration_is_refused_before_any_charge():
+    from pgm_dp import PureDP
+    from pgm_dp.workflow import fit_table
+
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(ValueError, match="needs 2 columns"):
+        fit_table(_people(600)[["age"]], {"age": SPEC["age"]}, budget=PureDP(1.0),
+                  accountant=acc, rng=0)  # fmt: skip
+    assert acc.charges == ()
+
+
+def test_one_column_left_after_dropping_identifiers_fits_the_one_way_table():
+    """Before: the one-way table was charged, then AIM refused a table of one column."""
+    from pgm_dp import PureDP
+
+    df = _people(600)[["age"]].assign(caseid=[f"id{i}" for i in range(600)])
+    tf, acc = _fit(df, {"age": SPEC["age"]}, PureDP(1.0), drop_identifiers=True)
+    assert tf.release.cliques == (("age",),) and tf.selection.cliques == ()
+    assert any("AIM did not run" in note for note in tf.report["notes"])
+    assert 0 < acc.spent.epsilon < 1.0  # the rest is not spent
+
+
+def test_every_pair_too_large_after_compression_fits_the_one_way_tables():
+    """Before: DomainError (every 2-way marginal above the workload's cell limit) after the
+    one-way release that decided the compressed domain."""
+    import pandas as pd
+
+    from pgm_dp import PureDP
+
+    i = np.arange(12_000)
+    df = pd.DataFrame({"x": i % 120, "y": (7 * i) % 121})
+    spec = {"x": list(range(120)), "y": list(range(121))}
+    tf, acc = _fit(df, spec, PureDP(1.0))
+    assert set(tf.release.cliques) == {("x",), ("y",)}
+    assert any("AIM did not run" in note for note in tf.report["notes"])
+
+
+def test_an_approx_dp_accountant_with_private_quantiles_is_planned_before_the_first_charge():
+    """Before: 8 charges (7 quantiles, the one-way tables), then BudgetExceededError: the
+    accountant added the quantiles' pure epsilon apart from the rho the plan converted to."""
+    from pgm_dp import ApproxDP
+
+    spec = dict(SPEC, age={"bounds": [18, 90]})
+    tf, acc = _fit(_people(600), spec, ApproxDP(1.0, 1e-6), max_rounds=3)
+    assert len(acc.charges) == 1 and isinstance(acc.charges[0].cost, ZCDP)
+    assert acc.spent.epsilon <= 1.0 and acc.spent.delta <= 1e-6
+    assert any(s["step"].startswith("prepare: private quantiles") for s in tf.report["steps"])
+
+
+def test_a_bad_estimator_is_refused_before_any_charge():
+    from pgm_dp import PureDP
+    from pgm_dp.workflow import fit_table
+
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(ValueError, match="estimator"):
+        fit_table(_people(300), SPEC, budget=PureDP(1.0), accountant=acc, estimator=3)
+    assert acc.charges == ()
+
+
+# -- 10. the spent budget composes to at most the total, exactly ---------------------------------
+def test_aim_last_round_takes_exactly_what_is_left():
+    from fractions import Fraction
+
+    from pgm_dp.privacy.select.schedule import Schedule
+
+    for notion in ("pure", "zcdp"):
+        s = Schedule(notion, 1.0, 10)
+        used = Fraction(0.3) + Fraction(0.1) + Fraction(0.2) + Fraction(1 / 3)
+        measure, select, last = s.next(used, (0.3, 0.1))
+        assert last and used + Fraction(measure) + Fraction(select) <= 1
+        eps = s.selection_epsilon(select)
+        assert (eps**2 / 8 if notion == "zcdp" else eps) <= select
+
+
+@pytest.mark.parametrize("eps", [1.0])
+def test_a_pure_fit_spends_at_most_its_budget_exactly(eps):
+    """Before: PureDP(1.0000000000000002) spent (and printed) for PureDP(1.0)."""
+    from fractions import Fraction
+
+    from pgm_dp import PureDP
+
+    spec = {"age": {"bins": [18, 30, 45, 60, 90]}, "visits": list(range(7)), "city": CITIES,
+            "smoker": ["no", "yes"]}  # fmt: skip
+    tf, acc = _fit(_people(1000, seed=3), spec, PureDP(eps))
+    assert sum(Fraction(c.cost.epsilon) for c in acc.charges) <= Fraction(eps)
+    assert acc.spent.epsilon <= eps and tf.report["budget_spent"] == str(acc.spent)
+
+
+# -- 7. PSGD: the count of N charged, then calibration failed ------------------------------------
+def _psgd_problem():
+    from pgm_dp import Domain
+    from pgm_dp.models import MarkovRandomField
+
+    mrf = MarkovRandomField(Domain(["A", "B"], [2, 2]), [("A", "B")])
+    return np.random.default_rng(0).integers(0, 2, (500, 2)), mrf
+
+
+def test_psgd_at_a_tiny_epsilon_fits_instead_of_failing_after_the_count():
+    """Before: the noisy N was charged, then ApproxDP(0.0, delta) (the accounting's epsilon
+    of so much noise) raised."""
+    from pgm_dp import ApproxDP
+    from pgm_dp.learners.psgd import PSGD
+
+    data, mrf = _psgd_problem()
+    acc = Accountant(ApproxDP(1e-3, 1e-5))
+    fit = PSGD(epochs=1).fit(data, mrf, budget=ApproxDP(1e-3, 1e-5), rng=0, accountant=acc)
+    assert len(acc.charges) == 2 and 0 < fit.info["spent"].epsilon <= 1e-3
+
+
+def test_psgd_calibrates_before_the_count_is_charged(monkeypatch):
+    import pgm_dp.learners.psgd as psgd
+    from pgm_dp import ApproxDP
+    from pgm_dp.errors import PrivacyParameterError
+
+    def refuse(*args, **kwargs):
+        raise PrivacyParameterError("no noise multiplier meets the target")
+
+    monkeypatch.setattr(psgd, "calibrate_noise_multiplier", refuse)
+    data, mrf = _psgd_problem()
+    acc = Accountant(ApproxDP(1.0, 1e-5))
+    with pytest.raises(PrivacyParameterError):
+        psgd.PSGD(epochs=1).fit(data, mrf, budget=ApproxDP(1.0, 1e-5), rng=0, accountant=acc)
+    assert acc.charges == ()
+
+
+# -- 8. a saved model lifts the memory guard -----------------------------------------------------
+def test_a_loaded_model_never_widens_max_cells(tmp_path):
+    import json
+    import zipfile
+
+    from pgm_dp.inference.junction_tree import DEFAULT_MAX_CELLS
+    from pgm_dp.io import load, save
+    from pgm_dp.models import third_order_chain
+
+    path = save(third_order_chain(4, 2, rng=0), tmp_path / "m.npz")
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    meta = json.loads(np.load(path)["__meta__"].item())
+    meta["max_cells"] = 2**62  # crafted: lift the guard
+    crafted = dict(np.load(path))
+    crafted["__meta__"] = np.array(json.dumps(meta))
+    assert "__meta__.npy" in members
+    np.savez(tmp_path / "crafted.npz", **crafted)
+    assert load(tmp_path / "crafted.npz").max_cells == DEFAULT_MAX_CELLS
+    narrower = dict(crafted, __meta__=np.array(json.dumps(dict(meta, max_cells=1000))))
+    np.savez(tmp_path / "narrow.npz", **narrower)
+    assert load(tmp_path / "narrow.npz").max_cells == 1000  # narrowing is kept
