@@ -268,9 +268,11 @@ def _declared_columns(df, spec) -> list:
         isinstance(spec.get(c), str) and spec.get(c) == "drop")]  # fmt: skip
 
 
-def _check_aim_options(df, spec, workload, max_model_size, max_rounds, estimator) -> None:
-    """AIM's options, checked before the preparation spends anything (AIM checks them
-    again on the prepared domain): everything the declaration decides."""
+def _check_aim_options(df, spec, options, compress=None) -> None:
+    """AIM's options ``(workload, max_model_size, max_rounds, estimator)``, checked before the
+    preparation spends anything (AIM checks them again on the prepared domain): everything
+    the declaration decides."""
+    workload, max_model_size, max_rounds, estimator = options
     if estimator is not None and not callable(estimator):
         raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
     size = max_model_size
@@ -280,22 +282,27 @@ def _check_aim_options(df, spec, workload, max_model_size, max_rounds, estimator
         isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
     ):
         raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    kept = _declared_columns(df, spec)
     if workload is None or isinstance(workload, str):
         if workload not in (None, "2way", "3way"):
             raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
-        k, kept = (3 if workload == "3way" else 2), _declared_columns(df, spec)
+        k = 3 if workload == "3way" else 2
         if len(kept) < k:
             raise PrivacyParameterError(
                 f"a {workload or '2way'} workload needs {k} columns or more; the declaration "
                 f"keeps {len(kept)}"
             )
-        return
-    items = workload.keys() if isinstance(workload, Mapping) else workload
-    cols = set(_declared_columns(df, spec))
-    for item in items:
-        unknown = [v for v in _clique_of(item) if v not in cols]
+        used = set(kept)
+    else:
+        items = workload.keys() if isinstance(workload, Mapping) else workload
+        used = {v for item in items for v in _clique_of(item)}
+        unknown = sorted(map(str, used - set(kept)))
         if unknown:
             raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
+    if compress is False and max_rounds is not None and max_rounds < len(used):
+        raise PrivacyParameterError(  # without compression AIM measures every one-way first
+            f"max_rounds={max_rounds} is below the {len(used)} one-way marginals measured first"
+        )
 
 
 class _PlannedRun(Accountant):
@@ -392,8 +399,9 @@ def fit_table(
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant
     )
+    options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
-        _check_aim_options(df, spec, workload, max_model_size, max_rounds, estimator)
+        _check_aim_options(df, spec, options, prepare_options.get("compress"))
     gen = as_generator(rng)
     before = len(acc.charges)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
@@ -402,7 +410,6 @@ def fit_table(
     dom = plan.domain
     notes: list[str] = []
     if selection == "aim":
-        options = (workload, max_model_size, max_rounds, estimator)
         chosen, notes = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         release = chosen.release
     else:

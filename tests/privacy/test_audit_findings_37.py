@@ -203,13 +203,22 @@ def test_an_approx_dp_accountant_with_private_quantiles_is_planned_before_the_fi
     assert any(s["step"].startswith("prepare: private quantiles") for s in tf.report["steps"])
 
 
-def test_a_bad_estimator_is_refused_before_any_charge():
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"estimator": 3}, "estimator"),
+        ({"compress": False, "max_rounds": 2}, "below the 4 one-way marginals"),
+    ],
+)
+def test_what_the_declaration_decides_is_refused_before_any_charge(options, message):
+    """Before: the private quantiles (or the one-way tables) were charged, then AIM refused."""
     from pgm_dp import PureDP
     from pgm_dp.workflow import fit_table
 
     acc = Accountant(PureDP(1.0))
-    with pytest.raises(ValueError, match="estimator"):
-        fit_table(_people(300), SPEC, budget=PureDP(1.0), accountant=acc, estimator=3)
+    spec = dict(SPEC, age={"bounds": [18, 90]})  # private quantiles: charged first
+    with pytest.raises(ValueError, match=message):
+        fit_table(_people(300), spec, budget=PureDP(1.0), accountant=acc, rng=0, **options)
     assert acc.charges == ()
 
 
