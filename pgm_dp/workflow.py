@@ -261,11 +261,10 @@ def _clique_of(item) -> tuple:
 
 
 def _declared_columns(df, spec) -> list:
-    """The columns the declaration keeps (``spec`` may mark some ``"drop"``); dropping
-    identifiers (``drop_identifiers``) can only remove more."""
-    spec = spec if isinstance(spec, Mapping) else {}
-    return [c for c in getattr(df, "columns", ()) if not (
-        isinstance(spec.get(c), str) and spec.get(c) == "drop")]  # fmt: skip
+    """The columns ``spec`` does not mark ``"drop"`` (``drop_identifiers`` may drop more)."""
+    items = spec.items() if isinstance(spec, Mapping) else ()
+    drop = {c for c, v in items if isinstance(v, str) and v == "drop"}
+    return [c for c in getattr(df, "columns", ()) if c not in drop]
 
 
 def _check_aim_options(df, spec, options, compress=None) -> None:
@@ -306,12 +305,9 @@ def _check_aim_options(df, spec, options, compress=None) -> None:
 
 
 class _PlannedRun(Accountant):
-    """The ledger of a run held in zCDP for a caller's ``(ε, δ)`` accountant. Such an
-    accountant adds pure charges (private quantiles) to ``ε`` apart from ``ρ``, so the
-    steps charged one by one would not fit the ``ρ`` the plan converted the budget to. The
-    whole planned ``ZCDP(ρ)`` is charged to the caller's accountant once, at the first
-    charge (so a refusal before it spends nothing), and the steps are recorded here, in
-    zCDP (pure ``ε`` as ``ε²/2``, Zhang et al. Lemma 2.14)."""
+    """A run held in zCDP for a caller's ``(ε, δ)`` accountant, which would add pure charges
+    (private quantiles) to ``ε`` apart from ``ρ``: the planned ``ZCDP(ρ)`` is charged there
+    once, at the first step; the steps are recorded here (pure ``ε`` as ``ε²/2``)."""
 
     def __init__(self, whole: ZCDP, outer: Accountant):
         super().__init__(whole)
@@ -352,8 +348,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
 
 
 def _rest(charges, notion: str, amount: float) -> Budget:
-    """What is left of ``amount`` after ``charges``, rounded down so that the parts never
-    compose to more than the budget (their exact sum, not a rounded one)."""
+    """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
     from .privacy.select.schedule import float_below
 
     parts = [c.cost.to_zcdp().rho if notion == "zcdp" and isinstance(c.cost, PureDP)
@@ -387,10 +382,8 @@ def fit_table(
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
     is a registered release learner. Every input error is raised before the budget is
-    touched; what only the noisy tables decide (the compressed domain leaves AIM nothing
-    to select, a workload names only dropped identifiers) fits the one-way tables (the
-    independent model) with a note in the report instead of raising. ``rng``: leave
-    ``None`` for a real release, seeds are for tests.
+    touched; when the prepared domain leaves AIM nothing to select, the one-way tables are
+    fitted, with a note in the report. ``rng``: ``None`` for a real release (seeds: tests).
     """
     from .fit_report import build_report
     from .models import MarkovRandomField
@@ -434,10 +427,8 @@ def _amount(b: Budget | None, notion: str) -> float:
 
 
 def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
-    """``(ok, workload, notes)``: the workload on the prepared domain, ``ok`` false when
-    AIM has nothing to select there. Only what the declaration could not decide gets here:
-    columns dropped as identifiers (an opted-in read) and the compression (the noisy one-way
-    tables)."""
+    """``(ok, workload, notes)`` on the prepared domain (``ok``: AIM has something to select),
+    for what the declaration could not decide: dropped identifiers, the noisy compression."""
     from .domain import MAX_TABLE_CELLS, check_table_cells
     from .errors import DomainError, ModelTooLargeError
     from .privacy.select import workload_cliques
@@ -447,19 +438,17 @@ def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
     if workload is not None and not isinstance(workload, str):
         items = list(workload.items()) if isinstance(workload, Mapping) else list(workload)
         names = set(dom.attributes)
-        keep = [i for i in items if set(_clique_of(i[0] if isinstance(workload, Mapping)
-                                                   else i)) <= names]  # fmt: skip
+        key = (lambda i: i[0]) if isinstance(workload, Mapping) else (lambda i: i)
+        keep = [i for i in items if set(_clique_of(key(i))) <= names]
         if len(keep) < len(items):
-            notes.append(f"{len(items) - len(keep)} workload marginal(s) name dropped columns: "
-                         "left out")  # fmt: skip
+            notes.append(f"{len(items) - len(keep)} workload marginal(s) left out: dropped")
         workload = dict(keep) if isinstance(workload, Mapping) else keep
     try:
         cliques = workload_cliques(dom, workload)
         check_table_cells(dom, list(candidate_weights(cliques)), MAX_TABLE_CELLS)
     except (DomainError, ModelTooLargeError) as err:
-        notes.append(f"AIM did not run on the prepared domain ({err}): the model is fitted to "
-                     "the one-way tables (the independent model); the rest of the budget is "
-                     "not spent")  # fmt: skip
+        notes.append(f"AIM did not run ({err}): the one-way tables are fitted (the "
+                     "independent model); the rest of the budget is not spent")  # fmt: skip
         return False, workload, notes
     return True, workload, notes
 
@@ -471,10 +460,8 @@ def _one_way_only(plan, measured, rest, notion):
 
     one = plan.one_way
     release = merged_release(measured, plan.domain, budget=one.budget, mechanism=one.mechanism)
-    cliques = tuple(m.clique for m in measured)
-    log = (AIMRound(0, cliques, 0.0, None, 0.0, 0.0, 0.0),)
-    total = _amount(rest, notion)
-    return AIMResult((), release, log, None, rest, notion, total, tuple(measured))
+    log = (AIMRound(0, tuple(m.clique for m in measured), 0.0, None, 0.0, 0.0, 0.0),)
+    return AIMResult((), release, log, None, rest, notion, _amount(rest, notion), tuple(measured))
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
