@@ -127,7 +127,7 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
         "independent_check": check,
         "nonprivate_reads": list(plan.nonprivate_reads),
     }
-    if check is not None and check["worse_than_independent"]:
+    if multi and check is not None and check["worse_than_independent"]:  # else the same model
         warnings.warn(
             f"the fitted model ({learner}) explains the noisy measurements worse than the "
             f"private independent model (misfit S, squared error / noise variance summed over "
@@ -155,6 +155,7 @@ def format_report(report: dict) -> str:
         + ("" if multi is None else f", selected marginals {multi:.4f}")
         + f" (N about {report['n_estimate']:,.0f})"
     )
+    lines += [f"Note: {note}" for note in report.get("notes", ())]
     check = report["independent_check"]
     if check is not None:
         verdict = "WORSE than" if check["worse_than_independent"] else "better than"

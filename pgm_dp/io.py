@@ -18,7 +18,10 @@ must fill exactly its declared member of the archive, object and structured dtyp
 refused, the archive may not expand beyond ``max(16 MiB, 4 x its size)`` (``save`` writes it
 uncompressed), every array is read at most once and only when the metadata refers to it, a
 model's tables must have its cliques' shapes, and a release's tables must be ``int64`` or
-``float64``. Anything else raises :class:`~pgm_dp.errors.DataValidationError`.
+``float64``. Anything else raises :class:`~pgm_dp.errors.DataValidationError`. A file never
+widens a safety limit: a model's stored ``max_cells`` (the most cells of the junction-tree
+tables it may build) is clamped to the library's default (rebuild the model with a larger
+``max_cells`` if you trust the file).
 
 >>> import tempfile, pathlib
 >>> from pgm_dp.models import third_order_chain
@@ -47,6 +50,7 @@ import numpy as np
 
 from .domain import Domain
 from .errors import DataValidationError
+from .inference.junction_tree import DEFAULT_MAX_CELLS
 from .learners.base import Fit
 from .models.mrf import MarkovRandomField
 from .privacy import ZCDP, ApproxDP, NoiseModel, NoisyMarginals, PureDP
@@ -204,7 +208,15 @@ def _model(d: dict, arrays: _Archive) -> MarkovRandomField:
             raise DataValidationError(f"table of {c}: {dtype}{list(shape)}, expected "
                                       f"float64{list(dom.sizes(c))}")  # fmt: skip
         tables.append(arrays.take(key))
-    return MarkovRandomField(dom, cliques, tables, max_cells=d["max_cells"])
+    return MarkovRandomField(dom, cliques, tables, max_cells=_max_cells(d.get("max_cells")))
+
+
+def _max_cells(stored: Any) -> int:
+    """A stored model's memory limit, never wider than the library's default: a file may
+    narrow a safety limit, never lift it (a larger one is clamped to the default)."""
+    if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
+        raise DataValidationError(f"max_cells must be a positive integer, got {stored!r:.40}")
+    return min(stored, DEFAULT_MAX_CELLS)
 
 
 def _write(path: str | os.PathLike, meta: dict, arrays: dict) -> Path:

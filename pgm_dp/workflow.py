@@ -61,6 +61,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -252,9 +253,27 @@ def one_way_measurements(plan) -> list:
     return out
 
 
-def _check_aim_options(df, workload, max_model_size, max_rounds) -> None:
-    """AIM's options, checked before the preparation spends anything (AIM checks them
-    again on the prepared domain)."""
+def _clique_of(item) -> tuple:
+    """The column names of one workload entry (a clique, a name, or ``(clique, weight)``)."""
+    weighted = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple | list)
+    raw = item[0] if weighted else item
+    return (raw,) if isinstance(raw, str) or not hasattr(raw, "__iter__") else tuple(raw)
+
+
+def _declared_columns(df, spec) -> list:
+    """The columns ``spec`` does not mark ``"drop"`` (``drop_identifiers`` may drop more)."""
+    items = spec.items() if isinstance(spec, Mapping) else ()
+    drop = {c for c, v in items if isinstance(v, str) and v == "drop"}
+    return [c for c in getattr(df, "columns", ()) if c not in drop]
+
+
+def _check_aim_options(df, spec, options, compress=None) -> None:
+    """AIM's options ``(workload, max_model_size, max_rounds, estimator)``, checked before the
+    preparation spends anything (AIM checks them again on the prepared domain): everything
+    the declaration decides."""
+    workload, max_model_size, max_rounds, estimator = options
+    if estimator is not None and not callable(estimator):
+        raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
     size = max_model_size
     if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
         raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
@@ -262,18 +281,45 @@ def _check_aim_options(df, workload, max_model_size, max_rounds) -> None:
         isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
     ):
         raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    kept = _declared_columns(df, spec)
     if workload is None or isinstance(workload, str):
         if workload not in (None, "2way", "3way"):
             raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
-        return
-    items = workload.items() if isinstance(workload, Mapping) else workload
-    cols = set(getattr(df, "columns", ()))
-    for item in items:
-        clique = item[0] if isinstance(item, tuple) and len(item) == 2 and isinstance(
-            item[0], tuple | list) else item  # fmt: skip
-        unknown = [v for v in clique if v not in cols]
+        k = 3 if workload == "3way" else 2
+        if len(kept) < k:
+            raise PrivacyParameterError(
+                f"a {workload or '2way'} workload needs {k} columns or more; the declaration "
+                f"keeps {len(kept)}"
+            )
+        used = set(kept)
+    else:
+        items = workload.keys() if isinstance(workload, Mapping) else workload
+        used = {v for item in items for v in _clique_of(item)}
+        unknown = sorted(map(str, used - set(kept)))
         if unknown:
             raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
+    if compress is False and max_rounds is not None and max_rounds < len(used):
+        raise PrivacyParameterError(  # without compression AIM measures every one-way first
+            f"max_rounds={max_rounds} is below the {len(used)} one-way marginals measured first"
+        )
+
+
+class _PlannedRun(Accountant):
+    """A run held in zCDP for a caller's ``(ε, δ)`` accountant, which would add pure charges
+    (private quantiles) to ``ε`` apart from ``ρ``: the planned ``ZCDP(ρ)`` is charged there
+    once, at the first step; the steps are recorded here (pure ``ε`` as ``ε²/2``)."""
+
+    def __init__(self, whole: ZCDP, outer: Accountant):
+        super().__init__(whole)
+        self._outer, self._paid = outer, False
+
+    def charge(self, cost, **kwargs):
+        self.check(cost, what=kwargs.get("what", ""))
+        if not self._paid:
+            self._outer.charge(self.total, what="fit_table: the whole run, planned in zCDP",
+                               mechanism="zCDP composition of the steps", scale=None)  # fmt: skip
+            self._paid = True
+        return super().charge(cost, **kwargs)
 
 
 def _check(budget, selection, learner, share, mst_fraction, accountant):
@@ -296,7 +342,19 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
     whole = PureDP(amount) if notion == "pure" else ZCDP(amount)
     acc = accountant if accountant is not None else Accountant(whole)
     acc.check(whole, what="fit_table")
+    if notion == "zcdp" and isinstance(acc.total, ApproxDP):
+        acc = _PlannedRun(whole, acc)  # the whole spend planned before the first charge
     return spec, (notion, amount, first, rest), acc
+
+
+def _rest(charges, notion: str, amount: float) -> Budget:
+    """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
+    from .privacy.select.schedule import float_below
+
+    parts = [c.cost.to_zcdp().rho if notion == "zcdp" and isinstance(c.cost, PureDP)
+             else _amount(c.cost, notion) for c in charges]  # fmt: skip
+    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(0)))
+    return PureDP(left) if notion == "pure" else ZCDP(left)
 
 
 def fit_table(
@@ -324,7 +382,8 @@ def fit_table(
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
     is a registered release learner. Every input error is raised before the budget is
-    touched; ``rng``: leave ``None`` for a real release, seeds are for tests.
+    touched; when the prepared domain leaves AIM nothing to select, the one-way tables are
+    fitted, with a note in the report. ``rng``: ``None`` for a real release (seeds: tests).
     """
     from .fit_report import build_report
     from .models import MarkovRandomField
@@ -333,17 +392,18 @@ def fit_table(
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant
     )
+    options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
-        _check_aim_options(df, workload, max_model_size, max_rounds)
+        _check_aim_options(df, spec, options, prepare_options.get("compress"))
     gen = as_generator(rng)
+    before = len(acc.charges)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
-    used = _amount(plan.budget_spent, notion)
-    rest = PureDP(amount - used) if notion == "pure" else ZCDP(amount - used)
+    rest = _rest(acc.charges[before:], notion, amount)
     codes = plan.encode(df)
     dom = plan.domain
+    notes: list[str] = []
     if selection == "aim":
-        options = (workload, max_model_size, max_rounds, estimator)
-        chosen = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        chosen, notes = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         release = chosen.release
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
@@ -353,6 +413,7 @@ def fit_table(
     report = {
         **build_report(fit.model, release, plan, chosen, acc, learner, budget),
         "fit_cpu_s": seconds,
+        "notes": notes,
     }
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
@@ -365,6 +426,44 @@ def _amount(b: Budget | None, notion: str) -> float:
     return b.epsilon if notion == "pure" else b.rho
 
 
+def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
+    """``(ok, workload, notes)`` on the prepared domain (``ok``: AIM has something to select),
+    for what the declaration could not decide: dropped identifiers, the noisy compression."""
+    from .domain import MAX_TABLE_CELLS, check_table_cells
+    from .errors import DomainError, ModelTooLargeError
+    from .privacy.select import workload_cliques
+    from .privacy.select.workload import candidate_weights
+
+    notes = []
+    if workload is not None and not isinstance(workload, str):
+        items = list(workload.items()) if isinstance(workload, Mapping) else list(workload)
+        names = set(dom.attributes)
+        key = (lambda i: i[0]) if isinstance(workload, Mapping) else (lambda i: i)
+        keep = [i for i in items if set(_clique_of(key(i))) <= names]
+        if len(keep) < len(items):
+            notes.append(f"{len(items) - len(keep)} workload marginal(s) left out: dropped")
+        workload = dict(keep) if isinstance(workload, Mapping) else keep
+    try:
+        cliques = workload_cliques(dom, workload)
+        check_table_cells(dom, list(candidate_weights(cliques)), MAX_TABLE_CELLS)
+    except (DomainError, ModelTooLargeError) as err:
+        notes.append(f"AIM did not run ({err}): the one-way tables are fitted (the "
+                     "independent model); the rest of the budget is not spent")  # fmt: skip
+        return False, workload, notes
+    return True, workload, notes
+
+
+def _one_way_only(plan, measured, rest, notion):
+    """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
+    from .privacy.select import AIMResult, AIMRound
+    from .privacy.select.estimators import merged_release
+
+    one = plan.one_way
+    release = merged_release(measured, plan.domain, budget=one.budget, mechanism=one.mechanism)
+    log = (AIMRound(0, tuple(m.clique for m in measured), 0.0, None, 0.0, 0.0, 0.0),)
+    return AIMResult((), release, log, None, rest, notion, _amount(rest, notion), tuple(measured))
+
+
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     from .privacy.select import NaiveMLEEstimator, aim, workload_cliques
 
@@ -373,14 +472,18 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
     dom = plan.domain
     measured = one_way_measurements(plan) if plan.one_way is not None else None
+    ok, workload, notes = _usable_workload(dom, workload)
+    if not ok and measured:
+        return _one_way_only(plan, measured, rest, notion), notes
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
         amount = rest.epsilon if notion == "pure" else rest.rho
         rounds = aim_rounds(n_hat, cells, notion, amount, len(dom)) if n_hat else None
-    return aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
-               max_rounds=rounds, measured=measured, progress=progress,
-               estimator=estimator)  # fmt: skip
+    result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
+                 max_rounds=rounds, measured=measured, progress=progress,
+                 estimator=estimator)  # fmt: skip
+    return result, notes
 
 
 def _mst(codes, dom, eps, fraction, gen, acc):

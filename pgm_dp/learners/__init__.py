@@ -174,7 +174,7 @@ register(
         "records",
         "Logistic Ising (output pert.)",
         "per-node L2 logistic regression + Gaussian output perturbation (Chaudhuri et al. "
-        "2011), rho-zCDP",
+        "2011), rho-zCDP for one record replaced (n public)",
     )
 )
 register(

@@ -311,19 +311,15 @@ class PSGD:
         jt = mrf.junction_tree()
         if accountant is not None:
             accountant.check(budget, what="PSGD")  # the count and DP-SGD together
+        dim = sum(math.prod(mrf.domain.sizes(c)) for c in mrf.cliques)
+        if self.total == "private":  # calibrated first, at q = 1 (no amplification: the most
+            target = ApproxDP(budget.epsilon * (1 - self.total_fraction), budget.delta)
+            self._calibrate(float(self.batch_size), target, dim)  # noise), before the count
         n = codes.shape[0]
         n_used, source, target, count_cost = _number_of_records(
             self.total, self.total_fraction, budget, n, gen, accountant
         )
-        q = min(1.0, self.batch_size / n_used)
-        steps = max(1, math.ceil(self.epochs / q))
-        sigma = calibrate_noise_multiplier(target, q, steps, self.accountant_kind)
-        cost = dpsgd_cost(sigma, q, steps, budget.delta, self.accountant_kind)
-        shapes = tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
-        dim = sum(math.prod(s) for s in shapes)
-        # Noise sigma * (clip + slack) on a lattice g Z, the clipped sum rounded to it: the
-        # rounding adds at most g sqrt(dim) = slack to the L2 sensitivity.
-        plan = plan_gaussian(self.clip, 0.5 / sigma**2, size=dim, integer_input=False, bits=14)
+        q, steps, sigma, cost, plan = self._calibrate(n_used, target, dim)
         if accountant is not None:
             accountant.charge(
                 cost, what="PSGD (DP-SGD)", mechanism="subsampled_gaussian", scale=plan.scale
@@ -334,7 +330,7 @@ class PSGD:
         if count_cost is not None:
             spent = ApproxDP(count_cost.epsilon + cost.epsilon, cost.delta)
         return Fit(
-            model=mrf.replace(unflatten_tables(theta, shapes)),
+            model=mrf.replace(unflatten_tables(theta, self._shapes(mrf))),
             history=_history(lots, source == "public"),
             info={
                 "noise_multiplier": sigma,
@@ -347,6 +343,23 @@ class PSGD:
                 "budget": budget,
             },
         )
+
+    @staticmethod
+    def _shapes(mrf: MarkovRandomField) -> tuple:
+        return tuple(tuple(mrf.domain.sizes(c)) for c in mrf.cliques)
+
+    def _calibrate(self, n_used: float, target: ApproxDP, dim: int):
+        """``(q, steps, sigma, cost, plan)`` of DP-SGD for ``N = n_used`` records: the
+        sampling rate ``q = L / N``, the steps, the calibrated noise multiplier, its cost and
+        the Gaussian's lattice plan. Public numbers only."""
+        q = min(1.0, self.batch_size / n_used)
+        steps = max(1, math.ceil(self.epochs / q))
+        sigma = calibrate_noise_multiplier(target, q, steps, self.accountant_kind)
+        cost = dpsgd_cost(sigma, q, steps, target.delta, self.accountant_kind)
+        # Noise sigma * (clip + slack) on a lattice g Z, the clipped sum rounded to it: the
+        # rounding adds at most g sqrt(dim) = slack to the L2 sensitivity.
+        plan = plan_gaussian(self.clip, 0.5 / sigma**2, size=dim, integer_input=False, bits=14)
+        return q, steps, sigma, cost, plan
 
     def _steps(self, jt, mrf, codes, lots, plan, denom, gen) -> np.ndarray:
         """Run the ``len(lots)`` steps in jit-compiled chunks (module docstring); ``theta``."""

@@ -28,7 +28,8 @@ Which costs each notion of total budget accepts, and how they are added up:
 Charging is atomic: the check and the append run under one lock (as do all reads of the
 ledger), so concurrent threads sharing an accountant can never spend more than the total.
 
-Sums use ``math.fsum`` and a charge fits when the new total is at most the budget times
+Sums use ``math.fsum`` (:attr:`Accountant.spent` rounds the exact sum up, never down) and a
+charge fits when the new total is at most the budget times
 ``1 + 1e-12`` (so that, e.g., ten charges of ``ε = 0.1`` fit a budget of ``ε = 1``).
 
 Example
@@ -45,6 +46,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..errors import BudgetExceededError, PrivacyParameterError
 from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, _unchecked, zcdp_to_approx_dp
@@ -52,6 +54,14 @@ from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, _unchecked
 __all__ = ["Accountant", "Charge", "check_accountant"]
 
 _TOL = 1e-12
+
+
+def _sum_up(values: list[float]) -> float:
+    """The smallest float at or above the exact sum of ``values``."""
+    out = math.fsum(values)
+    if Fraction(out) < sum(map(Fraction, values), Fraction(0)):
+        out = math.nextafter(out, math.inf)
+    return out
 
 
 @dataclass(frozen=True)
@@ -138,13 +148,17 @@ class Accountant:
             return cost.to_zcdp() if isinstance(cost, PureDP) else cost
         return cost
 
-    def _spent_of(self, costs: list[Budget]) -> Budget | None:
-        """Total spent by ``costs`` in the accountant's notion; ``None`` if not representable."""
+    def _spent_of(self, costs: list[Budget], exact: bool = False) -> Budget | None:
+        """Total spent by ``costs`` in the accountant's notion; ``None`` if not representable.
+        ``exact``: a pure or zCDP total is the smallest float at or above the exact sum (what
+        :attr:`spent` reports: never below what was composed, and the total itself when the
+        costs add up to it), else the nearest float (``math.fsum``)."""
         total = self._total
+        add = _sum_up if exact else math.fsum
         if isinstance(total, PureDP):
-            return _unchecked(PureDP, epsilon=math.fsum(c.epsilon for c in costs))
+            return _unchecked(PureDP, epsilon=add([c.epsilon for c in costs]))
         if isinstance(total, ZCDP):
-            return _unchecked(ZCDP, rho=math.fsum(c.rho for c in costs))
+            return _unchecked(ZCDP, rho=add([c.rho for c in costs]))
         eps_pure = math.fsum(c.epsilon for c in costs if isinstance(c, PureDP))
         eps_apx = math.fsum(c.epsilon for c in costs if isinstance(c, ApproxDP))
         d_apx = math.fsum(c.delta for c in costs if isinstance(c, ApproxDP))
@@ -176,7 +190,7 @@ class Accountant:
     def spent(self) -> Budget:
         """Budget spent so far, in the accountant's notion (may be zero)."""
         with self._lock:
-            out = self._spent_of(self._recorded())
+            out = self._spent_of(self._recorded(), exact=True)
         assert out is not None  # every recorded charge fitted
         return out
 

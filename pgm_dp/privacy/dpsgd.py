@@ -180,6 +180,10 @@ def dpsgd_cost(
 
     >>> dpsgd_cost(1.1, 0.01, 100, 1e-5).delta
     1e-05
+
+    With very much noise the accounting gives ``ε = 0`` (a valid ``(0, δ)`` bound, which
+    :class:`~pgm_dp.privacy.ApproxDP` cannot hold): the smallest positive normal float is
+    charged instead, a slightly larger, still valid, cost.
     """
     eps = dpsgd_epsilon(
         noise_multiplier,
@@ -189,7 +193,7 @@ def dpsgd_cost(
         accountant,
         pld_discretization=pld_discretization,
     )
-    return ApproxDP(eps, delta)
+    return ApproxDP(max(eps, sys.float_info.min), delta)
 
 
 def calibrate_noise_multiplier(

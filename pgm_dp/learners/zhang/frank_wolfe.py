@@ -32,15 +32,24 @@ Frank-Wolfe (exact arg-min, ``max_steps`` iterations), the paper's non-private r
 
 Many problems on the same records (Alg. 2's ``p`` nodes, Alg. 3's ``k^2 p`` sub-problems) are
 solved together: features ``F`` ``(n, d)`` are shared; problem ``b`` has labels ``Y[:, b]``,
-a row subset ``rows[:, b]`` (its ``n_b`` records) and the coordinates ``cols[b]`` it may use
-(its vertices). All steps of all problems run as one compiled ``lax.fori_loop`` over the
-distinct records (with their multiplicities: the same sums). Floating-point safety as in
-:func:`~pgm_dp.privacy.report_noisy_min`, whose selection the loop reproduces exactly: the
-exact discrete Laplace noise of every step is drawn up front (in chunks of at most
-``_CHUNK`` values) by the privacy layer's sampler, in lattice units of
-:func:`~pgm_dp.privacy.argmax.noisy_min_lattice`; inside the loop each score is rounded to
-the lattice (``rint(s / 2^k)``, exact integers) and the arg-max of ``-units + noise`` is taken
-on integers. Given the same noise, the compiled loop selects what the per-step calls would.
+a row subset ``rows[:, b]`` (its ``n_b`` records, possibly none) and the coordinates
+``cols[b]`` it may use (its vertices). All steps of all problems run as one compiled
+``lax.fori_loop`` over the distinct records (with their multiplicities: the same sums).
+
+What depends on the data (neighbours: one record replaced, ``n`` public, the paper's
+relation, its Sec. 2). Alg. 1's scale on the mean scores, ``c / n_b`` with ``c = L1 ||C||_1
+sqrt(T) / sqrt(rho)``, reveals ``n_b``; the noisy arg-min is the same as report-noisy-min on
+the *summed* scores ``n_b <s, grad L_b>`` with the scale ``c`` (sensitivity ``2 G ||C||_1``
+whatever ``n_b``), which is what runs here. ``T``, ``c``, the noise lattice and every refusal
+are functions of ``n``, ``d``, ``rho``, ``||C||_1`` and the public ``size`` that sets ``T``
+(Lemma 3.3 with ``n = size``; default the number of rows), never of the ``n_b``.
+Floating-point safety as in :func:`~pgm_dp.privacy.report_noisy_min`, whose selection the
+loop reproduces exactly: the exact discrete Laplace noise of every step is drawn up front (in
+chunks of at most ``_CHUNK`` values) by the privacy layer's sampler, in lattice units of
+:func:`~pgm_dp.privacy.argmax.noisy_min_lattice`; inside the loop each summed score is
+rounded to the lattice (``rint(s / 2^k)``, exact integers) and the arg-max of ``-units +
+noise`` is taken on integers. Given the same noise, the compiled loop selects what the
+per-step calls would.
 
 >>> import numpy as np
 >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [-1.0, 0.0], [-1.0, -1.0]])
@@ -102,11 +111,11 @@ class FWResult:
     """Frank-Wolfe output: ``w`` ``(d,)`` or ``(B, d)``, the steps, the Laplace scale of Alg. 1
     line 3 (per problem for a batch), the zCDP cost and ``sum_scale``.
 
-    ``scale`` is ``... / (n_b sqrt(rho))``: it reveals each problem's number of records
-    ``n_b`` exactly, so it is for analysis, not for release. ``sum_scale`` (``scale * n_b``,
-    the same for every problem) is the equivalent scale on the summed scores ``n_b <s, grad
-    L_b>`` (the noisy arg-min is unchanged by that rescaling): it depends on ``T``, ``rho``
-    and ``||C||_1`` only, and is what the accountant records.
+    ``scale`` is ``... / (n_b sqrt(rho))`` (``inf`` for a problem without records): it
+    reveals each problem's number of records ``n_b`` exactly, so it is for analysis, not for
+    release. ``sum_scale`` (``scale * n_b``, the same for every problem) is the scale on the
+    summed scores ``n_b <s, grad L_b>`` that the selection uses (module doc): it depends on
+    ``T``, ``rho`` and ``||C||_1`` only, and is what the accountant records.
     """
 
     w: np.ndarray
@@ -135,7 +144,7 @@ def pfw_noise_scale(lipschitz: float, radius: float, steps: int, n: int, rho: fl
 
 
 def lemma33_steps(
-    n: int, rho: float, lipschitz: float, radius: float, curvature: float | None = None
+    n: float, rho: float, lipschitz: float, radius: float, curvature: float | None = None
 ) -> int:
     """Lemma 3.3's ``T = Gamma^(2/3) (n sqrt(rho))^(2/3) / (L1 ||C||_1^(2/3))`` (at least 2),
     with ``Gamma = ||C||_1^2`` (Lemma 3.5) unless given.
@@ -168,23 +177,25 @@ def check_steps(steps: int | None, max_steps: int) -> None:
 def _program(loss: Loss, private: bool):
     """Alg. 1 lines 2-5 for steps ``t0 .. t0 + count - 1`` of every problem, one compiled
     ``lax.fori_loop``. Records are the unique rows of the data with their multiplicities
-    ``weight`` (the same sums as over all rows). Private: the scores are rounded to the lattice
-    ``2^k`` exactly as :func:`~pgm_dp.privacy.report_noisy_min` does (``rint(s / 2^k)``, exact
-    integers) and the pre-drawn exact discrete Laplace ``noise[s]`` (lattice units) is added
-    before the row-wise arg-max of ``-units + noise``: the same selection, ties to the first."""
+    ``weight`` (the same sums as over all rows). The scores are the summed ``n_b <s, grad
+    L_b>`` (module doc; the same arg-min as the means'). Private: they are rounded to the
+    lattice ``2^k`` exactly as :func:`~pgm_dp.privacy.report_noisy_min` does (``rint(s /
+    2^k)``, exact integers) and the pre-drawn exact discrete Laplace ``noise[s]`` (lattice
+    units) is added before the row-wise arg-max of ``-units + noise``: the same selection,
+    ties to the first."""
     slope = jax.vmap(jax.grad(loss.value))
 
-    def run(state, F, Y, R, weight, counts, idx, stretch, radius, k, noise, t0, count):
+    def run(state, F, Y, R, weight, idx, radius, k, noise, t0, count):
         b = jnp.arange(Y.shape[1])
         width = idx.shape[1]
 
         def body(s, carry):
             w, margins = carry  # (d, B), (u, B)
             dl = slope(margins.ravel(), Y.ravel()).reshape(margins.shape) * R * weight[:, None]
-            g = (F.T @ dl / counts).T[b[:, None], idx]  # (B, m) each problem's coordinates
-            score = radius * jnp.concatenate([g, -g], axis=1)  # <s, grad L>, s = +-C e_j
+            g = (F.T @ dl).T[b[:, None], idx]  # (B, m) summed gradients, problem's coordinates
+            score = radius * jnp.concatenate([g, -g], axis=1)  # n_b <s, grad L_b>, s = +-C e_j
             if private:
-                units = jnp.rint(jnp.ldexp(score * stretch[:, None], -k)).astype(jnp.int64)
+                units = jnp.rint(jnp.ldexp(score, -k)).astype(jnp.int64)
                 pick = jnp.argmax(-units + noise[s], axis=1)
             else:
                 pick = jnp.argmin(score, axis=1)
@@ -221,12 +232,12 @@ def _check_batch(features, labels, rows, cols):
     mask = np.ones((Y.shape[1], F.shape[1]), bool) if cols is None else np.array(cols, bool)
     if R.shape != Y.shape or not np.all(np.isin(R, (0.0, 1.0))) or mask.shape[0] != Y.shape[1]:
         raise DataValidationError("rows must be a 0/1 (n, B) mask and cols a (B, d) mask")
-    if np.any(R.sum(axis=0) < 1) or np.any(mask.sum(axis=1) < 1):
-        raise DataValidationError("every problem needs at least one record and one coordinate")
+    if np.any(mask.sum(axis=1) < 1):  # a problem without records is allowed (data-dependent)
+        raise DataValidationError("every problem needs at least one coordinate")
     return F, Y, R, mask
 
 
-def _run(F, Y, R, mask, counts, stretch, radius, steps, private, loss, k, t, gen) -> np.ndarray:
+def _run(F, Y, R, mask, radius, steps, private, loss, k, t, gen) -> np.ndarray:
     """Steps ``1 .. steps - 1`` of Alg. 1 from ``w = 0``, in chunks of at most ``_CHUNK``
     noise values (one compiled call each); returns ``w`` ``(d, B)``."""
     F, Y, R, weight = _unique_rows(F, Y, R)
@@ -235,7 +246,7 @@ def _run(F, Y, R, mask, counts, stretch, radius, steps, private, loss, k, t, gen
     shape = (B, 2 * idx.shape[1])
     per = max(1, min(steps - 1, _CHUNK // (B * shape[1])))
     run = _program(loss, private)
-    args = tuple(map(jnp.asarray, (F, Y, R, weight, counts, idx, stretch)))
+    args = tuple(map(jnp.asarray, (F, Y, R, weight, idx)))
     state = (jnp.zeros((F.shape[1], B)), jnp.zeros(Y.shape))
     for t0 in range(1, steps, per):
         count = min(per, steps - t0)
@@ -256,6 +267,7 @@ def frank_wolfe_batch(
     cols=None,
     steps: int | None = None,
     max_steps: int = 2000,
+    size: float | None = None,
     loss: Loss = LOGISTIC,
     rng: RngLike = None,
     accountant: Accountant | None = None,
@@ -263,7 +275,9 @@ def frank_wolfe_batch(
 ) -> FWResult:
     """Alg. 1 on ``B`` problems sharing ``features``; each spends ``rho`` (``ZCDP(B rho)`` in
     all, charged once). ``rows`` ``(n, B)`` 0/1 and ``cols`` ``(B, d)`` bool select each
-    problem's records and vertices. The scale uses the smallest ``n_b`` (all equal for Alg. 2).
+    problem's records and vertices. ``size``: the public number of records that sets ``T``
+    by Lemma 3.3 when ``steps`` is ``None`` (default ``n``, the number of rows); nothing here
+    reads the ``n_b`` (module doc).
     """
     F, Y, R, mask = _check_batch(features, labels, rows, cols)
     if len(set(mask.sum(axis=1).tolist())) != 1:
@@ -274,28 +288,29 @@ def frank_wolfe_batch(
     private = rho is not None and math.isfinite(rho)
     if rho is not None and not rho > 0:
         raise PrivacyParameterError(f"rho must be > 0 (or None / inf: non-private), got {rho}")
-    counts = R.sum(axis=0)
-    n_min = int(counts.min())
+    n = F.shape[0]
+    size = float(n) if size is None else float(size)
+    if not (math.isfinite(size) and size > 0):
+        raise DataValidationError(f"size must be finite and > 0, got {size!r}")
     lip = pfw_lipschitz(loss.grad_bound)
     if steps is None:
-        steps = min(max_steps, lemma33_steps(n_min, rho, lip, radius)) if private else max_steps
+        steps = min(max_steps, lemma33_steps(size, rho, lip, radius)) if private else max_steps
     steps = int(steps)
     B = Y.shape[1]
-    base = pfw_noise_scale(lip, radius, steps, n_min, rho) if private else 0.0
-    # Problem b's scale is ``base * n_min / n_b``; scaling its scores by ``n_b / n_min`` gives
-    # the same arg-min distribution with the common scale ``base`` (one selection call).
-    stretch = counts / n_min
     spent = ZCDP(B * rho) if private else None
-    sum_scale = pfw_noise_scale(lip, radius, steps, 1, rho) if private else 0.0  # FWResult
+    sum_scale = pfw_noise_scale(lip, radius, steps, 1, rho) if private else 0.0
     step_budget = frank_wolfe_step_budget(rho, steps) if private else None
-    sensitivity = base * step_budget.epsilon / 2 if private else 0.0  # scale = 2 Delta / eps
+    sensitivity = sum_scale * step_budget.epsilon / 2 if private else 0.0  # scale = 2 Delta/eps
     k, t = noisy_min_lattice(sensitivity, step_budget) if private else (0, Fraction(0))
-    if math.ldexp(radius * loss.grad_bound * float(stretch.max()), -k) >= 2.0**52:
+    if math.ldexp(radius * loss.grad_bound * n, -k) >= 2.0**52:  # |summed score| <= C G n
         raise DataValidationError("scores too large for the exact noise lattice (|s| / 2^k)")
     if private and accountant is not None:
         accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=sum_scale)
-    w = _run(F, Y, R, mask, counts, stretch, radius, steps, private, loss, k, t, as_generator(rng))
-    return FWResult(w.T, steps, base / stretch, spent, sum_scale)
+    w = _run(F, Y, R, mask, radius, steps, private, loss, k, t, as_generator(rng))
+    counts = R.sum(axis=0)
+    with np.errstate(divide="ignore"):
+        scale = sum_scale / counts if private else np.zeros(B)  # for analysis only
+    return FWResult(w.T, steps, scale, spent, sum_scale)
 
 
 def private_frank_wolfe(

@@ -10,19 +10,22 @@
   constant's row is ``e_1``), ``y = ±1``, ``rho' = rho / (k^2 p)``, ``C = {||w||_1 <= 2 lambda
   k}``; centering (Eq. 1) and ``W_ij(u, :) = (1/k) sum_v U_uv(j, :)`` (``U_uu = 0``). Our
   choices: ``Theta_i(u) = (1/k) sum_v U_uv(p, 1)`` (the same averaging on the constant's row);
-  ``T`` (Lemma 3.3) from the smallest ``|S_uv|`` so that all sub-problems share it, each with
-  its own scale ``... / (|S_uv| sqrt(rho'))`` as in Alg. 3 line 5.
+  one ``T`` for all sub-problems, Lemma 3.3's with ``n`` replaced by the public ``2 n / k``
+  (the size of every ``S_uv`` when the states are equally frequent; exactly ``|S_uv| = n``
+  for ``k = 2``), because the true ``|S_uv|`` are data (module doc below).
 
-What a fit exposes. Alg. 1's scale on the mean loss of ``S_uv`` is ``c / |S_uv|`` with
-``c = L1 ||C||_1 sqrt(T) / sqrt(rho')``: it would give every ``|S_uv|`` (the one-way counts)
-exactly, and Alg. 2's ``c / n`` the number of records. The noisy arg-min is the same as
-report-noisy-min on the summed scores ``|S_uv| <s, grad L>`` (sensitivity at most
-``2 ||C||_1`` whether a record is replaced, added or removed) with the data-independent scale
-``c``, so ``fit.info`` and the accountant show ``c`` (``"sum_scale"``), never the per-problem
-scales (kept on :class:`IsingEstimate` / :class:`PairwiseEstimate` for analysis only). The
-number of steps ``T`` (Lemma 3.3, ``fit.info["steps"]``), unless given, is a function of ``n``
-(Alg. 2) and of the smallest ``|S_uv|`` (Alg. 3): the papers' convention (the sample size is
-public); pass ``steps`` for a run whose every public quantity is fixed in advance.
+Privacy: ``rho``-zCDP for neighbours that differ in one record, the number of records ``n``
+being public (the paper's relation, Sec. 2; Lemma 3.3 and Lemma 2.15 over the runs). What a
+fit exposes. Alg. 1's scale on the mean loss of ``S_uv`` is ``c / |S_uv|`` with ``c = L1
+||C||_1 sqrt(T) / sqrt(rho')``: it would give every ``|S_uv|`` (the one-way counts) exactly.
+The noisy arg-min is the same as report-noisy-min on the summed scores ``|S_uv| <s, grad L>``
+(sensitivity at most ``2 ||C||_1`` when a record is replaced, whether or not it moves in or
+out of ``S_uv``) with the data-independent scale ``c``, which is what runs; ``fit.info`` and
+the accountant show ``c`` (``"sum_scale"``), never the per-problem scales (kept on
+:class:`IsingEstimate` / :class:`PairwiseEstimate` for analysis only). The number of steps
+``T`` (``fit.info["steps"]``; the iterates lie on a grid set by ``T``), unless given, is a
+function of the public ``n``, ``p``, ``k``, ``lam`` and ``rho`` only, never of the
+``|S_uv|`` (a sub-problem without records runs on noise alone; nothing is refused).
 
 Both return estimates of the paper's parameters; the registered learners
 (:class:`ZhangIsing`, :class:`ZhangPairwise`) turn them into a
@@ -201,7 +204,8 @@ def learn_pairwise(
     """Alg. 3 (Thm. 3.11): ``rho``-zCDP estimate of a pairwise model over ``[k]``.
 
     ``samples``: ``(n, p)`` integer codes in ``0..k-1``; ``lam`` bounds the width. Each of the
-    ``k (k - 1) p`` sub-problems spends ``rho / (k^2 p)``.
+    ``k (k - 1) p`` sub-problems spends ``rho / (k^2 p)``. ``T`` (unless ``steps``) is Lemma
+    3.3's for ``2 n / k`` records, a public number (module doc).
     """
     z = np.array(samples)
     if isinstance(k, bool) or int(k) != k or k < 2:
@@ -223,6 +227,7 @@ def learn_pairwise(
         cols=cols,
         steps=steps,
         max_steps=max_steps,
+        size=2 * z.shape[0] / k,  # public: T never reads the |S_uv| (module doc)
         rng=rng,
         accountant=accountant,
         what="Zhang et al. Alg. 3 (k(k-1)p private Frank-Wolfe runs)",

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -204,7 +205,7 @@ class _State:
     measurements: list
     model: Any = None
     release: NoisyMarginals | None = None
-    used: float = 0.0
+    used: Fraction = Fraction(0)  # the exact sum of the costs charged (no rounding)
 
 
 def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> None:
@@ -224,7 +225,7 @@ def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> Non
         what=f"aim round {rnd}: measure",
     )
     state.measurements += [Measurement(c, rel.noisy[c], rel.noise[c], rnd) for c in cliques]
-    state.used += cost * k
+    state.used += Fraction(cost * k)  # the float charged, exactly
 
 
 def _estimate(state: _State, final: bool = False) -> None:
@@ -248,7 +249,7 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     """One AIM round (module docstring, steps 2-4); the log entry and the next costs."""
     s, sched = state.setup, state.setup["schedule"]
     measure, select, last = sched.next(state.used, costs)
-    planned = state.used + measure + select
+    planned = float(state.used) + measure + select
     limit = s["max_model_size"] * planned / sched.budget
     small = filter_candidates(s["candidates"], s["domain"], state.release.cliques, limit)
     bias = sched.expected_abs_noise(measure)
@@ -264,13 +265,13 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
         accountant=state.accountant,
         what=f"aim round {t}: select",
     )
-    state.used += select
+    state.used += Fraction(select)
     before = _counts(state, [clique])[clique]
     _measure(state, [clique], measure, t)
     _estimate(state)
     annealed = should_anneal(before, _counts(state, [clique])[clique], bias)
     entry = AIMRound(
-        t, (clique,), sched.scale(measure), eps, measure, select, state.used,
+        t, (clique,), sched.scale(measure), eps, measure, select, float(state.used),
         limit, len(small), annealed, last,
     )  # fmt: skip
     return entry, sched.anneal((measure, select)) if annealed else (measure, select)
@@ -304,13 +305,14 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     per_variable = ROUNDS_PER_VARIABLE[notion]
     rounds = per_variable * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
     measured = tuple(options["measured"] or ())
+    names = set(domain.attributes)
     if any(
         not isinstance(m, Measurement)
-        or m.clique not in candidates
+        or not set(m.clique) <= names
         or np.shape(m.noisy) != domain.sizes(m.clique)
         for m in measured
-    ):
-        raise PrivacyParameterError("measured must hold Measurements of candidate marginals")
+    ):  # a measured table outside the workload is kept (fitted), never selected
+        raise PrivacyParameterError("measured must hold Measurements of marginals of the domain")
     if not measured and rounds < len(one_way):
         raise PrivacyParameterError(
             f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
@@ -386,7 +388,8 @@ def aim(
     elif setup["one_way"]:
         _measure(state, setup["one_way"], costs[0], 0)
         scale = sched.scale(costs[0])
-        log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, state.used, 0.0, state.used))
+        used = float(state.used)
+        log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, used, 0.0, used))
     _estimate(state)
     last, t = False, 0
     with tqdm(total=None, desc="AIM", disable=not progress) as bar:
@@ -396,7 +399,7 @@ def aim(
             log.append(entry)
             last = entry.last
             bar.update(1)
-            bar.set_postfix_str(f"{state.used / sched.budget:.0%} of the budget")
+            bar.set_postfix_str(f"{float(state.used) / sched.budget:.0%} of the budget")
     _estimate(state, final=True)
     return AIMResult(
         cliques=tuple(e.cliques[0] for e in log if e.round > 0),

@@ -33,13 +33,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ...errors import PrivacyParameterError
 
-__all__ = ["Schedule", "MEASURE_SHARE"]
+__all__ = ["Schedule", "MEASURE_SHARE", "float_below"]
 
 #: Share of each round's budget spent on the measurement (the rest selects).
 MEASURE_SHARE = 0.9
+
+
+def float_below(x: Fraction | float) -> float:
+    """The largest float ``<= x`` (exactly), at least 0: a remainder that, added to the costs
+    already charged, never composes to more than the budget (not even by a rounding).
+
+    >>> float_below(Fraction(1, 10)) < 0.1  # the float 0.1 is above 1/10
+    True
+    """
+    x = Fraction(x)
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return max(f, 0.0)
 
 
 @dataclass(frozen=True)
@@ -68,15 +83,20 @@ class Schedule:
             self.rounds
         )
 
-    def last(self, remaining: float) -> tuple[float, float]:
-        """Costs of a last round taking all of ``remaining``: ``0.9 r``, ``0.1 r``."""
-        return MEASURE_SHARE * remaining, remaining - MEASURE_SHARE * remaining
+    def last(self, remaining: Fraction | float) -> tuple[float, float]:
+        """Costs of a last round taking all of ``remaining``: ``0.9 r``, ``0.1 r``, adding
+        up to exactly ``r``, the largest float ``<= remaining`` (:func:`float_below`; ``r -
+        0.9 r`` is exact, Sterbenz's lemma)."""
+        r = float_below(remaining)
+        measure = MEASURE_SHARE * r
+        return measure, r - measure
 
-    def next(self, used: float, costs: tuple[float, float]) -> tuple[float, float, bool]:
+    def next(self, used: Fraction | float, costs: tuple[float, float]) -> tuple[float, float, bool]:
         """``(measure, select, last)`` of the next round from the current costs: the last
-        round when less than twice ``sum(costs)`` is left."""
-        remaining = self.budget - used
-        if remaining < 2 * (costs[0] + costs[1]):
+        round when less than twice ``sum(costs)`` is left. ``used`` (best the exact sum of
+        the costs charged, a ``Fraction``) and the remainder are computed exactly."""
+        remaining = Fraction(self.budget) - Fraction(used)
+        if remaining < 2 * (Fraction(costs[0]) + Fraction(costs[1])):
             return (*self.last(remaining), True)
         return (*costs, False)
 
@@ -89,8 +109,14 @@ class Schedule:
         return math.sqrt(1 / (2 * measure)) if self.notion == "zcdp" else 1 / measure
 
     def selection_epsilon(self, select: float) -> float:
-        """``ε`` of the exponential mechanism: ``sqrt(8 ρ)`` (zCDP) or the cost itself."""
-        return math.sqrt(8 * select) if self.notion == "zcdp" else select
+        """``ε`` of the exponential mechanism: ``sqrt(8 ρ)`` (zCDP; rounded down so that the
+        charge ``ε² / 8`` is at most ``select``) or the cost itself."""
+        if self.notion != "zcdp":
+            return select
+        eps = math.sqrt(8 * select)
+        while eps > 0 and eps**2 / 8 > select:
+            eps = math.nextafter(eps, 0.0)
+        return eps
 
     def expected_abs_noise(self, measure: float) -> float:
         """``E|noise|`` of one cell: ``sqrt(2/π) σ`` (Gaussian) or ``b`` (Laplace)."""

@@ -126,7 +126,7 @@ def _old_loop(F, Y, mask, radius, steps, sensitivity, budget):
     w, margins = np.zeros((F.shape[1], Y.shape[1])), np.zeros(Y.shape)
     for t in range(1, steps):
         dl = np.asarray(slope(jnp.asarray(margins.ravel()), jnp.asarray(Y.ravel())))
-        g = (F.T @ dl.reshape(Y.shape) / F.shape[0]).T[b[:, None], idx]
+        g = (F.T @ dl.reshape(Y.shape)).T[b[:, None], idx]  # summed scores (module doc)
         score = radius * np.concatenate([g, -g], axis=1)
         k = report_noisy_min(score, sensitivity=sensitivity, budget=budget, rng=0)
         cols, signs = idx[b, k % width], np.where(k < width, radius, -radius)
@@ -151,7 +151,7 @@ def test_compiled_loop_equals_the_python_loop_given_the_same_noise(monkeypatch):
     res_steps = fw.frank_wolfe_batch(X, Y, radius=radius, rho=rho, cols=mask, steps=steps)
     assert res_steps.steps == steps
     budget = frank_wolfe_step_budget(rho, steps)
-    delta = pfw_noise_scale(pfw_lipschitz(1.0), radius, steps, 400, rho) * budget.epsilon / 2
+    delta = pfw_noise_scale(pfw_lipschitz(1.0), radius, steps, 1, rho) * budget.epsilon / 2
     t = sel.noisy_min_lattice(delta, budget)[1]
     noise = sample_discrete_laplace(t, (steps - 1, 3, 6), np.random.default_rng(7))
     calls = iter(noise)
