@@ -4,7 +4,7 @@
 * :mod:`.problem` — :class:`~.problem.EMProblem` (built from the release, its one reader)
   and :class:`~.problem.EMState`, the pytrees the compiled programs map;
 * :mod:`.compiled` — those programs: one E-step and the whole L-BFGS loop;
-* :mod:`.nlbp` — NLBP, Alg. 1: the E-step (:func:`nlbp`);
+* :mod:`.nlbp` — NLBP, Alg. 1: the E-step's compiled loop; :mod:`.estep` — :func:`nlbp` on its own;
 * :mod:`.newton` — the E-step by Newton-CG on the convex dual of Problem (6);
 * :mod:`.anderson` — Anderson acceleration of NLBP's damped map;
 * :mod:`.conditioning` — gauge projection, diagonal scaling and the starts of L-BFGS;
@@ -12,7 +12,7 @@
 """
 
 from .em import CGMEM, DEFAULT_PRIOR_PRECISION
-from .nlbp import nlbp
+from .estep import nlbp
 
 # The engine's other names (EMProblem, EMState, the noise model, ...) are in its modules.
 __all__ = ["CGMEM", "DEFAULT_PRIOR_PRECISION", "nlbp"]

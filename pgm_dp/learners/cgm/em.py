@@ -69,7 +69,7 @@ from ..base import Fit
 from ..mle import fit_marginals
 from .compiled import em_programs
 from .conditioning import bethe_naive
-from .nlbp import clique_statistics, nlbp, nlbp_programs, start_statistics
+from .nlbp import clique_statistics, nlbp_programs, start_statistics
 from .noise import noise_curvature, noise_gradient, noise_log_density
 from .problem import EMProblem, EMState, em_init, gradient_small
 
@@ -79,7 +79,6 @@ __all__ = [
     "EMProblem",
     "EMState",
     "em_init",
-    "nlbp",
     "noise_curvature",
     "noise_gradient",
     "noise_log_density",

@@ -14,14 +14,7 @@ unique BP fixed point, a smooth EM objective). Every backend program reads and r
 flat vector of all cliques' cells (:mod:`pgm_dp.models.tables`), the E-step's one layout,
 and carries its warm state (loopy BP's messages) from one call to the next.
 Design choices and their measurements: ``docs/cgm_em.md``.
-
->>> from pgm_dp.models import third_order_chain
->>> from pgm_dp.privacy import PureDP, release_marginals
->>> truth = third_order_chain(4, 2, rng=0)
->>> rel = release_marginals(truth.sample(2000, rng=1), truth, budget=PureDP(1.0), rng=2)
->>> stats, info = nlbp(truth, rel)
->>> info["converged"], round(float(stats[truth.cliques[0]].sum())) == round(rel.total)
-(True, True)
+The standalone E-step at fixed ``theta``, :func:`~.estep.nlbp`, is in :mod:`.estep`.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..._config import jit_program
-from ...inference.backend import Backend, get_backend
+from ...inference.backend import Backend
 from ...models.mrf import MarkovRandomField
 from ...models.tables import flatten_tables, unflatten_tables
 from ...privacy.noise import LAPLACE_KINDS
@@ -44,11 +37,8 @@ from .noise import flat_noise
 
 __all__ = [
     "Evaluation",
-    "check_nlbp_options",
     "clique_statistics",
-    "nlbp",
     "nlbp_programs",
-    "prepare",
     "start_statistics",
 ]
 
@@ -197,96 +187,8 @@ def nlbp_programs(
     return jit_program(loop), _em_objective(bp, noise, loop, damping, uniform)
 
 
-def check_nlbp_options(damping, smoothing, anderson, estep, inference: Backend) -> None:
-    """A ``ValueError`` for NLBP settings out of range (``inference``: a backend)."""
-    if not 0 < damping <= 1:
-        raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
-    if smoothing <= 0:
-        raise ValueError(f"smoothing must be > 0, got {smoothing}")
-    if int(anderson) != anderson or anderson < 0:
-        raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
-    if estep not in ("nlbp", "newton") or (estep == "newton" and not inference.exact):
-        raise ValueError(f"estep must be 'nlbp', or 'newton' with exact BP, got {estep!r}")
-
-
-def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, estep="nlbp"):
-    """Validate ``release`` against ``mrf`` and the NLBP settings (``inference``: a backend
-    or its name) through :meth:`~.problem.EMProblem.build`; return the compiled E-step loop
-    and the release per cell ``(y, b)`` (flat, on the device once): :func:`nlbp`'s
-    arguments."""
-    from .em import CGMEM  # the learner's options are the E-step's (a cycle at import)
-    from .problem import EMProblem
-
-    inference = get_backend(inference)
-    options = CGMEM(
-        inference=inference, damping=damping, smoothing=smoothing, nlbp_max_iters=max_iters,
-        nlbp_anderson=anderson, estep=estep,
-    )  # fmt: skip
-    problem = EMProblem.build(release, mrf, options, inference)
-    loop, _ = nlbp_programs(
-        mrf.domain,
-        mrf.cliques,
-        mrf.max_cells,
-        problem.kinds,
-        float(smoothing),
-        float(damping),
-        int(max_iters),
-        inference,
-        int(anderson),
-        problem.estep,
-    )
-    return loop, (problem.y, problem.scale)
-
-
 def start_statistics(mrf: MarkovRandomField, total: float, inference: Backend) -> jax.Array:
     """``N`` times the model's clique marginals (flat): NLBP's default starting
     statistics."""
     margs = mrf.marginals(inference)
     return jnp.asarray(total * flatten_tables([margs[c] for c in mrf.cliques]))
-
-
-def nlbp(
-    mrf: MarkovRandomField,
-    release,
-    *,
-    init=None,
-    damping: float = 0.5,
-    smoothing: float = 1.0,
-    tol: float = 1e-7,
-    max_iters: int = 2000,
-    inference: str | Backend = "junction_tree",
-    anderson: int = 5,
-):
-    """Non-linear BP (Alg. 1): approximate MAP sufficient statistics ``n`` given ``y``.
-
-    Returns ``({clique: n_C}, info)`` with ``n_C`` summing to ``N = release.total``;
-    converged when ``max |n' - n| / N <= tol``. ``init``: the starting statistics (default
-    ``N`` times the model's marginals). ``damping`` is the paper's ``alpha``, its starting
-    value; the paper leaves the schedule open and we choose: halve ``alpha`` whenever the
-    residual ``f = n' - n`` grows in the norm ``sum_i c_i f_i^2`` (``c = -d^2 log p(y | n) /
-    dn^2``, :func:`~pgm_dp.learners.cgm.noise.noise_curvature`, at the step's start — with
-    exact BP the map's Jacobian is ``-N Cov(theta') diag(c)``, so in that norm a small
-    enough damped step always shrinks ``f``), and regrow it by 10% per shrinking step.
-    ``anderson`` (our choice): memory of the Anderson acceleration of the damped map
-    (:mod:`pgm_dp.learners.cgm.anderson`); ``0`` is Alg. 1 literally. Same fixed point; an
-    accelerated step after which the residual grows is undone and the history dropped.
-    When the noise is far below one count (``N / b^2`` of 1e6 and more) neither iteration
-    is reliable: see ``docs/cgm_em.md``.
-    """
-    inference = get_backend(inference)
-    loop, cells = prepare(mrf, release, damping, smoothing, max_iters, inference, anderson)
-    total = float(release.total)
-    if init is None:
-        n0 = start_statistics(mrf, total, inference)
-    else:
-        n0 = jnp.asarray(flatten_tables([init[c] for c in mrf.cliques]), dtype=jnp.float64)
-    theta = jnp.asarray(flatten_tables(mrf.log_potentials))
-    n, delta, iters, alpha, *_ = loop(theta, cells, n0, jnp.asarray(total), jnp.asarray(tol))
-    n = clique_statistics(mrf, n)
-    stats = {c: np.asarray(t) for c, t in zip(mrf.cliques, n, strict=True)}
-    return stats, {
-        "iterations": int(iters),
-        "final_damping": float(alpha),
-        "delta": float(delta),
-        "converged": bool(float(delta) <= tol),
-    }

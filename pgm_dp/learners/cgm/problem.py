@@ -25,9 +25,8 @@ from ...privacy.measurements import flat_release
 from ..base import check_release_matches
 from .anderson import AndersonState, anderson_init
 from .conditioning import diagonal_scale, shrunk_targets
-from .nlbp import check_nlbp_options
 
-__all__ = ["EMProblem", "EMState", "em_init", "gradient_small"]
+__all__ = ["EMProblem", "EMState", "check_nlbp_options", "em_init", "gradient_small"]
 
 _VERY_STIFF = 1e3  # largest released count / b^2 above which estep="auto" takes Newton
 
@@ -181,3 +180,15 @@ def gradient_small(problem: EMProblem, n, pgrad, xp=jnp):
     floor = xp.asarray(problem.floor) + xp.maximum(xp.asarray(n), 0.0)
     in_counts = total * grad / xp.sqrt(floor)
     return (xp.max(grad) <= tol) & (xp.max(in_counts) <= count_tol)
+
+
+def check_nlbp_options(damping, smoothing, anderson, estep, inference: Backend) -> None:
+    """A ``ValueError`` for NLBP settings out of range (``inference``: a backend)."""
+    if not 0 < damping <= 1:
+        raise ValueError(f"damping (alpha) must be in (0, 1], got {damping}")
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be > 0, got {smoothing}")
+    if int(anderson) != anderson or anderson < 0:
+        raise ValueError(f"anderson (memory) must be an integer >= 0, got {anderson}")
+    if estep not in ("nlbp", "newton") or (estep == "newton" and not inference.exact):
+        raise ValueError(f"estep must be 'nlbp', or 'newton' with exact BP, got {estep!r}")

@@ -20,7 +20,8 @@ from pgm_dp.inference.backend import get_backend
 from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.learners.cgm import CGMEM, nlbp
 from pgm_dp.learners.cgm.conditioning import shrunk_marginals
-from pgm_dp.learners.cgm.nlbp import clique_statistics, prepare, start_statistics
+from pgm_dp.learners.cgm.estep import prepare
+from pgm_dp.learners.cgm.nlbp import clique_statistics, start_statistics
 from pgm_dp.learners.cgm.nlbp import nlbp_programs as _programs
 from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.learners.mle import fit_marginals
