@@ -33,11 +33,10 @@ from .release import add_budget_arguments, budget_of
 __all__ = ["add_parser", "DEFAULT_LEARNER", "SELECTION_FRACTION"]
 
 #: The default learner of each source. From ``--data`` naive MLE: after AIM's measurements its
-#: models were as accurate as CGM-EM's (mean 2-way TVD 0.0497 / 0.0146 / 0.0176 / 0.0488 on
-#: fair / nass / mpls / Adult at ε = 1, CGM-EM 0.0491 / 0.0151 / 0.0169 / 0.0479) in a third
-#: of the time (``benchmarks/bench_realdata.py``); CGM-EM's held-out likelihood was a little
-#: better (``--learner cgm``). From ``--release`` CGM-EM, whose advantage is largest on a
-#: release's few noisy tables (Bernstein et al. 2017, Fig. 2).
+#: models were about as accurate as CGM-EM's in a fraction of the time (the real tables of
+#: ``benchmarks/README.md``, ``benchmarks/bench_realdata.py``); CGM-EM's held-out likelihood
+#: was a little better (``--learner cgm``). From ``--release`` CGM-EM, whose advantage is
+#: largest on a release's few noisy tables (Bernstein et al. 2017, Fig. 2).
 DEFAULT_LEARNER = {"data": "naive", "release": "cgm"}
 #: Default share, with ``--selection mst``, of what the preparation leaves for MST's tree
 #: (the rest measures it): MST's equal thirds.

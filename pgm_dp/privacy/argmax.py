@@ -125,6 +125,22 @@ def exponential_mechanism(
     """Index ``i`` with probability ``∝ exp(ε u_i / (2Δ'))`` (``exp(ε u_i/Δ')`` if monotonic),
     sampled exactly on lattice-rounded utilities (module docstring); ``ε``-DP.
 
+    Args:
+        scores: One utility per candidate (higher is better).
+        sensitivity: ``Δ``, the largest change of any one utility between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+        monotonic: Whether every utility moves in the same direction between neighbours
+            (then the factor 2 is dropped).
+
+    Returns:
+        The index chosen.
+
     >>> exponential_mechanism([0.0, 100.0], sensitivity=1.0, budget=PureDP(1.0), rng=0)
     1
     """
@@ -157,6 +173,22 @@ def report_noisy_max(
     """Arg-max (arg-min if ``minimize``) of ``scores + Laplace(b)``, ``b = (2D+1) g/ε`` on the
     lattice (``≈ 2Δ/ε``; ``(D+1) g/ε`` if monotonic), exact integers (module docstring); ``ε``-DP.
     Zhang et al. Alg. 1 line 3-4 is ``minimize=True``.
+
+    Args:
+        scores: One score per candidate.
+        sensitivity: ``Δ``, the largest change of any one score between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+        monotonic: Whether every score moves in the same direction between neighbours.
+        minimize: Report the noisy minimum instead of the maximum.
+
+    Returns:
+        The index reported.
 
     >>> report_noisy_max([0.0, 9.0], sensitivity=0.01, budget=PureDP(1.0), rng=0)
     1

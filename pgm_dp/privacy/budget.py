@@ -178,9 +178,12 @@ def _cks_eps(alpha: float, rho: float, log_inv_delta: float) -> float:
 def zcdp_to_approx_dp(rho: float, delta: float, method: ConversionMethod = "cks") -> ApproxDP:
     """``ρ``-zCDP ⇒ ``(ε, δ)``-DP.
 
-    ``method="lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14).
-    ``method="cks"`` (default, alias ``"ckks"``): Canonne-Kamath-Steinke 2020 Cor. 13, tighter.
-    ``δ`` must be in ``(0, 1)``.
+    Args:
+        rho: ``ρ >= 0``.
+        delta: ``δ`` in ``(0, 1)``.
+        method: ``"lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14);
+            ``"cks"`` (default, alias ``"ckks"``): Canonne-Kamath-Steinke 2020 Cor. 13,
+            tighter.
 
     >>> e1 = zcdp_to_approx_dp(0.1, 1e-5, "lemma_2_14").epsilon
     >>> e2 = zcdp_to_approx_dp(0.1, 1e-5, "cks").epsilon

@@ -126,8 +126,15 @@ def dpsgd_epsilon(
 ) -> float:
     """``ε`` at ``δ`` of DP-SGD with the given parameters (Abadi et al. 2016).
 
-    ``pld_discretization``: value discretisation interval of the PLD accountant (smaller is
-    tighter and slower; the PLD bound is pessimistic for any value).
+    Args:
+        noise_multiplier: ``σ``, the Gaussian's standard deviation over the clipping norm.
+        sampling_rate: ``q``, each record's Poisson sampling probability per step.
+        steps: The number of noisy steps.
+        delta: The ``δ`` at which ``ε`` is reported.
+        accountant: ``"rdp"`` (Mironov et al. 2019) or ``"pld"`` (privacy loss
+            distributions, tighter).
+        pld_discretization: Value discretisation interval of the PLD accountant (smaller is
+            tighter and slower; the PLD bound is pessimistic for any value).
     """
     event = dpsgd_event(noise_multiplier, sampling_rate, steps)
     d = _check_delta(delta)
@@ -203,6 +210,14 @@ def calibrate_noise_multiplier(
 ) -> float:
     """Smallest noise multiplier ``z >= 0.05`` (within ``tol``) whose DP-SGD ``ε`` at
     ``target.delta`` is at most ``target.epsilon``.
+
+    Args:
+        target: The ``(ε, δ)`` to meet.
+        sampling_rate: ``q``, each record's Poisson sampling probability per step.
+        steps: The number of noisy steps.
+        accountant: ``"rdp"`` or ``"pld"`` (:func:`dpsgd_epsilon`).
+        tol: The search's tolerance on the multiplier.
+        pld_discretization: As in :func:`dpsgd_epsilon`.
 
     Uses ``dp_accounting.calibrate_dp_mechanism``, which guarantees that the returned value
     meets the target; returns 0.05 if even that little noise meets it. The result depends

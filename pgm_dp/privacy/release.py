@@ -343,12 +343,34 @@ def release_marginals(
 ) -> NoisyMarginals:
     """Noisy clique count tables (Bernstein et al. Sec. 3.1, Prop. 3, Eq. 3).
 
-    ``mrf_or_cliques``: cliques (then ``domain`` is required) or an object with ``.domain``
-    and ``.cliques``. ``budget``: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP``
-    for the Gaussian kinds. Sensitivities, weights and the total ``N``: module docstring.
-    ``mechanism``: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
-    or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice ``2^k Z``
-    (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov 2012).
+    Args:
+        data: The records (codes or labels, validated by :meth:`Domain.encode`).
+        mrf_or_cliques: Cliques (then ``domain`` is required) or an object with ``.domain``
+            and ``.cliques``.
+        domain: The variables, when ``mrf_or_cliques`` is a list of cliques.
+        budget: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP`` for the Gaussian
+            kinds; the whole release's cost (the sensitivities: module docstring).
+        mechanism: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
+            or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice
+            ``2^k Z`` (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov
+            2012).
+        rng: Leave ``None`` for a real release (below).
+        accountant: Charged once, before any noise is drawn.
+        weights: Per-record weights (module docstring: the sensitivity they give).
+        max_records_per_person: ``K``, the most records one person has (person-level
+            privacy; module docstring).
+        total: The total ``N``: ``"estimate"`` (from the noisy tables, free), ``"private"``
+            (released with ``total_fraction`` of the budget) or a public number.
+        total_fraction: The share of ``budget`` spent on ``N`` with ``total="private"``.
+        neighbouring: ``"add_remove"`` or ``"replace"`` (doubles the sensitivity).
+        calibration: The ``(ε, δ)`` Gaussian's calibration (see
+            :func:`~pgm_dp.privacy.mechanisms.gaussian_mechanism`).
+        what: The label of the charge in the accountant's ledger.
+        max_cells: The most cells the tables may have in all.
+
+    Returns:
+        The release: noisy tables, their noise, the total and the budget spent.
+
     Everything is validated (data by :meth:`Domain.encode`) before the accountant is charged
     or noise drawn; refused before anything is allocated or spent: more than ``max_cells``
     cells in all (:class:`~pgm_dp.errors.ModelTooLargeError`), a repeated clique (in any

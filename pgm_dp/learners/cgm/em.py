@@ -42,7 +42,7 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and
    ``"auto"`` start from the Bethe MLE of those tables in closed form. L-BFGS runs on
    gauge-projected, diagonally scaled potentials (:mod:`.conditioning`; same fixed points,
-   1-12x fewer iterations).
+   fewer iterations: ``docs/design/cgm_em_solver.md``).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
 5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
@@ -108,7 +108,7 @@ class EMProblem(NamedTuple):
     """What every E-step of one fit shares: the compiled objective, the release's tables
     and noise scales, ``N``, the per-record priors ``lam = tau / N`` (Gaussian) and
     ``rho = beta / N`` (conjugate, :meth:`CGMEM.pseudo_records`), whether the E-step
-    is Newton's on the dual (:mod:`.dual_estep`), the per-record tolerances of the EM
+    is Newton's on the dual (:mod:`.newton`), the per-record tolerances of the EM
     gradient and of an exact E-step (:meth:`CGMEM.tolerances`), ``reparam``: L-BFGS's
     variable (:mod:`.conditioning`) and ``floor``: ``1 + v_i`` per cell, ``v_i`` the
     release's noise variance in counts (the stopping rule in counts, :meth:`CGMEM.done`)."""
@@ -312,8 +312,8 @@ class CGMEM:
         statistics, ``v_i`` the noise variance: ``2 b^2`` Laplace, ``sigma^2`` Gaussian;
         ``problem.floor`` is ``1 + v``): the count gradient is the gap between inferred and
         model counts, and 1 % of the count's own error is invisible in the estimate. The
-        noise term spares noise-hidden cells a tolerance of hundredths of a record (Adult
-        tree, ``b = 13``: 2.5x fewer iterations, same 2-way error; ``docs/cgm_em.md``);
+        noise term spares noise-hidden cells a tolerance of hundredths of a record (fewer
+        iterations, same 2-way error: ``docs/design/cgm_em_solver.md``);
         with little noise it is the sampling rule (a per-record ``1e-5`` is 10 counts at
         ``N = 1e6``). With a ``reparam`` the gradient is taken in the directions L-BFGS
         moves (``projected``: that gradient, when the caller has it already)."""
@@ -330,9 +330,8 @@ class CGMEM:
         stiff and BP is exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 >
         1e3``, the largest released count over the squared noise scale, where NLBP's damping
         must be smallest (it slows down and then fails). Both E-steps inexact far from the
-        optimum, on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x
-        NLBP's time at stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small
-        grid models 0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
+        optimum, Newton was faster than NLBP above that stiffness and not below it (the
+        timings: ``docs/design/cgm_em_solver.md``)."""
         if self.estep != "auto":
             return self.estep
         stiff = max(
@@ -344,8 +343,8 @@ class CGMEM:
     def _start(self, release, mrf: MarkovRandomField) -> MarkovRandomField:
         """The first ``theta`` (``init``, module docstring). ``"auto"``'s shrunk tables have no
         zeros, so their MLE is smooth and cheap (a naive MLE chases the release's zeros), and
-        lies near CGM's optimum where the noise hides many cells: 3-24x fewer L-BFGS
-        iterations than a uniform start there (``docs/cgm_em.md``)."""
+        lies near CGM's optimum where the noise hides many cells: far fewer L-BFGS
+        iterations than a uniform start there (``docs/design/cgm_em_solver.md``)."""
         if self.init == "uniform":
             return mrf.replace(None)
         backend = get_backend(self.inference)

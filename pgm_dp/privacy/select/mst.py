@@ -77,9 +77,18 @@ def select_cliques(
 ) -> Selection:
     """A private spanning tree of pairs (MST, McKenna et al. 2021; see the module doc).
 
-    ``domain`` defaults to :meth:`Domain.from_dataframe` of ``data`` (which reads the
-    categories from the data: declare it for a fully private pipeline). ``candidates``
-    restricts the pairs (default: all); they must connect every variable. Everything is
+    Args:
+        data: The records (codes or labels).
+        budget: The whole selection's ``ε`` (one-way tables and the tree's choices).
+        domain: Defaults to :meth:`Domain.from_dataframe` of ``data`` (which reads the
+            categories from the data: declare it for a fully private pipeline).
+        rng: ``None`` for a real release; a seed for tests.
+        accountant: Charged before any noise is drawn.
+        one_way_fraction: The share of ``budget`` spent on the one-way tables.
+        candidates: The pairs to choose from (default: all); they must connect every
+            variable.
+
+    Everything is
     refused before the accountant is charged: candidates that do not connect every variable,
     a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release estimates ``N`` from its
     noisy tables (``total="estimate"``, no extra cost).
