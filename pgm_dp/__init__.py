@@ -7,7 +7,7 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 layout, shared numerics) → ``inference`` (pure functions of tables; its backends)
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
-``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
+``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
 marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``fit_report`` →
 ``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
 → ``cli``.
@@ -35,7 +35,7 @@ _LAZY = {
     "Domain": "domain",
     "MarkovRandomField": "models",
     "sufficient_statistics": "stats",
-    "select_cliques": "privacy.select",
+    "select_cliques": "select",
     "load_adult": "datasets",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
@@ -105,7 +105,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("privacy.select",),
+    ("select",),
     ("io", "bayes", "binning", "columns", "_spec", "prepare"),
     ("fit_report",),
     ("workflow",),

@@ -8,10 +8,10 @@ The steps, each charged to one accountant before any noise is drawn:
    ``prepare_share`` of the budget, their rare states merged into ``"<rare>"`` (MST's
    ``compress_domain``).
 2. **Select and measure** with the rest. ``selection="aim"`` (default): AIM (McKenna,
-   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.privacy.select.aim`) chooses marginals
+   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.select.aim`) chooses marginals
    against ``workload`` (default every pair) round by round, starting from step 1's one-way
    tables (already paid for: AIM's round 0 is not run again). ``selection="mst"``: MST's
-   spanning tree (:func:`pgm_dp.privacy.select.select_cliques`, ``mst_fraction`` of the rest),
+   spanning tree (:func:`pgm_dp.select.select_cliques`, ``mst_fraction`` of the rest),
    then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
@@ -111,8 +111,8 @@ class TableFit:
     expanded, :func:`expand_model`; ``info`` holds the
     ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
     ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
-    result (:class:`~pgm_dp.privacy.select.AIMResult` or MST's
-    :class:`~pgm_dp.privacy.select.Selection`)."""
+    result (:class:`~pgm_dp.select.AIMResult` or MST's
+    :class:`~pgm_dp.select.Selection`)."""
 
     fit: Any
     plan: Any
@@ -244,7 +244,7 @@ def one_way_measurements(plan) -> list:
     measurements (round 0). A ``"<rare>"`` cell holds the sum of its merged noisy counts;
     its larger variance is not kept (a table carries one noise model), which the estimators
     only use to weigh repeated measurements."""
-    from .privacy.select import Measurement
+    from .select import Measurement
 
     out = []
     for name, (counts, _) in plan.compressed_measurements().items():
@@ -366,7 +366,7 @@ def _amount(b: Budget | None, notion: str) -> float:
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
-    from .privacy.select import NaiveMLEEstimator, aim, workload_cliques
+    from .select import NaiveMLEEstimator, aim, workload_cliques
 
     workload, size, rounds, estimator = options
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
@@ -386,7 +386,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
 def _mst(codes, dom, eps, fraction, gen, acc):
     from .models import MarkovRandomField
     from .privacy import release_marginals
-    from .privacy.select import select_cliques, with_one_way
+    from .select import select_cliques, with_one_way
 
     sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc)
     rel = release_marginals(

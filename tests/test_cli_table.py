@@ -19,7 +19,7 @@ from pgm_dp.fit_report import WorseThanIndependentWarning, build_report, indepen
 from pgm_dp.io import load
 from pgm_dp.prepare import prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
-from pgm_dp.privacy.select import aim
+from pgm_dp.select import aim
 from pgm_dp.workflow import (
     aim_rounds,
     expand_model,

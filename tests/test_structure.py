@@ -144,6 +144,15 @@ def test_a_module_listed_below_its_folder_takes_that_layer():
     assert _layer("pgm_dp") is None
 
 
+def test_selection_sits_above_the_learners_and_the_privacy_layer():
+    """AIM and MST call the learners (their estimators) and the mechanisms; nothing in
+    ``privacy`` or ``learners`` imports them."""
+    assert _layer("pgm_dp.privacy.release") < _layer("pgm_dp.learners.mle")
+    assert _layer("pgm_dp.learners.mle") < _layer("pgm_dp.select.aim")
+    assert _layer("pgm_dp.select.aim") < _layer("pgm_dp.workflow")
+    assert not (ROOT / "privacy" / "select").exists()
+
+
 def test_private_names_stay_in_their_package():
     """A ``_name`` is imported only within its own package (folder): across packages,
     modules share public names (``bayes.ising`` once imported ``ising.prising._fields``)."""

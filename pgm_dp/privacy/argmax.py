@@ -1,6 +1,6 @@
 """Private argmax: the exponential mechanism and report-noisy-max, floating-point safe.
 
-These choose one item by its score; AIM and MST (:mod:`pgm_dp.privacy.select`), the
+These choose one item by its score; AIM and MST (:mod:`pgm_dp.select`), the
 private binning and the Frank-Wolfe learners call them.
 
 

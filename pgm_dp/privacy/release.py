@@ -323,6 +323,22 @@ def _public_total(total, n_true: float, noisy: dict, model) -> tuple[float, str]
     return float(total), "given"
 
 
+def _check_costs(budget, fraction, sens, sens_n, checks, what):
+    """The tables' budget and the total's (``None`` unless ``fraction`` of ``budget`` goes to
+    a private ``N``), checked against the mechanism and the accountant without drawing
+    anything (noise on an empty vector): every refusal comes before the data are read."""
+    mechanism, calibration = checks["kind"], checks["calibration"]
+    accountant = checks["accountant"]
+    budget_c = _split(budget, 1 - fraction) if fraction is not None else budget
+    budget_n = _split(budget, fraction) if fraction is not None else None
+    perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
+    if budget_n is not None:
+        perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
+    if accountant is not None:
+        accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
+    return budget_c, budget_n
+
+
 def release_marginals(
     data: Any,
     mrf_or_cliques: Any,
@@ -350,33 +366,28 @@ def release_marginals(
         domain: The variables, when ``mrf_or_cliques`` is a list of cliques.
         budget: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP`` for the Gaussian
             kinds; the whole release's cost (the sensitivities: module docstring).
-        mechanism: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
-            or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice
-            ``2^k Z`` (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov
-            2012).
-        rng: Leave ``None`` for a real release (below).
+        mechanism: ``"discrete_laplace"`` (default; CKS 2020), ``"discrete_gaussian"``, or
+            the paper's ``"laplace"`` / ``"gaussian"`` exactly on a lattice ``2^k Z``
+            (:mod:`~pgm_dp.privacy.lattice`); all floating-point safe (Mironov 2012).
+        rng: Leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes
+            the noise reproducible, so whoever knows it recovers every count: for tests.
         accountant: Charged once, before any noise is drawn.
         weights: Per-record weights (module docstring: the sensitivity they give).
-        max_records_per_person: ``K``, the most records one person has (person-level
-            privacy; module docstring).
+        max_records_per_person: ``K``, most records of one person (module docstring).
         total: The total ``N``: ``"estimate"`` (from the noisy tables, free), ``"private"``
             (released with ``total_fraction`` of the budget) or a public number.
         total_fraction: The share of ``budget`` spent on ``N`` with ``total="private"``.
         neighbouring: ``"add_remove"`` or ``"replace"`` (doubles the sensitivity).
-        calibration: The ``(ε, δ)`` Gaussian's calibration (see
-            :func:`~pgm_dp.privacy.mechanisms.gaussian_mechanism`).
+        calibration: The ``(ε, δ)`` Gaussian's (:func:`~.mechanisms.gaussian_mechanism`).
         what: The label of the charge in the accountant's ledger.
         max_cells: The most cells the tables may have in all.
 
     Returns:
         The release: noisy tables, their noise, the total and the budget spent.
 
-    Everything is validated (data by :meth:`Domain.encode`) before the accountant is charged
-    or noise drawn; refused before anything is allocated or spent: more than ``max_cells``
-    cells in all (:class:`~pgm_dp.errors.ModelTooLargeError`), a repeated clique (in any
-    variable order; it would be charged twice), an ``accountant`` that is not one.
-    ``rng``: leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes the
-    noise reproducible, so whoever knows it recovers every count: seeds are for tests.
+    Everything is validated before the accountant is charged or noise drawn; refused before
+    anything is allocated or spent: more than ``max_cells`` cells in all (ModelTooLargeError),
+    a repeated clique (in any order: charged twice), an ``accountant`` that is not one.
     """
     dom, cliques = _resolve(mrf_or_cliques, domain)
     check_table_cells(dom, cliques, max_cells)  # before anything is allocated or spent
@@ -385,23 +396,15 @@ def release_marginals(
         mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
     )
     private_n = total == "private"
-    budget_c = _split(budget, 1 - total_fraction) if private_n else budget
-    budget_n = _split(budget, total_fraction) if private_n else None
     n_c = len(cliques)
     sens, sens_n = _sensitivity(mechanism, n_c, per_person, neighbouring), float(per_person)
-    # validate budget notion / calibration without drawing anything (noise on an empty vector)
-    perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
-    if budget_n is not None:
-        perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
-    if accountant is not None:  # refuse before the data are read or any noise is drawn
-        accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
-    how = dict(
-        kind=mechanism, rng=as_generator(rng), accountant=accountant, calibration=calibration
-    )
+    checks = dict(kind=mechanism, accountant=accountant, calibration=calibration)
+    fraction = total_fraction if private_n else None
+    budget_c, budget_n = _check_costs(budget, fraction, sens, sens_n, checks, what)
+    how = dict(checks, rng=as_generator(rng))
     noisy, model, n_true, counts = _noisy_tables(
         dom, cliques, data, weights, sens, budget_c, f"{what} ({n_c} cliques)", how
     )
-    noise = dict.fromkeys(cliques, model)
     total_noise = None
     if private_n:
         n_val = round(n_true) if counts else n_true  # counts: integer input
@@ -412,15 +415,7 @@ def release_marginals(
     else:
         n_out, source = _public_total(total, n_true, noisy, model)
     return NoisyMarginals(
-        domain=dom,
-        cliques=cliques,
-        noisy=noisy,
-        noise=noise,
-        budget=budget,
-        mechanism=mechanism,
-        sensitivity=float(sens),
-        total=n_out,
-        total_source=source,
-        total_noise=total_noise,
-        neighbouring=neighbouring,
-    )
+        domain=dom, cliques=cliques, noisy=noisy, noise=dict.fromkeys(cliques, model),
+        budget=budget, mechanism=mechanism, sensitivity=float(sens), total=n_out,
+        total_source=source, total_noise=total_noise, neighbouring=neighbouring,
+    )  # fmt: skip

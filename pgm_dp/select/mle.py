@@ -36,10 +36,10 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.optimize
 
-from ..._config import one_blas_thread
-from ...domain import Clique, Domain
-from ...inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
-from ...inference.queries import calibrate_tables
+from .._config import one_blas_thread
+from ..domain import Clique, Domain
+from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
+from ..inference.queries import calibrate_tables
 
 __all__ = ["fit_tables"]
 
@@ -71,7 +71,7 @@ def _conditioning(domain, cliques, target, l2, conditioned):
     """The projection ``P`` and the scale ``s`` (module docstring), or identity and ones."""
     if not conditioned:
         return (lambda v: v), np.ones_like(target)
-    from ...models.gauge import gauge_projector
+    from ..models.gauge import gauge_projector
 
     mu = np.clip(target, 0.0, 1.0)
     return gauge_projector(domain, cliques), np.sqrt(mu * (1 - mu) + 2 * l2 + 1e-12)

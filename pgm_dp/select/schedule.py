@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ...errors import PrivacyParameterError
+from ..errors import PrivacyParameterError
 
 __all__ = ["Schedule", "MEASURE_SHARE"]
 

@@ -46,17 +46,17 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import tqdm
-from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
-from ...errors import PrivacyParameterError
-from ...inference.queries import calibrated
-from ...rng import RngLike, as_generator
-from ...stats import contingency_table
-from ..accountant import Accountant, check_accountant
-from ..argmax import exponential_mechanism
-from ..budget import ZCDP, ApproxDP, Budget, PureDP
-from ..noise import zcdp_rho_within
-from ..release import NoisyMarginals, release_marginals
+from .._progress import tqdm
+from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ..errors import PrivacyParameterError
+from ..inference.queries import calibrated
+from ..privacy.accountant import Accountant, check_accountant
+from ..privacy.argmax import exponential_mechanism
+from ..privacy.budget import ZCDP, ApproxDP, Budget, PureDP
+from ..privacy.noise import zcdp_rho_within
+from ..privacy.release import NoisyMarginals, release_marginals
+from ..rng import RngLike, as_generator
+from ..stats import contingency_table
 from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques
@@ -140,7 +140,7 @@ def _positive_int(value: Any, name: str) -> int:
 def model_marginals(model: Any, cliques: Sequence[Clique]) -> list[np.ndarray]:
     """Probability tables of ``cliques``: in one batch from a MarkovRandomField's junction
     tree, otherwise by ``model.marginal(q)`` one at a time."""
-    from ...models.mrf import MarkovRandomField
+    from ..models.mrf import MarkovRandomField
 
     if isinstance(model, MarkovRandomField):
         return calibrated(model.junction_tree(), model.log_potentials).marginals(cliques)
