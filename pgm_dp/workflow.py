@@ -67,9 +67,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import PrivacyParameterError
-from .privacy import ZCDP, Accountant, ApproxDP, NoisyMarginals, PureDP
-from .privacy.budget import Budget
-from .privacy.noise import zcdp_rho_within
+from .privacy import Accountant, NoisyMarginals, PureDP
+from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
 
 __all__ = [
@@ -189,17 +188,9 @@ def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budg
     ``"zcdp"`` ρ; ``(ε, δ)`` converted) cut into ``share`` and ``1 - share``."""
     if not 0 < share < 1:
         raise PrivacyParameterError(f"the one-way share must be in (0, 1), got {share!r}")
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        budget = ZCDP(zcdp_rho_within(budget))
-    elif isinstance(budget, ApproxDP):
-        budget = PureDP(budget.epsilon)
-    if isinstance(budget, PureDP):
-        e = budget.epsilon
-        return "pure", e, PureDP(e * share), PureDP(e * (1 - share))
-    if isinstance(budget, ZCDP):
-        r = budget.rho
-        return "zcdp", r, ZCDP(r * share), ZCDP(r * (1 - share))
-    raise PrivacyParameterError(f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+    require_budget(budget, Budget, f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+    b = budget.native()
+    return b.notion, b.amount, b.split(share), b.split(1 - share)
 
 
 def one_way_share(budget: Budget) -> float:
@@ -212,11 +203,9 @@ def one_way_share(budget: Budget) -> float:
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
     (0.3333333333333333, 0.5, 0.5)
     """
-    if isinstance(budget, ApproxDP) and budget.delta == 0:
-        budget = PureDP(budget.epsilon)
-    if not isinstance(budget, PureDP):
+    if getattr(budget, "notion", None) != "pure":
         return ONE_WAY_SHARE
-    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.epsilon))
+    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 
 def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
@@ -293,7 +282,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
         raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
     check_accountant(accountant)
     # one notion for every charge: an (ε, δ) budget is held as the ρ its conversion allows
-    whole = PureDP(amount) if notion == "pure" else ZCDP(amount)
+    whole = budget_of(notion, amount)
     acc = accountant if accountant is not None else Accountant(whole)
     acc.check(whole, what="fit_table")
     return spec, (notion, amount, first, rest), acc
@@ -338,7 +327,7 @@ def fit_table(
     gen = as_generator(rng)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
     used = _amount(plan.budget_spent, notion)
-    rest = PureDP(amount - used) if notion == "pure" else ZCDP(amount - used)
+    rest = budget_of(notion, amount - used)
     codes = plan.encode(df)
     dom = plan.domain
     if selection == "aim":
@@ -362,7 +351,7 @@ def fit_table(
 def _amount(b: Budget | None, notion: str) -> float:
     if b is None:
         return 0.0
-    return b.epsilon if notion == "pure" else b.rho
+    return b.amount
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
@@ -376,7 +365,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
-        amount = rest.epsilon if notion == "pure" else rest.rho
+        amount = rest.amount
         rounds = aim_rounds(n_hat, cells, notion, amount, len(dom)) if n_hat else None
     return aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
                max_rounds=rounds, measured=measured, progress=progress,

@@ -54,17 +54,13 @@ def _record_options(spec, args) -> dict:
 def _check_budget_kind(spec, budget) -> None:
     """Refuse, before the data are read, a record learner whose budget notion (that of its
     registry entry) is not the one ``--epsilon``/``--delta`` give."""
-    from ..compare import budget_for
-    from ..errors import PrivacyParameterError
+    from ..privacy import budget as budgets
 
     if spec.kind != "records" or not spec.private:
         return
-    wanted = type(budget_for(spec, 1.0, 2))
-    if not isinstance(budget, wanted):
-        hint = "; give --delta" if wanted.__name__ == "ApproxDP" else ""
-        raise PrivacyParameterError(
-            f"learner {spec.name!r} needs a {wanted.__name__} budget, got {budget!r}{hint}"
-        )
+    hint = "; give --delta" if spec.budget == "ApproxDP" else ""
+    msg = f"learner {spec.name!r} needs a {spec.budget} budget, got {budget!r}{hint}"
+    budgets.require_budget(budget, getattr(budgets, spec.budget), msg)
 
 
 def _with_cliques(args, spec, data, budget, mechanism):

@@ -43,7 +43,7 @@ from ..errors import DataValidationError, PrivacyParameterError
 from ..rng import RngLike, as_generator
 from ._inputs import _as_values, _charge
 from .accountant import Accountant
-from .budget import ZCDP, PureDP  # noqa: F401  (PureDP: doctest)
+from .budget import ZCDP, PureDP, as_zcdp, require_budget  # noqa: F401  (ZCDP: doctest)
 from .lattice import LAPLACE_BITS, to_lattice
 from .noise import check_sensitivity
 from .samplers import _bern_exp_scalar, discrete_laplace_rational_scale, sample_discrete_laplace
@@ -68,8 +68,7 @@ def _setup(
     scores: Any, sensitivity: float, budget: PureDP, monotonic: bool
 ) -> tuple[np.ndarray, int, int, int]:
     """Integer scores on the lattice, the exponent ``k``, ``D`` and the factor (1 or 2)."""
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"selection mechanisms need a PureDP budget, got {budget!r}")
     delta = check_sensitivity(sensitivity, "sensitivity")
     arr = _scores(scores)
     factor = 1 if monotonic else 2
@@ -97,8 +96,7 @@ def noisy_min_lattice(
     >>> noisy_min_lattice(1.0, PureDP(1.0))[0]
     -20
     """
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"selection mechanisms need a PureDP budget, got {budget!r}")
     delta = check_sensitivity(sensitivity, "sensitivity")
     if delta == 0:
         raise PrivacyParameterError("noisy_min_lattice needs a sensitivity > 0")
@@ -248,7 +246,7 @@ def frank_wolfe_step_budget(rho: ZCDP | float, steps: int) -> PureDP:
     >>> frank_wolfe_step_budget(ZCDP(0.5), 100).epsilon
     0.1
     """
-    r = rho if isinstance(rho, ZCDP) else ZCDP(rho)
+    r = as_zcdp(rho)
     if isinstance(steps, bool) or int(steps) != steps or int(steps) < 1:
         raise PrivacyParameterError(f"steps must be a positive integer, got {steps!r}")
-    return PureDP(math.sqrt(2 * r.rho / int(steps)))
+    return r.pure_steps(int(steps))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import PrivacyParameterError
-from .budget import ApproxDP
+from .budget import ApproxDP, require_budget
 
 if TYPE_CHECKING:  # dp_accounting is imported lazily (it takes ~0.5 s to import)
     import dp_accounting
@@ -224,8 +224,7 @@ def calibrate_noise_multiplier(
     only on these public arguments and is cached (a calibration takes ~1 s), so repeated
     fits with one budget and schedule calibrate once.
     """
-    if not isinstance(target, ApproxDP):
-        raise PrivacyParameterError(f"target must be an ApproxDP budget, got {target!r}")
+    require_budget(target, ApproxDP, f"target must be an ApproxDP budget, got {target!r}")
     _check(1.0, sampling_rate, steps)
     d = _check_delta(target.delta)
     _make_accountant(accountant, pld_discretization)

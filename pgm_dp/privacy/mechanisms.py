@@ -40,7 +40,6 @@ from .noise import (
     check_sensitivity,
     discrete_gaussian_parameter,
     discrete_laplace_parameter,
-    zcdp_rho_within,
 )
 from .samplers import (
     RngLike,
@@ -79,11 +78,10 @@ def _nominal_scale(kind: str, sensitivity: Any, budget: Budget) -> float:
         sens = float(sensitivity)
         if isinstance(sensitivity, bool) or not math.isfinite(sens) or sens < 0:
             return 0.0
-        if kind.endswith("laplace") and isinstance(budget, PureDP):
-            return sens / budget.epsilon
-        if kind.endswith("gaussian") and isinstance(budget, ZCDP):
-            return sens / math.sqrt(2 * budget.rho)
-    except (TypeError, ValueError):
+        scale = budget.scale_for("laplace" if kind.endswith("laplace") else "gaussian", sens)
+        if scale is not None:
+            return scale
+    except (TypeError, ValueError, AttributeError):  # AttributeError: not a budget
         return 0.0
     except (OverflowError, ZeroDivisionError):
         return math.inf
@@ -108,7 +106,7 @@ def _plan(
         )
     floor = calibrate_gaussian(sensitivity, budget, calibration).scale  # type: ignore[arg-type]
     l2 = check_sensitivity(sensitivity, "l2_sensitivity")
-    rho = budget.rho if isinstance(budget, ZCDP) else zcdp_rho_within(budget)  # type: ignore
+    rho = budget.rho_within()
     if floor > 0:  # (ε, δ): zCDP route (sound on the lattice), never below the asked calibration
         rho = min(rho, l2 * l2 / (2 * floor * floor))
     return plan_gaussian(

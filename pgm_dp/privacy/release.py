@@ -225,14 +225,6 @@ def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[
     return dom, cliques
 
 
-def _split(budget: Budget, frac: float) -> Budget:
-    if isinstance(budget, PureDP):
-        return PureDP(budget.epsilon * frac)
-    if isinstance(budget, ZCDP):
-        return ZCDP(budget.rho * frac)
-    return ApproxDP(budget.epsilon * frac, budget.delta * frac)
-
-
 def _weights(weights: Any, n: int, discrete: bool) -> np.ndarray | None:
     if weights is None:
         return None
@@ -329,8 +321,8 @@ def _check_costs(budget, fraction, sens, sens_n, checks, what):
     anything (noise on an empty vector): every refusal comes before the data are read."""
     mechanism, calibration = checks["kind"], checks["calibration"]
     accountant = checks["accountant"]
-    budget_c = _split(budget, 1 - fraction) if fraction is not None else budget
-    budget_n = _split(budget, fraction) if fraction is not None else None
+    budget_c = budget.split(1 - fraction) if fraction is not None else budget
+    budget_n = budget.split(fraction) if fraction is not None else None
     perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
     if budget_n is not None:
         perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)

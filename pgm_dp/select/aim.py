@@ -52,8 +52,7 @@ from ..errors import PrivacyParameterError
 from ..inference.queries import calibrated
 from ..privacy.accountant import Accountant, check_accountant
 from ..privacy.argmax import exponential_mechanism
-from ..privacy.budget import ZCDP, ApproxDP, Budget, PureDP
-from ..privacy.noise import zcdp_rho_within
+from ..privacy.budget import ZCDP, Budget, PureDP, budget_of, require_budget
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
 from ..stats import contingency_table
@@ -120,15 +119,8 @@ class AIMResult:
 
 def _notion(budget: Budget) -> tuple[str, float]:
     """``("zcdp", ρ)`` or ``("pure", ε)``; ``(ε, δ)`` converts by the CKS bound."""
-    if isinstance(budget, ZCDP):
-        return "zcdp", budget.rho
-    if isinstance(budget, PureDP):
-        return "pure", budget.epsilon
-    if isinstance(budget, ApproxDP):
-        if budget.delta == 0:
-            return "pure", budget.epsilon
-        return "zcdp", zcdp_rho_within(budget)
-    raise PrivacyParameterError(f"budget must be PureDP, ZCDP or ApproxDP, got {budget!r}")
+    require_budget(budget, Budget, f"budget must be PureDP, ZCDP or ApproxDP, got {budget!r}")
+    return budget.notion, budget.amount
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -211,7 +203,7 @@ def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> Non
     """Release ``cliques`` with a measurement cost each (one stacked release)."""
     s = state.setup
     k = len(cliques)
-    budget = ZCDP(cost * k) if s["notion"] == "zcdp" else PureDP(cost * k)
+    budget = budget_of(s["notion"], cost * k)
     rel = release_marginals(
         s["codes"],
         cliques,
@@ -318,7 +310,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
     codes = domain.encode(data)  # DataValidationError before any charge
-    cost = ZCDP(amount) if notion == "zcdp" else PureDP(amount)
+    cost = budget_of(notion, amount)
     if accountant is not None:
         accountant.check(cost, what="aim")
     return dict(

@@ -34,7 +34,7 @@ from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from ..errors import DomainError, PrivacyParameterError
 from ..privacy.accountant import Accountant
 from ..privacy.argmax import exponential_mechanism
-from ..privacy.budget import PureDP, compose
+from ..privacy.budget import PureDP, compose, require_budget
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
 from ..stats import contingency_table
@@ -92,8 +92,7 @@ def select_cliques(
     every variable, a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release
     estimates ``N`` from its noisy tables (``total="estimate"``, no extra cost).
     """
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"select_cliques needs a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"select_cliques needs a PureDP budget, got {budget!r}")
     if not 0 < one_way_fraction < 1:
         raise PrivacyParameterError(f"one_way_fraction must be in (0, 1), got {one_way_fraction}")
     domain = Domain.from_dataframe(data) if domain is None else domain
