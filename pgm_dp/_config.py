@@ -90,6 +90,19 @@ def _cache_by_default() -> None:
 _cache_by_default()
 
 
+def _register_pytrees() -> None:
+    """Register the package's pytree types that were imported before JAX (their modules
+    register themselves when imported after it): a lookup, not an import, so this bottom
+    layer depends on nothing above it."""
+    for name in ("pgm_dp.privacy.measurements",):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.register_pytree()
+
+
+_register_pytrees()
+
+
 def any_traced(arrays) -> bool:
     """Whether any of ``arrays`` is a JAX tracer (we are inside ``jit``/``grad``/``vmap``)."""
     return any(isinstance(t, jax.core.Tracer) for t in arrays)

@@ -30,6 +30,7 @@ from .dpsgd import (
     dpsgd_epsilon,
     dpsgd_event,
 )
+from .measurements import Measurements
 from .mechanisms import (
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
@@ -84,6 +85,7 @@ __all__ = [
     "report_noisy_min",
     "frank_wolfe_step_budget",
     "NoisyMarginals",
+    "Measurements",
     "release_marginals",
     "DPSGDCost",
     "dpsgd_event",

@@ -53,10 +53,8 @@ True
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -65,141 +63,20 @@ from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normali
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from ..stats import contingency_table
 from .accountant import Accountant, check_accountant
-from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
+from .budget import Budget, compose
+from .measurements import Measurements
 from .mechanisms import perturb
-from .noise import NoiseModel
 from .samplers import RngLike, as_generator
 
-__all__ = ["NoisyMarginals", "release_marginals", "MECHANISMS"]
+__all__ = ["NoisyMarginals", "Measurements", "release_marginals", "MECHANISMS"]
 
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _TOTALS = ("public", "estimate", "private")
 
 
-def _budget_to_dict(b: Budget) -> dict:
-    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
-
-
-def _budget_from_dict(d: Mapping) -> Budget:
-    kinds = {"PureDP": PureDP, "ZCDP": ZCDP, "ApproxDP": ApproxDP}
-    d = dict(d)
-    return kinds[d.pop("type")](**d)
-
-
-def _jsonable_name(name: Hashable) -> Hashable:
-    if isinstance(name, bool) or not isinstance(name, str | int):
-        raise DomainError(f"to_json needs str or int variable names, got {name!r}")
-    return name
-
-
-@dataclass(frozen=True, eq=False)
-class NoisyMarginals:
-    """Noisy clique tables and how they were made; contains no raw data.
-
-    ``noisy[c]`` is a read-only array (float64, or int64 for discrete mechanisms);
-    ``noise[c]`` its :class:`NoiseModel`; ``budget`` the total cost charged; ``sensitivity``
-    the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked tables;
-    ``total`` the ``N`` used, with ``total_source`` in ``{"public", "given", "estimate",
-    "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
-    """
-
-    domain: Domain
-    cliques: tuple[Clique, ...]
-    noisy: Mapping[Clique, np.ndarray]
-    noise: Mapping[Clique, NoiseModel]
-    budget: Budget
-    mechanism: str
-    sensitivity: float
-    total: float
-    total_source: str
-    total_noise: NoiseModel | None = None
-    neighbouring: str = "add_remove"
-
-    def __post_init__(self) -> None:
-        frozen = {}
-        for c in self.cliques:
-            a = np.array(self.noisy[c], copy=True)
-            a.flags.writeable = False
-            frozen[c] = a
-        object.__setattr__(self, "noisy", frozen)
-        object.__setattr__(self, "noise", {c: self.noise[c] for c in self.cliques})
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @property
-    def total_is_public(self) -> bool:
-        """Whether ``total`` was used without noise (public or user-given ``N``)."""
-        return self.total_source in ("public", "given")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NoisyMarginals):
-            return NotImplemented
-        same = all(
-            getattr(self, f) == getattr(other, f)
-            for f in self.__dataclass_fields__
-            if f not in ("noisy",)
-        )
-        return same and all(
-            self.noisy[c].dtype == other.noisy[c].dtype
-            and np.array_equal(self.noisy[c], other.noisy[c])
-            for c in self.cliques
-        )
-
-    def to_json(self) -> str:
-        """JSON text (exact float round trip via ``repr``); see :meth:`from_json`."""
-        doc = {
-            "format": "pgm_dp.NoisyMarginals",
-            "version": 1,
-            "domain": {
-                "attributes": [_jsonable_name(a) for a in self.domain.attributes],
-                **self.domain.to_json_dict(),
-            },
-            "cliques": [list(c) for c in self.cliques],
-            "noisy": [self.noisy[c].tolist() for c in self.cliques],
-            "dtype": [str(self.noisy[c].dtype) for c in self.cliques],
-            "noise": [self.noise[c].to_dict() for c in self.cliques],
-            "budget": _budget_to_dict(self.budget),
-            "mechanism": self.mechanism,
-            "sensitivity": self.sensitivity,
-            "total": self.total,
-            "total_source": self.total_source,
-            "total_noise": None if self.total_noise is None else self.total_noise.to_dict(),
-            "neighbouring": self.neighbouring,
-        }
-        return json.dumps(doc, allow_nan=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> NoisyMarginals:
-        """Inverse of :meth:`to_json`. The tables' dtypes must be ``int64`` or ``float64`` (what
-        :meth:`to_json` writes); others are refused before any table is built."""
-        d = json.loads(text)
-        if d.get("format") != "pgm_dp.NoisyMarginals":
-            raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
-        dom = Domain.from_json_dict(d["domain"])
-        cliques = tuple(tuple(c) for c in d["cliques"])
-        dtypes = {"int64": np.int64, "float64": np.float64}
-        for dt in d["dtype"]:
-            if not isinstance(dt, str) or dt not in dtypes:
-                raise DataValidationError(f"release tables must be int64 or float64: {dt!r:.40}")
-        noisy = {
-            c: np.array(v, dtype=dtypes[dt]).reshape(dom.sizes(c))
-            for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
-        }
-        noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
-        tn = d["total_noise"]
-        return cls(
-            domain=dom,
-            cliques=cliques,
-            noisy=noisy,
-            noise=noise,
-            budget=_budget_from_dict(d["budget"]),
-            mechanism=d["mechanism"],
-            sensitivity=float(d["sensitivity"]),
-            total=float(d["total"]),
-            total_source=d["total_source"],
-            total_noise=None if tn is None else NoiseModel(**tn),
-            neighbouring=d["neighbouring"],
-        )
+#: The release's type: :class:`~pgm_dp.privacy.measurements.Measurements` (the name kept for
+#: the call sites and the JSON format).
+NoisyMarginals = Measurements
 
 
 def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[Clique, ...]]:
