@@ -171,6 +171,7 @@ def test_workload_weights_and_candidates():
     assert workload_cliques(big, "3way", max_cells=10**5)[0][0] == ("A", "B", "C")
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_selection_step_is_private_by_an_audit():
     """D and D' differ by one record (in cell 0 of every table); the model's estimates are
     fixed (earlier noisy measurements, conditioned on). The record lifts candidate 0's

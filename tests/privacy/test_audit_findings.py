@@ -30,6 +30,7 @@ def _records(n: int, seed: int = 0) -> np.ndarray:
 
 
 # -- 6. N released exactly ---------------------------------------------------------------------
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_default_release_does_not_tell_d_from_d_plus_one():
     """Before: ``total="public"`` by default, D and D + 1 record told apart 300 times of 300.
     Now the default total is an estimate from the noisy tables: post-processing of an
