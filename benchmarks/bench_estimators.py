@@ -29,8 +29,8 @@ from pgm_dp import MarkovRandomField, PureDP
 from pgm_dp.datasets import load_adult
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.privacy import release_marginals
-from pgm_dp.privacy.select import select_cliques
 from pgm_dp.rng import derived_generator
+from pgm_dp.select import select_cliques
 from pgm_dp.stats import contingency_table
 
 

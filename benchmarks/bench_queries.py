@@ -35,7 +35,7 @@ from pgm_dp.datasets import load_adult  # noqa: E402
 from pgm_dp.inference.junction_tree import clique_marginals  # noqa: E402
 from pgm_dp.learners import NaiveMLE  # noqa: E402
 from pgm_dp.privacy import release_marginals  # noqa: E402
-from pgm_dp.privacy.select import select_cliques  # noqa: E402
+from pgm_dp.select import select_cliques  # noqa: E402
 
 
 def fitted_tree() -> MarkovRandomField:

@@ -7,7 +7,7 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 layout, shared numerics) → ``inference`` (pure functions of tables; its backends)
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
-``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
+``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
 marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
 codes; its ``prepare._frames`` sits beside ``domain``, ``prepare._dask`` beside ``stats``)
 → ``fit_report`` → ``workflow`` (a table end to end) → ``compare`` / ``compare_data``
@@ -36,7 +36,7 @@ _LAZY = {
     "Domain": "domain",
     "MarkovRandomField": "models",
     "sufficient_statistics": "stats",
-    "select_cliques": "privacy.select",
+    "select_cliques": "select",
     "load_adult": "datasets",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
@@ -60,6 +60,7 @@ _LAZY = {
             "DPSGDCost",
             "NoiseModel",
             "NoisyMarginals",
+            "Measurements",
             "PureDP",
             "calibrate_noise_multiplier",
             "compose",
@@ -106,7 +107,7 @@ LAYERS = (
     ("privacy",),
     ("ising",),
     ("learners",),
-    ("privacy.select",),
+    ("select",),
     ("io", "bayes", "prepare"),
     ("fit_report",),
     ("workflow",),
@@ -129,6 +130,7 @@ __all__ = [
     "Charge",
     "NoiseModel",
     "NoisyMarginals",
+    "Measurements",
     "release_marginals",
     "laplace_mechanism",
     "gaussian_mechanism",

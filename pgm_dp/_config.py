@@ -6,8 +6,8 @@ float32, so pgm_dp enables ``jax_enable_x64`` when it is imported (the user need
 :func:`jit_program` is the ``jax.jit`` every layer uses for programs that run
 junction-tree passes.
 
-**Compilation cache.** A learner's first fit in a process compiles its programs (20-40 s for
-CGM-EM); JAX's persistent compilation cache keeps them on disk for the next process. It is on
+**Compilation cache.** A learner's first fit in a process compiles its programs (tens of seconds
+for CGM-EM); JAX's persistent compilation cache keeps them on disk for the next process. It is on
 by default, for the ``pgm-dp`` command and for library users alike: this module (imported with
 the first module that uses JAX, not by ``import pgm_dp`` itself) points JAX at the cache
 folder, which costs no more than creating the folder. Settings, read when it is imported:
@@ -63,9 +63,9 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
 
     ``path`` defaults to :func:`default_cache_dir`. Called when this module is imported
     (see the module docstring for the opt-out). Every program is kept, however quickly it
-    compiled: with a 0.2 s floor the small ones (a learner's start, eager set-up) were
-    compiled again in every process, and all of ``pgm-dp compare``'s programs take under
-    1 MB (``benchmarks/README.md``). Returns the folder; an ``OSError`` if it cannot be made.
+    compiled: with a floor the small ones (a learner's start, eager set-up) were compiled
+    again in every process, and the programs are small (``benchmarks/README.md``). Returns
+    the folder; an ``OSError`` if it cannot be made.
     """
     folder = default_cache_dir() if path is None else Path(path).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
@@ -88,6 +88,19 @@ def _cache_by_default() -> None:
 
 
 _cache_by_default()
+
+
+def _register_pytrees() -> None:
+    """Register the package's pytree types that were imported before JAX (their modules
+    register themselves when imported after it): a lookup, not an import, so this bottom
+    layer depends on nothing above it."""
+    for name in ("pgm_dp.privacy.measurements",):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.register_pytree()
+
+
+_register_pytrees()
 
 
 def any_traced(arrays) -> bool:
@@ -141,13 +154,12 @@ def jit_program(fn):
 def one_blas_thread():
     """A context in which NumPy's BLAS runs on one thread: scipy's L-BFGS-B calls it on
     vectors of a few hundred to a few thousand entries, where waking a thread pool costs
-    more than the work (on a loaded 2-core machine 5 ms against 0.6 ms per iteration;
-    ``docs/performance.md``)."""
+    more than the work (``docs/performance.md``)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
 @functools.cache
 def _blas_controller() -> ThreadpoolController:
     """The process's thread pools, inspected once: building a controller walks the loaded
-    shared libraries (2-3 ms), which a small learner fit used to pay twice."""
+    shared libraries, which a small learner fit used to pay twice."""
     return ThreadpoolController()

@@ -12,7 +12,7 @@ junction tree.
 The comparison's policy (what budget each learner gets at ``epsilon``, which table columns
 it fills) is this module's, not the registry's: :func:`budget_for`, :func:`columns_of`,
 :func:`models_of`. Any registered learner can be compared (a plugin's too); a private one
-without an entry in :data:`BUDGETS` gets ``PureDP(epsilon)``.
+gets the budget type its registry entry declares (default ``PureDP(epsilon)``).
 
 >>> result = run_compare(T=4, k=2, N=500, epsilons=(1.0,), learners=("naive", "nonprivate"),
 ...                      progress=False, out_dir=None)
@@ -41,7 +41,6 @@ from .rng import derived_generator
 
 __all__ = [
     "print_times",
-    "BUDGETS",
     "LEARNERS",
     "CompareResult",
     "budget_for",
@@ -68,16 +67,13 @@ def _zhang_zcdp(epsilon: float, n: int):
     return zcdp_for_epsilon(epsilon, n)
 
 
-#: The budget a comparison at ``(epsilon, N)`` gives each private learner that is not given
-#: ``PureDP(epsilon)`` (the release learners' default: Bernstein et al. 2017, Sec. 3.1).
-BUDGETS: dict[str, Callable[[float, int], Budget]] = {
-    "psgd": _delta_one_over_n,
-    "pmw": _delta_one_over_n,
-    "zhang_structure": _delta_one_over_n,
-    "zhang_ising": _zhang_zcdp,
-    "zhang_pairwise": _zhang_zcdp,
-    "zhang_tmrf": _zhang_zcdp,
-    "ising_logistic": _zhang_zcdp,
+#: The budget a comparison at ``(epsilon, N)`` gives a private learner, by the budget type
+#: its registry entry declares (``PureDP(epsilon)``: the release learners, Bernstein et al.
+#: 2017, Sec. 3.1).
+_AT_EPSILON: dict[str, Callable[[float, int], Budget]] = {
+    "PureDP": lambda epsilon, n: PureDP(epsilon),
+    "ApproxDP": _delta_one_over_n,
+    "ZCDP": _zhang_zcdp,
 }
 #: Learners that report several models from one run, one table column each: mbi at 300,
 #: 1,000 and 3,000 mirror-descent iterations (``fit.info["snapshots"]``).
@@ -86,11 +82,11 @@ SNAPSHOTS: dict[str, Mapping[str, str]] = {"mbi": {c: f"mbi MD {c[3:]}" for c in
 
 def budget_for(spec: LearnerSpec, epsilon: float, n: int) -> Budget | None:
     """The budget ``spec``'s learner gets at ``epsilon`` on ``n`` records (``None``: a
-    non-private reference): :data:`BUDGETS`, else ``PureDP(epsilon)``."""
+    non-private reference), by the budget type its registry entry declares: ``PureDP(epsilon)``,
+    ``ApproxDP(epsilon, 1/N)`` or the largest ``ZCDP`` that is ``(epsilon, 1/N)``-DP."""
     if not spec.private:
         return None
-    how = BUDGETS.get(spec.name)
-    return PureDP(epsilon) if how is None else how(epsilon, n)
+    return _AT_EPSILON[spec.budget](epsilon, n)
 
 
 def columns_of(spec: LearnerSpec) -> dict[str, str]:

@@ -189,7 +189,7 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
     notion, amount, _, _ = split_budget(budget, share)
     left = 1.0 - _amount(plan.budget_spent, notion) / amount
     b = budget_for(spec, budget.epsilon * left, n)
-    if isinstance(b, ApproxDP) and isinstance(budget, ApproxDP):
+    if hasattr(b, "delta") and hasattr(budget, "delta"):  # (ε, δ) both: the user's δ
         return ApproxDP(b.epsilon, budget.delta)
     return b
 

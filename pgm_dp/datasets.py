@@ -56,8 +56,12 @@ def _read_text(name: str) -> str:
 def load_adult(columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, Domain]:
     """The UCI Adult data as integer codes and their :class:`~pgm_dp.Domain`.
 
-    ``columns``: the attributes to keep, in this order (the domain and the frame follow it;
-    default: all 14 in file order). Every record is checked by :meth:`Domain.encode`; the
+    Args:
+        columns: The attributes to keep, in this order (the domain and the frame follow it;
+            default: all 14 in file order).
+
+    Returns:
+        ``(frame, domain)``. Every record is checked by :meth:`Domain.encode`; the
     returned frame holds ``int64`` codes ``0..k-1``. Raises :class:`~pgm_dp.errors.DomainError`
     for an unknown or repeated column name.
     """

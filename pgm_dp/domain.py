@@ -86,15 +86,13 @@ def _clean_labels(labels: Any, name: Hashable, size: int) -> Labels | None:
 class Domain:
     """Ordered variables, their (finite) sizes and optional labels.
 
-    Parameters
-    ----------
-    attributes : sequence of hashable
-        Variable names, in a fixed order (the column order of encoded data).
-    shape : sequence of int
-        Number of states of each variable (>= 1).
-    labels : mapping {name: sequence} or sequence aligned with ``attributes``, optional
-        The states' labels of some variables (``None`` for an unlabelled variable); label
-        ``i`` is code ``i``. Two domains are equal only if their labels are equal too.
+    Args:
+        attributes (sequence of hashable): Variable names, in a fixed order (the column order of
+            encoded data).
+        shape (sequence of int): Number of states of each variable (>= 1).
+        labels (mapping name → sequence, or sequence aligned with ``attributes``, optional): The
+            states' labels of some variables (``None`` for an unlabelled variable); label ``i`` is
+            code ``i``. Two domains are equal only if their labels are equal too.
     """
 
     attributes: tuple[Hashable, ...]

@@ -129,20 +129,18 @@ def sufficient_statistics(
 ) -> dict[Clique, np.ndarray]:
     """Count tables ``{clique: array}`` of ``data`` on each clique.
 
-    Parameters
-    ----------
-    data : pandas.DataFrame, array of shape (n, d), Dask DataFrame, or Parquet / CSV path
-        Codes or labels, validated as :meth:`Domain.encode` does (chunk by chunk; only the
-        cliques' variables are read). A Dask DataFrame or a path is counted partition by
-        partition (one task each) on ``client`` (a ``distributed.Client``; default: the
-        current client if one exists, else Dask's local scheduler) and the tables summed.
-    cliques : iterable of variable tuples
-        Axis order of each table follows the clique's variable order.
-    domain : Domain
-    weights : array of shape (n,), optional
-        Per-record non-negative weights (e.g. ``1/K`` for a person with ``K`` records,
-        Bernstein et al. Sec. 4.2); the tables are then float64 weighted counts (not with
-        Dask data).
+    Args:
+        data (pandas.DataFrame, array of shape (n, d), Dask DataFrame, or Parquet / CSV path): Codes
+            or labels, validated as :meth:`Domain.encode` does (chunk by chunk; only the cliques'
+            variables are read). A Dask DataFrame or a path is counted partition by partition (one
+            task each) on ``client`` (a ``distributed.Client``; default: the current client if one
+            exists, else Dask's local scheduler) and the tables summed.
+        cliques (iterable of variable tuples): Axis order of each table follows the clique's
+            variable order.
+        domain (Domain): The variables and their sizes.
+        weights (array of shape (n,), optional): Per-record non-negative weights (e.g. ``1/K`` for a
+            person with ``K`` records, Bernstein et al. Sec. 4.2); the tables are then float64
+            weighted counts (not with Dask data).
 
     Raises :class:`~pgm_dp.errors.ModelTooLargeError` (before anything is allocated) when the
     tables would have more than :data:`~pgm_dp.domain.MAX_TABLE_CELLS` cells in all.

@@ -8,10 +8,10 @@ The steps, each charged to one accountant before any noise is drawn:
    ``prepare_share`` of the budget, their rare states merged into ``"<rare>"`` (MST's
    ``compress_domain``).
 2. **Select and measure** with the rest. ``selection="aim"`` (default): AIM (McKenna,
-   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.privacy.select.aim`) chooses marginals
+   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.select.aim`) chooses marginals
    against ``workload`` (default every pair) round by round, starting from step 1's one-way
    tables (already paid for: AIM's round 0 is not run again). ``selection="mst"``: MST's
-   spanning tree (:func:`pgm_dp.privacy.select.select_cliques`, ``mst_fraction`` of the rest),
+   spanning tree (:func:`pgm_dp.select.select_cliques`, ``mst_fraction`` of the rest),
    then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
@@ -68,9 +68,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import PrivacyParameterError
-from .privacy import ZCDP, Accountant, ApproxDP, NoisyMarginals, PureDP
-from .privacy.budget import Budget
-from .privacy.noise import zcdp_rho_within
+from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
+from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
 
 __all__ = [
@@ -112,8 +111,8 @@ class TableFit:
     expanded, :func:`expand_model`; ``info`` holds the
     ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
     ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
-    result (:class:`~pgm_dp.privacy.select.AIMResult` or MST's
-    :class:`~pgm_dp.privacy.select.Selection`)."""
+    result (:class:`~pgm_dp.select.AIMResult` or MST's
+    :class:`~pgm_dp.select.Selection`)."""
 
     fit: Any
     plan: Any
@@ -190,17 +189,9 @@ def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budg
     ``"zcdp"`` ρ; ``(ε, δ)`` converted) cut into ``share`` and ``1 - share``."""
     if not 0 < share < 1:
         raise PrivacyParameterError(f"the one-way share must be in (0, 1), got {share!r}")
-    if isinstance(budget, ApproxDP) and budget.delta > 0:
-        budget = ZCDP(zcdp_rho_within(budget))
-    elif isinstance(budget, ApproxDP):
-        budget = PureDP(budget.epsilon)
-    if isinstance(budget, PureDP):
-        e = budget.epsilon
-        return "pure", e, PureDP(e * share), PureDP(e * (1 - share))
-    if isinstance(budget, ZCDP):
-        r = budget.rho
-        return "zcdp", r, ZCDP(r * share), ZCDP(r * (1 - share))
-    raise PrivacyParameterError(f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+    require_budget(budget, Budget, f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+    b = budget.native()
+    return b.notion, b.amount, b.split(share), b.split(1 - share)
 
 
 def one_way_share(budget: Budget) -> float:
@@ -213,11 +204,9 @@ def one_way_share(budget: Budget) -> float:
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
     (0.3333333333333333, 0.5, 0.5)
     """
-    if isinstance(budget, ApproxDP) and budget.delta == 0:
-        budget = PureDP(budget.epsilon)
-    if not isinstance(budget, PureDP):
+    if getattr(budget, "notion", None) != "pure":
         return ONE_WAY_SHARE
-    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.epsilon))
+    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 
 def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
@@ -245,7 +234,7 @@ def one_way_measurements(plan) -> list:
     measurements (round 0). A ``"<rare>"`` cell holds the sum of its merged noisy counts;
     its larger variance is not kept (a table carries one noise model), which the estimators
     only use to weigh repeated measurements."""
-    from .privacy.select import Measurement
+    from .select import Measurement
 
     out = []
     for name, (counts, _) in plan.compressed_measurements().items():
@@ -339,22 +328,24 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
         raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
     check_accountant(accountant)
     # one notion for every charge: an (ε, δ) budget is held as the ρ its conversion allows
-    whole = PureDP(amount) if notion == "pure" else ZCDP(amount)
+    whole = budget_of(notion, amount)
     acc = accountant if accountant is not None else Accountant(whole)
     acc.check(whole, what="fit_table")
-    if notion == "zcdp" and isinstance(acc.total, ApproxDP):
+    if notion == "zcdp" and acc.total.native() != acc.total:  # an (ε, δ) total
         acc = _PlannedRun(whole, acc)  # the whole spend planned before the first charge
     return spec, (notion, amount, first, rest), acc
 
 
 def _rest(charges, notion: str, amount: float) -> Budget:
     """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
-    from .privacy.select.schedule import float_below
+    from .select.schedule import float_below
 
-    parts = [c.cost.to_zcdp().rho if notion == "zcdp" and isinstance(c.cost, PureDP)
-             else _amount(c.cost, notion) for c in charges]  # fmt: skip
+    parts = [
+        c.cost.to_zcdp().rho if c.cost.notion != notion else _amount(c.cost, notion)
+        for c in charges
+    ]
     left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(0)))
-    return PureDP(left) if notion == "pure" else ZCDP(left)
+    return budget_of(notion, left)
 
 
 def fit_table(
@@ -423,7 +414,7 @@ def fit_table(
 def _amount(b: Budget | None, notion: str) -> float:
     if b is None:
         return 0.0
-    return b.epsilon if notion == "pure" else b.rho
+    return b.amount
 
 
 def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
@@ -431,8 +422,8 @@ def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
     for what the declaration could not decide: dropped identifiers, the noisy compression."""
     from .domain import MAX_TABLE_CELLS, check_table_cells
     from .errors import DomainError, ModelTooLargeError
-    from .privacy.select import workload_cliques
-    from .privacy.select.workload import candidate_weights
+    from .select import workload_cliques
+    from .select.workload import candidate_weights
 
     notes = []
     if workload is not None and not isinstance(workload, str):
@@ -455,8 +446,8 @@ def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
 
 def _one_way_only(plan, measured, rest, notion):
     """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
-    from .privacy.select import AIMResult, AIMRound
-    from .privacy.select.estimators import merged_release
+    from .select import AIMResult, AIMRound
+    from .select.estimators import merged_release
 
     one = plan.one_way
     release = merged_release(measured, plan.domain, budget=one.budget, mechanism=one.mechanism)
@@ -465,7 +456,7 @@ def _one_way_only(plan, measured, rest, notion):
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
-    from .privacy.select import NaiveMLEEstimator, aim, workload_cliques
+    from .select import NaiveMLEEstimator, aim, workload_cliques
 
     workload, size, rounds, estimator = options
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
@@ -478,7 +469,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
-        amount = rest.epsilon if notion == "pure" else rest.rho
+        amount = rest.amount
         rounds = aim_rounds(n_hat, cells, notion, amount, len(dom)) if n_hat else None
     result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
                  max_rounds=rounds, measured=measured, progress=progress,
@@ -489,7 +480,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
 def _mst(codes, dom, eps, fraction, gen, acc):
     from .models import MarkovRandomField
     from .privacy import release_marginals
-    from .privacy.select import select_cliques, with_one_way
+    from .select import select_cliques, with_one_way
 
     sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc)
     rel = release_marginals(

@@ -93,6 +93,7 @@ def test_tvd_against_brute_force_and_sampler():
     np.testing.assert_allclose(data_marginal(data, (0,), SHAPE), _brute(joint, ("a",)), atol=0.02)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_harness_pgm_dp_side(tmp_path):
     """One pgm_dp fit through the command line on a tiny table, scored end to end."""
     import bench_realdata as bench

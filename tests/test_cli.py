@@ -260,6 +260,7 @@ def test_learners_are_checked_against_the_registry_before_any_work(
     assert err.startswith("pgm-dp compare: error: ")
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_compare_and_demo_end_to_end(files, capsys):
     t = str(files)
     small = ["--T", "4", "--k", "2", "--eps", "1", "--seed", "0", "--out", t]

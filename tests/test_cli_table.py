@@ -19,7 +19,7 @@ from pgm_dp.fit_report import WorseThanIndependentWarning, build_report, indepen
 from pgm_dp.io import load
 from pgm_dp.prepare import prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
-from pgm_dp.privacy.select import aim
+from pgm_dp.select import aim
 from pgm_dp.workflow import (
     aim_rounds,
     expand_model,
@@ -70,6 +70,7 @@ def test_numeric_columns_need_bounds_or_the_flag_that_reads_them(table, capsys):
     assert "'age' needs public bounds" in err and "--bounds-from-data" in err
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_a_to_csv_table_fits_end_to_end_and_decodes_to_its_values(table, capsys):
     out = table / "m.npz"
     argv = ["fit", "--data", str(table / "people.csv"), "--drop-identifiers",

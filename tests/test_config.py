@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 CACHE_DIR = (
     "import pgm_dp.models.mrf, jax; print(jax.config.jax_compilation_cache_dir); "
@@ -25,6 +27,7 @@ def _python(code: str, **env: str) -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_the_compilation_cache_is_on_for_library_users(tmp_path):
     folder = tmp_path / "xla"
     assert _python(CACHE_DIR, PGM_DP_CACHE_DIR=str(folder)) == [str(folder), "0.0"]
@@ -32,6 +35,7 @@ def test_the_compilation_cache_is_on_for_library_users(tmp_path):
     assert _python(CACHE_DIR, XDG_CACHE_HOME=str(tmp_path))[0] == str(tmp_path / "pgm_dp" / "xla")
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_the_compilation_cache_can_be_turned_off_or_set_by_the_user(tmp_path):
     assert _python(CACHE_DIR, PGM_DP_NO_CACHE="1", PGM_DP_CACHE_DIR=str(tmp_path))[0] == "None"
     mine = str(tmp_path / "mine")
@@ -56,6 +60,7 @@ def test_dp_accounting_warnings_are_silenced_at_their_source(caplog):
     assert logging.getLogger().level == logging.WARNING  # the root logger: as caplog set it
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_dp_accounting_warnings_are_silenced_whoever_made_the_absl_logger():
     code = (
         "import logging; logging.getLogger('absl'); logging.basicConfig(); "  # a plain Logger

@@ -17,7 +17,13 @@ MODULES = sorted(
 )
 
 
-@pytest.mark.parametrize("name", MODULES)
+#: Modules whose examples fit a model for seconds of CPU: the second tier (#38).
+SLOW = {"pgm_dp.learners.psgd", "pgm_dp.bayes.batch"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW else m for m in MODULES]
+)
 def test_docstring_examples(name):
     mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

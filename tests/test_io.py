@@ -51,7 +51,7 @@ def test_model_round_trip_is_exact_with_labels_and_structural_zeros(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::pgm_dp.ConvergenceWarning")  # max_iters=5 on purpose
-@pytest.mark.parametrize("learner", ["naive", "cgm", "psgd"])
+@pytest.mark.parametrize("learner", ["naive", "cgm", pytest.param("psgd", marks=pytest.mark.slow)])
 def test_fit_round_trip_keeps_privacy_metadata(tmp_path, learner):
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)

@@ -6,7 +6,7 @@ import pytest
 
 from pgm_dp import Accountant, BudgetExceededError, PrivacyParameterError, PureDP
 from pgm_dp.models import third_order_chain
-from pgm_dp.privacy.select import select_cliques
+from pgm_dp.select import select_cliques
 
 
 def test_selection_is_a_spanning_tree_and_charges_the_budget():
@@ -27,7 +27,7 @@ def test_selection_is_a_spanning_tree_and_charges_the_budget():
 def test_with_one_way_joins_the_selection_tables():
     from pgm_dp.models import third_order_chain
     from pgm_dp.privacy import release_marginals
-    from pgm_dp.privacy.select import with_one_way
+    from pgm_dp.select import with_one_way
 
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)

@@ -271,8 +271,8 @@ def _half_quadratic_jvp(primals, tangents):
 class FrozenGaussian(dist.Distribution):
     """``N(loc, L L^T)`` with ``L`` lower triangular and the precision ``P = (L L^T)^-1``
     given: the log density and its gradient by one product with ``P``
-    (:func:`half_quadratic`; XLA's triangular solve on the CPU is about 15x slower at
-    ``d = 2400``, and ``|L^-1 r|^2`` reads the ``d x d`` factor twice)."""
+    (:func:`half_quadratic`; XLA's triangular solve on the CPU is much slower
+    (``docs/design/bayes.md``), and ``|L^-1 r|^2`` reads the ``d x d`` factor twice)."""
 
     arg_constraints = {"loc": dist.constraints.real_vector}
     support = dist.constraints.real_vector

@@ -26,8 +26,8 @@ __all__ = [
 DENSE_LIMIT = 32
 #: Above this many sampled dimensions the dense matrices in NUTS's potential (the whitening
 #: factor, the frozen precision, the latent counts' factor) are ``float32``: the products
-#: with them bound its cost, and ``float32`` halves their memory read (3.5x faster at
-#: ``d = 2400``); vectors, sums and the optimiser stay ``float64`` (``docs/bayes.md``).
+#: with them bound its cost, and ``float32`` halves their memory read
+#: (``docs/design/bayes.md``); vectors, sums and the optimiser stay ``float64`` (``docs/bayes.md``).
 FLOAT32_ABOVE = 256
 #: Largest factor by which a pilot widens a log-potential's Laplace standard deviation.
 MAX_RESCALE = 30.0

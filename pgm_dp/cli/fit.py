@@ -34,11 +34,10 @@ from .release import add_budget_arguments, budget_of
 __all__ = ["add_parser", "DEFAULT_LEARNER", "SELECTION_FRACTION"]
 
 #: The default learner of each source. From ``--data`` naive MLE: after AIM's measurements its
-#: models were as accurate as CGM-EM's (mean 2-way TVD 0.0497 / 0.0146 / 0.0176 / 0.0488 on
-#: fair / nass / mpls / Adult at ε = 1, CGM-EM 0.0491 / 0.0151 / 0.0169 / 0.0479) in a third
-#: of the time (``benchmarks/bench_realdata.py``); CGM-EM's held-out likelihood was a little
-#: better (``--learner cgm``). From ``--release`` CGM-EM, whose advantage is largest on a
-#: release's few noisy tables (Bernstein et al. 2017, Fig. 2).
+#: models were about as accurate as CGM-EM's in a fraction of the time (the real tables of
+#: ``benchmarks/README.md``, ``benchmarks/bench_realdata.py``); CGM-EM's held-out likelihood
+#: was a little better (``--learner cgm``). From ``--release`` CGM-EM, whose advantage is
+#: largest on a release's few noisy tables (Bernstein et al. 2017, Fig. 2).
 DEFAULT_LEARNER = {"data": "naive", "release": "cgm"}
 #: Default share, with ``--selection mst``, of what the preparation leaves for MST's tree
 #: (the rest measures it): MST's equal thirds.
@@ -56,17 +55,13 @@ def _record_options(spec, args) -> dict:
 def _check_budget_kind(spec, budget) -> None:
     """Refuse, before the data are read, a record learner whose budget notion (that of its
     registry entry) is not the one ``--epsilon``/``--delta`` give."""
-    from ..compare import budget_for
-    from ..errors import PrivacyParameterError
+    from ..privacy import budget as budgets
 
     if spec.kind != "records" or not spec.private:
         return
-    wanted = type(budget_for(spec, 1.0, 2))
-    if not isinstance(budget, wanted):
-        hint = "; give --delta" if wanted.__name__ == "ApproxDP" else ""
-        raise PrivacyParameterError(
-            f"learner {spec.name!r} needs a {wanted.__name__} budget, got {budget!r}{hint}"
-        )
+    hint = "; give --delta" if spec.budget == "ApproxDP" else ""
+    msg = f"learner {spec.name!r} needs a {spec.budget} budget, got {budget!r}{hint}"
+    budgets.require_budget(budget, getattr(budgets, spec.budget), msg)
 
 
 def _with_cliques(args, spec, data, budget, mechanism):

@@ -98,6 +98,7 @@ register(
         "records",
         "PSGD",
         "DP-SGD on the per-record log-likelihood (Abadi et al. 2016)",
+        budget="ApproxDP",
     )
 )
 register(
@@ -155,6 +156,7 @@ for _name, _cls, _label, _what in (
             "records",
             _label,
             f"Zhang et al. 2020 {_what} (private Frank-Wolfe), rho-zCDP",
+            budget="ZCDP",
         )
     )
     register(
@@ -175,6 +177,7 @@ register(
         "Logistic Ising (output pert.)",
         "per-node L2 logistic regression + Gaussian output perturbation (Chaudhuri et al. "
         "2011), rho-zCDP for one record replaced (n public)",
+        budget="ZCDP",
     )
 )
 register(
@@ -185,6 +188,7 @@ register(
         "PMW",
         "private multiplicative weights on parities of order <= 2 (Hardt & Rothblum 2010), "
         "(epsilon, delta) via zCDP; p <= 20",
+        budget="ApproxDP",
     )
 )
 register(
@@ -194,6 +198,7 @@ register(
         "records",
         "Stable structure",
         "Zhang et al. 2020 Sec. 6: subsample-and-aggregate + PTR on the graph, (epsilon, delta)",
+        budget="ApproxDP",
     )
 )
 register(  # listed here, imported on first use: pgm_dp.bayes is a layer above (numpyro)

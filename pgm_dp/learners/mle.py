@@ -140,18 +140,15 @@ def fit_marginals(
 ) -> MLEResult:
     """Fit the log-potentials of ``mrf``'s cliques to target ``marginals`` (see module doc).
 
-    Parameters
-    ----------
-    mrf : MarkovRandomField
-        Structure (domain and cliques); its potentials are the starting point unless
-        ``init`` is given.
-    marginals : {clique: table}
-        Target marginals, each summing to one (not checked: pseudo-marginals are allowed).
-    l2 : float
-        ``λ >= 0`` of ``λ ||θ||²`` (per record). With ``λ = 0`` and a zero in the targets the
-        MLE does not exist (Bernstein et al. Sec. 3.1) and the solver stops at ``max_iters``.
-    tol : float
-        Convergence when ``max |∇L| <= tol``.
+    Args:
+        mrf (MarkovRandomField): Structure (domain and cliques); its potentials are the starting
+            point unless ``init`` is given.
+        marginals (mapping clique → table): Target marginals, each summing to one (not checked:
+            pseudo-marginals are allowed).
+        l2 (float): ``λ >= 0`` of ``λ ||θ||²`` (per record). With ``λ = 0`` and a zero in the
+            targets the MLE does not exist (Bernstein et al. Sec. 3.1) and the solver stops at
+            ``max_iters``.
+        tol (float): Convergence when ``max |∇L| <= tol``.
     """
     _check_options(l2, tol, max_iters)
     targets = check_marginals(mrf, marginals)

@@ -77,6 +77,7 @@ from ..privacy import (
     discrete_laplace_mechanism,
     dpsgd_cost,
 )
+from ..privacy.budget import require_budget
 from ..privacy.lattice import lattice_noisy, plan_gaussian
 from ..rng import RngLike, as_generator
 from .base import Fit, concat_tables, unflatten_tables
@@ -286,10 +287,8 @@ class PSGD:
     total_fraction: float = 0.05
 
     def _check(self, budget: Any) -> None:
-        if not isinstance(budget, ApproxDP):
-            raise PrivacyParameterError(
-                f"PSGD needs an ApproxDP (epsilon, delta) budget, got {budget!r}"
-            )
+        msg = f"PSGD needs an ApproxDP (epsilon, delta) budget, got {budget!r}"
+        require_budget(budget, ApproxDP, msg)
         positive = (self.epochs, self.batch_size, self.clip, self.learning_rate)
         if not all(math.isfinite(v) and v > 0 for v in positive) or self.batch_size < 1:
             raise ValueError("epochs, batch_size, clip and learning_rate must be finite, > 0")

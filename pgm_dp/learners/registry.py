@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 Kind = Literal["release", "records"]
+BudgetType = Literal["PureDP", "ZCDP", "ApproxDP"]
+#: The budget types a :class:`LearnerSpec` may declare.
+BUDGET_TYPES = ("PureDP", "ZCDP", "ApproxDP")
 #: The entry-point group of third-party learners.
 PLUGIN_GROUP = "pgm_dp.learners"
 
@@ -58,8 +61,11 @@ class LearnerSpec:
     imported. ``kind``: ``"release"`` (``fit(release, mrf)``) or ``"records"`` (``fit(data,
     mrf, *, budget, rng, accountant)``). ``label``: its name in tables and plots;
     ``description``: one line. ``private``: whether it spends a budget (``False``: a
-    non-private reference, such as MLE on the exact tables). What budget a comparison gives
-    each learner is the comparison's choice (:mod:`pgm_dp.compare`), not the learner's.
+    non-private reference, such as MLE on the exact tables). ``budget``: the name of the
+    budget type a private learner takes (:mod:`pgm_dp.privacy.budget`; named, so that the
+    registry imports nothing): ``"PureDP"`` (default; a release learner fits tables released
+    under any notion), ``"ZCDP"`` or ``"ApproxDP"``. How much of it a comparison gives is the
+    comparison's choice (:func:`pgm_dp.compare.budget_for`).
     """
 
     name: str
@@ -68,10 +74,13 @@ class LearnerSpec:
     label: str
     description: str
     private: bool = True
+    budget: BudgetType = "PureDP"
 
     def __post_init__(self) -> None:
         if self.kind not in ("release", "records"):
             raise ValueError(f"kind must be 'release' or 'records', got {self.kind!r}")
+        if self.budget not in BUDGET_TYPES:
+            raise ValueError(f"budget must be one of {BUDGET_TYPES}, got {self.budget!r}")
         if not self.name or not self.name.isidentifier():
             raise ValueError(f"a learner name must be an identifier, got {self.name!r}")
         if isinstance(self.factory, str) and not _is_reference(self.factory):

@@ -45,15 +45,13 @@ __all__ = ["MarkovRandomField"]
 class MarkovRandomField:
     """A discrete MRF ``p(x) ∝ exp(sum_C theta_C(x_C))``.
 
-    Parameters
-    ----------
-    domain : Domain
-    cliques : sequence of variable tuples
-        Each clique's variable order is the axis order of its log-potential table.
-    log_potentials : mapping {clique: array} or sequence aligned with ``cliques``, optional
-        ``None`` means all zeros (the uniform distribution).
-    max_cells : int
-        Largest junction-tree clique table exact inference may build.
+    Args:
+        domain (Domain): The variables and their sizes.
+        cliques (sequence of variable tuples): Each clique's variable order is the axis order of its
+            log-potential table.
+        log_potentials (mapping clique → array, or sequence aligned with ``cliques``, optional):
+            ``None`` means all zeros (the uniform distribution).
+        max_cells (int): Largest junction-tree clique table exact inference may build.
     """
 
     __slots__ = ("domain", "cliques", "log_potentials", "max_cells")

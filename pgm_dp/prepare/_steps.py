@@ -14,7 +14,7 @@ import numpy as np
 from ..domain import Domain, check_table_cells
 from ..errors import BudgetExceededError, DomainError, PrivacyParameterError
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP, release_marginals
-from ..privacy.budget import Budget
+from ..privacy.budget import Budget, require_budget
 from ..privacy.mechanisms import perturb
 from ..privacy.release import MECHANISMS
 from .binning import per_quantile_budget, quantile_edges
@@ -24,7 +24,7 @@ __all__ = ["private_steps", "precheck", "spend", "spent"]
 
 
 def _scale(budget: Budget, f: float) -> Budget:
-    return PureDP(budget.epsilon * f) if isinstance(budget, PureDP) else ZCDP(budget.rho * f)
+    return budget.split(f)
 
 
 def private_steps(drafts, budget, compress, mechanism, share) -> tuple:
@@ -44,17 +44,18 @@ def private_steps(drafts, budget, compress, mechanism, share) -> tuple:
             + " and ".join(need + ["compression"] * compress)
             + " (or declare bins, and pass compress=False)"
         )
-    if not isinstance(budget, PureDP | ZCDP):
-        raise PrivacyParameterError(
-            f"budget must be PureDP or ZCDP, got {budget!r} (convert an (epsilon, delta) "
-            "budget with pgm_dp.privacy.zcdp_rho_within)"
-        )
+    require_budget(
+        budget,
+        PureDP | ZCDP,
+        f"budget must be PureDP or ZCDP, got {budget!r} (convert an (epsilon, delta) "
+        "budget with pgm_dp.privacy.zcdp_rho_within)",
+    )
     b_q = _scale(budget, share) if quant and compress else (budget if quant else None)
     b_m = None
     if compress:
         b_m = _scale(budget, 1 - share) if quant else budget
         mechanism = mechanism or (
-            "discrete_laplace" if isinstance(budget, PureDP) else "discrete_gaussian"
+            "discrete_laplace" if budget.notion == "pure" else "discrete_gaussian"
         )
         if mechanism not in MECHANISMS:
             raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")

@@ -48,9 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataValidationError, DomainError, PrivacyParameterError
+from ..errors import DataValidationError, DomainError
 from ..privacy import ZCDP, Accountant, PureDP, exponential_mechanism
-from ..privacy.budget import Budget
+from ..privacy.budget import Budget, require_budget
 from ..rng import RngLike, as_generator
 
 __all__ = [
@@ -141,14 +141,13 @@ def per_quantile_budget(budget: Budget, m: int) -> PureDP:
     >>> per_quantile_budget(ZCDP(0.5), 4).epsilon
     0.5
     """
-    if isinstance(budget, PureDP):
-        return PureDP(budget.epsilon / m)
-    if isinstance(budget, ZCDP):
-        return PureDP(math.sqrt(2 * budget.rho / m))
-    raise PrivacyParameterError(
+    require_budget(
+        budget,
+        PureDP | ZCDP,
         f"private quantiles need a PureDP or ZCDP budget, got {budget!r} (convert an "
-        "(epsilon, delta) budget with pgm_dp.privacy.zcdp_rho_within)"
+        "(epsilon, delta) budget with pgm_dp.privacy.zcdp_rho_within)",
     )
+    return budget.pure_steps(m)
 
 
 def _clean_values(values: Any, lo: float, hi: float) -> np.ndarray:
@@ -187,8 +186,7 @@ def private_quantiles(
     qs = [_finite(q, "a quantile") for q in quantiles]
     if not qs or any(not 0 < q < 1 for q in qs):
         raise DomainError(f"quantiles must be a non-empty list in (0, 1), got {list(quantiles)}")
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"each quantile needs a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"each quantile needs a PureDP budget, got {budget!r}")
     x = _clean_values(values, lo, hi)
     candidates = lo + (hi - lo) * np.arange(1, g) / g
     if accountant is not None:
@@ -206,9 +204,7 @@ def private_quantiles(
 
 def _total_cost(accountant: Accountant, each: PureDP, m: int) -> Budget:
     """``m`` charges of ``each`` as one cost in the accountant's notion (for a pre-check)."""
-    if isinstance(accountant.total, ZCDP):
-        return ZCDP(m * each.epsilon**2 / 2)
-    return PureDP(m * each.epsilon)
+    return accountant.total.cost_of_pure(each, m)
 
 
 def quantile_edges(

@@ -10,8 +10,9 @@
 * :mod:`~pgm_dp.privacy.release`: noisy sufficient statistics (Bernstein et al. 2017).
 * :mod:`~pgm_dp.privacy.dpsgd`: DP-SGD accounting via ``dp_accounting``.
 * :mod:`~pgm_dp.privacy.audit`: statistical checks of DP claims.
-* :mod:`~pgm_dp.privacy.select`: private choice of the marginals to measure (AIM, MST); a layer
-  above the learners, not imported by this package.
+
+The private choice of the marginals to measure (AIM, MST) is :mod:`pgm_dp.select`, a layer
+above the learners it calls.
 """
 
 from .accountant import Accountant, Charge
@@ -29,6 +30,7 @@ from .dpsgd import (
     dpsgd_epsilon,
     dpsgd_event,
 )
+from .measurements import Measurements
 from .mechanisms import (
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
@@ -83,6 +85,7 @@ __all__ = [
     "report_noisy_min",
     "frank_wolfe_step_budget",
     "NoisyMarginals",
+    "Measurements",
     "release_marginals",
     "DPSGDCost",
     "dpsgd_event",

@@ -85,12 +85,11 @@ def _fmt(b: Budget) -> str:
 class Accountant:
     """Privacy odometer with a fixed total budget; see the module docstring for the rules.
 
-    Parameters
-    ----------
-    total_budget : PureDP | ZCDP | ApproxDP
-        The hard limit; its type is the accountant's notion.
-    conversion : {"cks", "lemma_2_14"}
-        zCDP → (ε, δ) conversion used by an ``ApproxDP`` accountant (default ``"cks"``).
+    Args:
+        total_budget (PureDP | ZCDP | ApproxDP): The hard limit; its type is the accountant's
+            notion.
+        conversion ({"cks", "lemma_2_14"}): zCDP → (ε, δ) conversion used by an ``ApproxDP``
+            accountant (default ``"cks"``).
     """
 
     def __init__(self, total_budget: Budget, *, conversion: ConversionMethod = "cks"):

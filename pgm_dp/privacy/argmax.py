@@ -1,6 +1,6 @@
 """Private argmax: the exponential mechanism and report-noisy-max, floating-point safe.
 
-These choose one item by its score; AIM and MST (:mod:`pgm_dp.privacy.select`), the
+These choose one item by its score; AIM and MST (:mod:`pgm_dp.select`), the
 private binning and the Frank-Wolfe learners call them.
 
 
@@ -43,7 +43,7 @@ from ..errors import DataValidationError, PrivacyParameterError
 from ..rng import RngLike, as_generator
 from ._inputs import _as_values, _charge
 from .accountant import Accountant
-from .budget import ZCDP, PureDP  # noqa: F401  (PureDP: doctest)
+from .budget import ZCDP, PureDP, as_zcdp, require_budget  # noqa: F401  (ZCDP: doctest)
 from .lattice import LAPLACE_BITS, to_lattice
 from .noise import check_sensitivity
 from .samplers import _bern_exp_scalar, discrete_laplace_rational_scale, sample_discrete_laplace
@@ -68,8 +68,7 @@ def _setup(
     scores: Any, sensitivity: float, budget: PureDP, monotonic: bool
 ) -> tuple[np.ndarray, int, int, int]:
     """Integer scores on the lattice, the exponent ``k``, ``D`` and the factor (1 or 2)."""
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"selection mechanisms need a PureDP budget, got {budget!r}")
     delta = check_sensitivity(sensitivity, "sensitivity")
     arr = _scores(scores)
     factor = 1 if monotonic else 2
@@ -97,8 +96,7 @@ def noisy_min_lattice(
     >>> noisy_min_lattice(1.0, PureDP(1.0))[0]
     -20
     """
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"selection mechanisms need a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"selection mechanisms need a PureDP budget, got {budget!r}")
     delta = check_sensitivity(sensitivity, "sensitivity")
     if delta == 0:
         raise PrivacyParameterError("noisy_min_lattice needs a sensitivity > 0")
@@ -124,6 +122,22 @@ def exponential_mechanism(
 ) -> int:
     """Index ``i`` with probability ``∝ exp(ε u_i / (2Δ'))`` (``exp(ε u_i/Δ')`` if monotonic),
     sampled exactly on lattice-rounded utilities (module docstring); ``ε``-DP.
+
+    Args:
+        scores: One utility per candidate (higher is better).
+        sensitivity: ``Δ``, the largest change of any one utility between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+        monotonic: Whether every utility moves in the same direction between neighbours
+            (then the factor 2 is dropped).
+
+    Returns:
+        The index chosen.
 
     >>> exponential_mechanism([0.0, 100.0], sensitivity=1.0, budget=PureDP(1.0), rng=0)
     1
@@ -157,6 +171,22 @@ def report_noisy_max(
     """Arg-max (arg-min if ``minimize``) of ``scores + Laplace(b)``, ``b = (2D+1) g/ε`` on the
     lattice (``≈ 2Δ/ε``; ``(D+1) g/ε`` if monotonic), exact integers (module docstring); ``ε``-DP.
     Zhang et al. Alg. 1 line 3-4 is ``minimize=True``.
+
+    Args:
+        scores: One score per candidate.
+        sensitivity: ``Δ``, the largest change of any one score between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+        monotonic: Whether every score moves in the same direction between neighbours.
+        minimize: Report the noisy minimum instead of the maximum.
+
+    Returns:
+        The index reported.
 
     >>> report_noisy_max([0.0, 9.0], sensitivity=0.01, budget=PureDP(1.0), rng=0)
     1
@@ -216,7 +246,7 @@ def frank_wolfe_step_budget(rho: ZCDP | float, steps: int) -> PureDP:
     >>> frank_wolfe_step_budget(ZCDP(0.5), 100).epsilon
     0.1
     """
-    r = rho if isinstance(rho, ZCDP) else ZCDP(rho)
+    r = as_zcdp(rho)
     if isinstance(steps, bool) or int(steps) != steps or int(steps) < 1:
         raise PrivacyParameterError(f"steps must be a positive integer, got {steps!r}")
-    return PureDP(math.sqrt(2 * r.rho / int(steps)))
+    return r.pure_steps(int(steps))

@@ -14,6 +14,15 @@ Conversions (Zhang et al. 2020, Lemma 2.14; Bun & Steinke 2016):
     Lemma 2.14 (the infimum is taken numerically; every ``α > 1`` gives a valid ``ε``, and the
     Lemma 2.14 optimiser ``α = 1 + sqrt(log(1/δ)/ρ)`` is always among the candidates).
 
+Algebra: every budget knows its ``notion`` (the unit the mechanisms spend: ``"pure"`` ``ε``
+or ``"zcdp"`` ``ρ``; ``(ε, δ)`` with ``δ > 0`` is held as the largest ``ρ`` whose conversion
+fits, :meth:`ApproxDP.rho_within`), its ``amount`` in that unit, :meth:`~PureDP.split` (a
+share of itself), :meth:`~PureDP.scale_for` (the noise scale it buys directly),
+:meth:`~PureDP.pure_steps` (the ``ε`` of each of ``m`` pure-DP steps that compose to it) and
+:meth:`~PureDP.cost_of_pure` (``m`` pure-DP charges in its own notion). Call sites ask the
+budget instead of switching on its type; :func:`budget_of` builds one from a notion and an
+amount, :func:`require_budget` refuses a type a caller does not take.
+
 Composition (:func:`compose`): zCDP parameters add (Zhang et al. Lemma 2.15); pure and
 approximate DP use basic composition (``ε`` and ``δ`` add). Mixing notions is the job of
 :class:`~pgm_dp.privacy.accountant.Accountant`.
@@ -34,7 +43,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -48,6 +57,10 @@ __all__ = [
     "Budget",
     "compose",
     "zcdp_to_approx_dp",
+    "zcdp_rho_within",
+    "budget_of",
+    "as_zcdp",
+    "require_budget",
     "ConversionMethod",
 ]
 
@@ -94,6 +107,33 @@ class PureDP:
         """``ε``-DP is ``(ε, 0)``-DP."""
         return ApproxDP(self.epsilon, 0.0)
 
+    notion = property(lambda self: "pure", doc='``"pure"``: the mechanisms spend ``ε``.')
+    amount = property(lambda self: self.epsilon, doc="``ε``.")
+
+    def native(self) -> PureDP:
+        """Itself: the budget in the unit the mechanisms spend."""
+        return self
+
+    def split(self, fraction: float) -> PureDP:
+        """``fraction`` of this budget: ``ε · fraction`` (basic composition)."""
+        return PureDP(self.epsilon * fraction)
+
+    def rho_within(self, method: ConversionMethod = "cks") -> float:
+        """No zCDP mechanism fits a pure-DP budget: a :class:`PrivacyParameterError`."""
+        raise PrivacyParameterError(f"{self!r} admits no zCDP mechanism")
+
+    def scale_for(self, family: str, sensitivity: float) -> float | None:
+        """Laplace's ``b = Δ₁/ε`` for ``family="laplace"``; ``None`` otherwise."""
+        return sensitivity / self.epsilon if family == "laplace" else None
+
+    def pure_steps(self, m: int) -> PureDP:
+        """The ``ε/m`` of each of ``m`` steps that compose (basic) to this budget."""
+        return PureDP(self.epsilon / m)
+
+    def cost_of_pure(self, each: PureDP, m: int) -> PureDP:
+        """``m`` charges of ``each`` in this notion: ``m ε`` (basic composition)."""
+        return PureDP(m * each.epsilon)
+
     def __add__(self, other: PureDP) -> PureDP:
         return compose(self, other)  # type: ignore[return-value]
 
@@ -114,6 +154,35 @@ class ZCDP:
         """``(ε, δ)``-DP implied by ``ρ``-zCDP; see :func:`zcdp_to_approx_dp`."""
         return zcdp_to_approx_dp(self.rho, delta, method)
 
+    notion = property(lambda self: "zcdp", doc='``"zcdp"``: the mechanisms spend ``ρ``.')
+    amount = property(lambda self: self.rho, doc="``ρ``.")
+
+    def native(self) -> ZCDP:
+        """Itself: the budget in the unit the mechanisms spend."""
+        return self
+
+    def split(self, fraction: float) -> ZCDP:
+        """``fraction`` of this budget: ``ρ · fraction`` (Lemma 2.15)."""
+        return ZCDP(self.rho * fraction)
+
+    def rho_within(self, method: ConversionMethod = "cks") -> float:
+        """``ρ`` itself."""
+        return self.rho
+
+    def scale_for(self, family: str, sensitivity: float) -> float | None:
+        """The Gaussian's ``σ = Δ₂/sqrt(2ρ)`` (Bun & Steinke Prop. 1.6) for
+        ``family="gaussian"``; ``None`` otherwise."""
+        return sensitivity / math.sqrt(2 * self.rho) if family == "gaussian" else None
+
+    def pure_steps(self, m: int) -> PureDP:
+        """The ``ε = sqrt(2ρ/m)`` of each of ``m`` pure-DP steps, each ``ε²/2 = ρ/m``-zCDP
+        (Zhang et al. Lemma 2.14), that compose to ``ρ`` (Lemma 2.15)."""
+        return PureDP(math.sqrt(2 * self.rho / m))
+
+    def cost_of_pure(self, each: PureDP, m: int) -> ZCDP:
+        """``m`` charges of ``each`` in this notion: ``m ε²/2`` (Lemma 2.14, 2.15)."""
+        return ZCDP(m * each.epsilon**2 / 2)
+
     def __add__(self, other: ZCDP) -> ZCDP:
         return compose(self, other)  # type: ignore[return-value]
 
@@ -132,11 +201,97 @@ class ApproxDP:
         object.__setattr__(self, "epsilon", e)
         object.__setattr__(self, "delta", _check_delta(self.delta))
 
+    @property
+    def notion(self) -> str:
+        """``"pure"`` when ``δ = 0``, else ``"zcdp"`` (held as :meth:`rho_within`)."""
+        return "pure" if self.delta == 0 else "zcdp"
+
+    @property
+    def amount(self) -> float:
+        """``ε`` when ``δ = 0``, else the largest ``ρ`` that fits (:meth:`rho_within`)."""
+        return self.native().amount
+
+    def native(self) -> PureDP | ZCDP:
+        """The budget in the unit the mechanisms spend: ``PureDP(ε)`` when ``δ = 0``, else
+        ``ZCDP`` of the largest ``ρ`` whose CKS conversion fits (:meth:`rho_within`)."""
+        return PureDP(self.epsilon) if self.delta == 0 else ZCDP(self.rho_within())
+
+    def split(self, fraction: float) -> ApproxDP:
+        """``fraction`` of this budget: ``(ε · fraction, δ · fraction)`` (basic)."""
+        return ApproxDP(self.epsilon * fraction, self.delta * fraction)
+
+    def rho_within(self, method: ConversionMethod = "cks") -> float:
+        """The largest ``ρ`` whose zCDP → DP conversion fits (:func:`zcdp_rho_within`)."""
+        return zcdp_rho_within(self, method)
+
+    def scale_for(self, family: str, sensitivity: float) -> float | None:
+        """``None``: an ``(ε, δ)`` budget buys no scale directly (calibrated instead)."""
+        return None
+
+    def pure_steps(self, m: int) -> PureDP:
+        """Not defined for ``(ε, δ)``: a :class:`PrivacyParameterError`."""
+        raise PrivacyParameterError(f"{self!r}: convert to PureDP or ZCDP first")
+
+    def cost_of_pure(self, each: PureDP, m: int) -> PureDP:
+        """``m`` charges of ``each`` (basic composition): ``m ε``."""
+        return PureDP(m * each.epsilon)
+
     def __add__(self, other: ApproxDP) -> ApproxDP:
         return compose(self, other)  # type: ignore[return-value]
 
 
 Budget = PureDP | ZCDP | ApproxDP
+
+
+def budget_of(notion: str, amount: float) -> PureDP | ZCDP:
+    """The budget of ``amount`` in ``notion``: ``PureDP(ε)`` (``"pure"``) or ``ZCDP(ρ)``
+    (``"zcdp"``), the inverse of ``(budget.notion, budget.amount)``."""
+    if notion not in ("pure", "zcdp"):
+        raise PrivacyParameterError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
+    return PureDP(amount) if notion == "pure" else ZCDP(amount)
+
+
+def as_zcdp(rho: ZCDP | float) -> ZCDP:
+    """``rho`` itself when it is a :class:`ZCDP`, else ``ZCDP(rho)`` (a bare ``ρ``, as the
+    papers write it; validated)."""
+    return rho if isinstance(rho, ZCDP) else ZCDP(rho)
+
+
+def require_budget(
+    budget: object,
+    kinds: Any,
+    message: str,
+    error: type[Exception] = PrivacyParameterError,
+) -> None:
+    """``error(message)`` unless ``budget`` is one of ``kinds`` (a type, a tuple or a union):
+    where a caller takes one notion only (the pure-DP exponential mechanism, DP-SGD's
+    ``(ε, δ)``, ...)."""
+    if not isinstance(budget, kinds):
+        raise error(message)
+
+
+def zcdp_rho_within(budget: ApproxDP, method: ConversionMethod = "cks") -> float:
+    """Largest ``ρ`` (to 1e-12 relative) whose zCDP → DP conversion fits ``budget``.
+
+    >>> rho = zcdp_rho_within(ApproxDP(1.0, 1e-6))
+    >>> zcdp_to_approx_dp(rho, 1e-6).epsilon <= 1.0
+    True
+    """
+    require_budget(budget, ApproxDP, f"zcdp_rho_within needs a ApproxDP budget, got {budget!r}")
+    if budget.delta == 0:
+        raise PrivacyParameterError("an (epsilon, 0) budget admits no zCDP mechanism")
+    lo, hi = 0.0, budget.epsilon  # eps(rho) >= rho, so rho <= epsilon
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid == lo or mid == hi:
+            break
+        if zcdp_to_approx_dp(mid, budget.delta, method).epsilon <= budget.epsilon:
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0:
+        raise PrivacyParameterError(f"no zCDP level fits {budget!r}")
+    return lo
 
 
 def _unchecked(cls: type, **fields: float) -> Budget:
@@ -178,9 +333,12 @@ def _cks_eps(alpha: float, rho: float, log_inv_delta: float) -> float:
 def zcdp_to_approx_dp(rho: float, delta: float, method: ConversionMethod = "cks") -> ApproxDP:
     """``ρ``-zCDP ⇒ ``(ε, δ)``-DP.
 
-    ``method="lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14).
-    ``method="cks"`` (default, alias ``"ckks"``): Canonne-Kamath-Steinke 2020 Cor. 13, tighter.
-    ``δ`` must be in ``(0, 1)``.
+    Args:
+        rho: ``ρ >= 0``.
+        delta: ``δ`` in ``(0, 1)``.
+        method: ``"lemma_2_14"``: ``ε = ρ + 2 sqrt(ρ log(1/δ))`` (Zhang et al. Lemma 2.14);
+            ``"cks"`` (default, alias ``"ckks"``): Canonne-Kamath-Steinke 2020 Cor. 13,
+            tighter.
 
     >>> e1 = zcdp_to_approx_dp(0.1, 1e-5, "lemma_2_14").epsilon
     >>> e2 = zcdp_to_approx_dp(0.1, 1e-5, "cks").epsilon

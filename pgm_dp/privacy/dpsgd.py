@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import PrivacyParameterError
-from .budget import ApproxDP
+from .budget import ApproxDP, require_budget
 
 if TYPE_CHECKING:  # dp_accounting is imported lazily (it takes ~0.5 s to import)
     import dp_accounting
@@ -126,8 +126,15 @@ def dpsgd_epsilon(
 ) -> float:
     """``ε`` at ``δ`` of DP-SGD with the given parameters (Abadi et al. 2016).
 
-    ``pld_discretization``: value discretisation interval of the PLD accountant (smaller is
-    tighter and slower; the PLD bound is pessimistic for any value).
+    Args:
+        noise_multiplier: ``σ``, the Gaussian's standard deviation over the clipping norm.
+        sampling_rate: ``q``, each record's Poisson sampling probability per step.
+        steps: The number of noisy steps.
+        delta: The ``δ`` at which ``ε`` is reported.
+        accountant: ``"rdp"`` (Mironov et al. 2019) or ``"pld"`` (privacy loss
+            distributions, tighter).
+        pld_discretization: Value discretisation interval of the PLD accountant (smaller is
+            tighter and slower; the PLD bound is pessimistic for any value).
     """
     event = dpsgd_event(noise_multiplier, sampling_rate, steps)
     d = _check_delta(delta)
@@ -208,13 +215,20 @@ def calibrate_noise_multiplier(
     """Smallest noise multiplier ``z >= 0.05`` (within ``tol``) whose DP-SGD ``ε`` at
     ``target.delta`` is at most ``target.epsilon``.
 
+    Args:
+        target: The ``(ε, δ)`` to meet.
+        sampling_rate: ``q``, each record's Poisson sampling probability per step.
+        steps: The number of noisy steps.
+        accountant: ``"rdp"`` or ``"pld"`` (:func:`dpsgd_epsilon`).
+        tol: The search's tolerance on the multiplier.
+        pld_discretization: As in :func:`dpsgd_epsilon`.
+
     Uses ``dp_accounting.calibrate_dp_mechanism``, which guarantees that the returned value
     meets the target; returns 0.05 if even that little noise meets it. The result depends
     only on these public arguments and is cached (a calibration takes ~1 s), so repeated
     fits with one budget and schedule calibrate once.
     """
-    if not isinstance(target, ApproxDP):
-        raise PrivacyParameterError(f"target must be an ApproxDP budget, got {target!r}")
+    require_budget(target, ApproxDP, f"target must be an ApproxDP budget, got {target!r}")
     _check(1.0, sampling_rate, steps)
     d = _check_delta(target.delta)
     _make_accountant(accountant, pld_discretization)

@@ -1,9 +1,18 @@
-"""A release's flat view: its noisy tables as one vector, with the noise of every cell.
+"""The one measurement type: noisy clique tables in one flat layout, with their noise.
 
-The learners that model a release (CGM-EM's E-step, its conditioning, the Bayesian model)
-read it cell by cell in the flat table layout (:mod:`pgm_dp.models.tables`) of a model's
-cliques. :func:`flat_release` computes that view once per release and clique order and
-keeps it with the release (read-only arrays).
+A :class:`Measurements` value is what the privacy layer releases (Private-PGM's list of
+``LinearMeasurement`` is the model): the cliques measured, their noisy values as one flat
+vector ``y`` in the flat table layout (:mod:`pgm_dp.models.tables`: clique ``i``'s cells
+in C order from ``offsets[i]``), per clique the noise ``kinds`` and ``scales``, per cell
+the noise ``scale``, ``variance`` and whether it is of a Laplace kind (``laplace``), the
+total ``N`` and the budget spent. Per-clique tables (``noisy[clique]``, read-only) and noise
+models (``noise[clique]``, :class:`~pgm_dp.privacy.noise.NoiseModel`) are views derived from
+the flat arrays. Frozen; a JAX pytree once JAX is loaded (leaves: the flat arrays; static:
+everything else), so a release can be an argument of a compiled program.
+
+:func:`flat_release` gives the same release in another clique order (the order of a model's
+cliques), computed when asked, with no cache: the learners that read a release cell by cell
+(CGM-EM, the Bayesian model) call it once per fit.
 
 >>> import numpy as np
 >>> from pgm_dp import Domain
@@ -14,79 +23,267 @@ keeps it with the release (read-only arrays).
 >>> view = flat_release(rel)
 >>> view.offsets.tolist(), view.scale.tolist()
 ([0, 2, 8], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
->>> bool(view.laplace.all()), flat_release(rel) is view
+>>> bool(view.laplace.all()), flat_release(rel) is rel
 (True, True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+import json
+import sys
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..domain import Clique
-from ..errors import DomainError
-from ..models.tables import TableLayout, table_layout
+from ..domain import Clique, Domain
+from ..errors import DataValidationError, DomainError
+from .budget import ZCDP, ApproxDP, Budget, PureDP
+from .noise import NoiseModel
 
-__all__ = ["FlatRelease", "flat_release"]
+__all__ = ["Measurements", "flat_release"]
+
+_FLAT = ("y", "scale", "variance", "laplace", "scales")
+_DTYPES = {"int64": np.int64, "float64": np.float64}
 
 
-class FlatRelease(NamedTuple):
-    """A release in the flat layout of ``cliques``: ``y`` the noisy values (float64);
-    per cell the noise ``scale`` (Laplace ``b`` or Gaussian ``sigma``), its ``variance`` and
-    whether it is of a Laplace kind (``laplace``); per clique the noise ``kinds`` and
-    ``scales``; ``total`` the release's ``N``."""
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
+
+@dataclass(frozen=True, eq=False)
+class Measurements:
+    """Noisy clique tables and how they were made; contains no raw data.
+
+    Built from per-clique tables (``noisy``: ``{clique: array}``, float64 or int64 for the
+    discrete mechanisms; ``noise``: ``{clique: NoiseModel}``); stored flat (module
+    docstring). ``budget``: the total cost charged; ``sensitivity``: the L1 (Laplace kinds)
+    or L2 (Gaussian kinds) sensitivity of the stacked tables; ``total``: the ``N`` used,
+    with ``total_source`` in ``{"public", "given", "estimate", "private"}`` and
+    ``total_noise`` set when ``N`` is a noisy count.
+    """
+
+    domain: Domain
     cliques: tuple[Clique, ...]
-    layout: TableLayout
-    y: np.ndarray
-    scale: np.ndarray
-    variance: np.ndarray
-    laplace: np.ndarray
-    kinds: tuple[str, ...]
-    scales: np.ndarray
+    noisy: Mapping[Clique, np.ndarray]
+    noise: Mapping[Clique, NoiseModel]
+    budget: Budget
+    mechanism: str
+    sensitivity: float
     total: float
+    total_source: str
+    total_noise: NoiseModel | None = None
+    neighbouring: str = "add_remove"
+    dtypes: tuple[str, ...] = field(init=False, repr=False)
+    kinds: tuple[str, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        cliques = tuple(self.cliques)
+        tables = [np.asarray(self.noisy[c]) for c in cliques]
+        models = [self.noise[c] for c in cliques]
+        sizes = [t.size for t in tables]
+        flat = {
+            "y": np.concatenate([t.ravel() for t in tables] or [np.zeros(0)]).astype(np.float64),
+            "scale": np.repeat([m.scale for m in models], sizes).astype(np.float64),
+            "variance": np.repeat([m.variance for m in models], sizes).astype(np.float64),
+            "laplace": np.repeat([m.is_laplace for m in models], sizes).astype(bool),
+            "scales": np.array([m.scale for m in models], dtype=np.float64),
+        }
+        set_ = object.__setattr__
+        set_(self, "cliques", cliques)
+        set_(self, "dtypes", tuple(t.dtype.name for t in tables))
+        set_(self, "kinds", tuple(m.kind for m in models))
+        for name, a in flat.items():
+            set_(self, name, _read_only(a))
+        set_(self, "offsets", np.cumsum([0, *sizes]))
+        _set_views(self, [t.shape for t in tables])
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
-    def offsets(self) -> np.ndarray:
-        """Where each clique's cells start (and the total last)."""
-        return self.layout.offsets
+    def total_is_public(self) -> bool:
+        """Whether ``total`` was used without noise (public or user-given ``N``)."""
+        return self.total_source in ("public", "given")
+
+    @property
+    def layout(self):
+        """The :class:`~pgm_dp.models.tables.TableLayout` of the cliques (imports JAX)."""
+        from ..models.tables import table_layout
+
+        return table_layout(self.domain, self.cliques)
 
     def tables(self) -> list[np.ndarray]:
-        """``y`` as one table per clique (views)."""
-        return self.layout.unflatten(self.y)
+        """``y`` as one float64 table per clique (read-only views)."""
+        return [
+            self.y[a:b].reshape(self.domain.sizes(c))
+            for c, a, b in zip(self.cliques, self.offsets[:-1], self.offsets[1:], strict=True)
+        ]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Measurements):
+            return NotImplemented
+        same = all(
+            getattr(self, f) == getattr(other, f)
+            for f in self.__dataclass_fields__
+            if f not in ("noisy", "noise")
+        )
+        return (
+            same
+            and dict(self.noise) == dict(other.noise)
+            and all(np.array_equal(self.noisy[c], other.noisy[c]) for c in self.cliques)
+        )
+
+    def to_json(self) -> str:
+        """JSON text (exact float round trip via ``repr``); see :meth:`from_json`."""
+        doc = {
+            "format": "pgm_dp.NoisyMarginals",
+            "version": 1,
+            "domain": {
+                "attributes": [_jsonable_name(a) for a in self.domain.attributes],
+                **self.domain.to_json_dict(),
+            },
+            "cliques": [list(c) for c in self.cliques],
+            "noisy": [self.noisy[c].tolist() for c in self.cliques],
+            "dtype": list(self.dtypes),
+            "noise": [self.noise[c].to_dict() for c in self.cliques],
+            "budget": _budget_to_dict(self.budget),
+            "mechanism": self.mechanism,
+            "sensitivity": self.sensitivity,
+            "total": self.total,
+            "total_source": self.total_source,
+            "total_noise": None if self.total_noise is None else self.total_noise.to_dict(),
+            "neighbouring": self.neighbouring,
+        }
+        return json.dumps(doc, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Measurements:
+        """Inverse of :meth:`to_json` (and the files of every earlier version). The tables'
+        dtypes must be ``int64`` or ``float64`` (what :meth:`to_json` writes); others are
+        refused before any table is built."""
+        d = json.loads(text)
+        if d.get("format") != "pgm_dp.NoisyMarginals":
+            raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
+        dom = Domain.from_json_dict(d["domain"])
+        cliques = tuple(tuple(c) for c in d["cliques"])
+        for dt in d["dtype"]:
+            if not isinstance(dt, str) or dt not in _DTYPES:
+                raise DataValidationError(f"release tables must be int64 or float64: {dt!r:.40}")
+        noisy = {
+            c: np.array(v, dtype=_DTYPES[dt]).reshape(dom.sizes(c))
+            for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
+        }
+        noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
+        tn = d["total_noise"]
+        return cls(
+            domain=dom,
+            cliques=cliques,
+            noisy=noisy,
+            noise=noise,
+            budget=_budget_from_dict(d["budget"]),
+            mechanism=d["mechanism"],
+            sensitivity=float(d["sensitivity"]),
+            total=float(d["total"]),
+            total_source=d["total_source"],
+            total_noise=None if tn is None else NoiseModel(**tn),
+            neighbouring=d["neighbouring"],
+        )
 
 
-def flat_release(release, cliques: Sequence[Clique] | None = None) -> FlatRelease:
-    """The :class:`FlatRelease` of ``release`` (a :class:`~pgm_dp.privacy.NoisyMarginals`)
-    in the order of ``cliques`` (default the release's own; the same set, else a
-    :class:`~pgm_dp.errors.DomainError`). Computed once per release and order: the view is
-    kept in the release's ``__dict__`` (the frozen release's fields are unchanged)."""
+def _set_views(m: Measurements, shapes: Sequence[tuple[int, ...]]) -> None:
+    """The per-clique views of ``m``'s flat arrays: ``noisy[c]`` (a view of ``y``, or the
+    int64 table it was for a discrete mechanism) and ``noise[c]``."""
+    noisy, noise = {}, {}
+    for i, c in enumerate(m.cliques):
+        part = m.y[m.offsets[i] : m.offsets[i + 1]].reshape(shapes[i])
+        if m.dtypes[i] != "float64":
+            part = _read_only(part.astype(_DTYPES.get(m.dtypes[i], m.dtypes[i])))
+        noisy[c] = part
+        noise[c] = NoiseModel(m.kinds[i], float(m.scales[i]))
+    object.__setattr__(m, "noisy", noisy)
+    object.__setattr__(m, "noise", noise)
+
+
+def flat_release(release: Measurements, cliques: Sequence[Clique] | None = None) -> Measurements:
+    """``release`` with its measurements in the order of ``cliques`` (default its own; the
+    same set, else a :class:`~pgm_dp.errors.DomainError`): ``release`` itself when the order
+    is its own, else a new value built from the per-clique views (nothing is cached)."""
     cliques = tuple(release.cliques) if cliques is None else tuple(map(tuple, cliques))
-    cache = release.__dict__.setdefault("_flat_views", {})
-    if cliques not in cache:
-        if len(cliques) != len(release.cliques) or set(cliques) != set(release.cliques):
-            raise DomainError("the cliques must be the release's, in any order")
-        cache[cliques] = _flat(release, cliques)
-    return cache[cliques]
-
-
-def _flat(release, cliques: tuple[Clique, ...]) -> FlatRelease:
-    layout = table_layout(release.domain, cliques)
-    noise = [release.noise[c] for c in cliques]
-    scales = np.array([float(m.scale) for m in noise])
-    view = FlatRelease(
+    if cliques == release.cliques:
+        return release
+    if len(cliques) != len(release.cliques) or set(cliques) != set(release.cliques):
+        raise DomainError("the cliques must be the release's, in any order")
+    return Measurements(
+        domain=release.domain,
         cliques=cliques,
-        layout=layout,
-        y=layout.flatten(release.noisy[c] for c in cliques),
-        scale=layout.per_cell(scales),
-        variance=layout.per_cell([m.variance for m in noise]),
-        laplace=layout.per_cell([m.is_laplace for m in noise]),
-        kinds=tuple(m.kind for m in noise),
-        scales=scales,
-        total=float(release.total),
+        noisy=release.noisy,
+        noise=release.noise,
+        budget=release.budget,
+        mechanism=release.mechanism,
+        sensitivity=release.sensitivity,
+        total=release.total,
+        total_source=release.total_source,
+        total_noise=release.total_noise,
+        neighbouring=release.neighbouring,
     )
-    for a in (view.y, view.scale, view.variance, view.laplace, view.scales):
-        a.flags.writeable = False
-    return view
+
+
+# -- JSON helpers ----------------------------------------------------------------------------
+def _budget_to_dict(b: Budget) -> dict:
+    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
+
+
+def _budget_from_dict(d: Mapping) -> Budget:
+    kinds = {"PureDP": PureDP, "ZCDP": ZCDP, "ApproxDP": ApproxDP}
+    d = dict(d)
+    return kinds[d.pop("type")](**d)
+
+
+def _jsonable_name(name: Hashable) -> Hashable:
+    if isinstance(name, bool) or not isinstance(name, str | int):
+        raise DomainError(f"to_json needs str or int variable names, got {name!r}")
+    return name
+
+
+# -- JAX pytree ------------------------------------------------------------------------------
+_STATIC = tuple(f for f in Measurements.__dataclass_fields__ if f not in ("noisy", "noise"))
+
+
+def _flatten(m: Measurements) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    return tuple(getattr(m, a) for a in _FLAT), tuple(getattr(m, f) for f in _STATIC)
+
+
+def _unflatten(static: tuple[Any, ...], leaves: tuple[Any, ...]) -> Measurements:
+    """A value on other leaves (traced, batched): the flat arrays and the static fields;
+    the per-clique views only when the leaves are NumPy arrays of the original shapes."""
+    m = object.__new__(Measurements)
+    for name, value in (*zip(_STATIC, static, strict=True), *zip(_FLAT, leaves, strict=True)):
+        object.__setattr__(m, name, value)
+    object.__setattr__(m, "offsets", np.cumsum([0, *(m.domain.size(c) for c in m.cliques)]))
+    concrete = all(isinstance(a, np.ndarray) and a.ndim == 1 for a in leaves[:1])
+    if concrete:
+        _set_views(m, [m.domain.sizes(c) for c in m.cliques])
+    else:
+        object.__setattr__(m, "noisy", None)
+        object.__setattr__(m, "noise", None)
+    return m
+
+
+_REGISTERED: list[bool] = []
+
+
+def register_pytree() -> None:
+    """Register :class:`Measurements` with ``jax.tree_util`` (once; called when this module
+    is imported after JAX, and by :mod:`pgm_dp._config`, imported with every module that
+    uses JAX)."""
+    if _REGISTERED or "jax" not in sys.modules:
+        return
+    import jax
+
+    jax.tree_util.register_pytree_node(Measurements, _flatten, _unflatten)
+    _REGISTERED.append(True)
+
+
+register_pytree()

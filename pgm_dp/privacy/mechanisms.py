@@ -40,7 +40,6 @@ from .noise import (
     check_sensitivity,
     discrete_gaussian_parameter,
     discrete_laplace_parameter,
-    zcdp_rho_within,
 )
 from .samplers import (
     RngLike,
@@ -79,11 +78,10 @@ def _nominal_scale(kind: str, sensitivity: Any, budget: Budget) -> float:
         sens = float(sensitivity)
         if isinstance(sensitivity, bool) or not math.isfinite(sens) or sens < 0:
             return 0.0
-        if kind.endswith("laplace") and isinstance(budget, PureDP):
-            return sens / budget.epsilon
-        if kind.endswith("gaussian") and isinstance(budget, ZCDP):
-            return sens / math.sqrt(2 * budget.rho)
-    except (TypeError, ValueError):
+        scale = budget.scale_for("laplace" if kind.endswith("laplace") else "gaussian", sens)
+        if scale is not None:
+            return scale
+    except (TypeError, ValueError, AttributeError):  # AttributeError: not a budget
         return 0.0
     except (OverflowError, ZeroDivisionError):
         return math.inf
@@ -108,7 +106,7 @@ def _plan(
         )
     floor = calibrate_gaussian(sensitivity, budget, calibration).scale  # type: ignore[arg-type]
     l2 = check_sensitivity(sensitivity, "l2_sensitivity")
-    rho = budget.rho if isinstance(budget, ZCDP) else zcdp_rho_within(budget)  # type: ignore
+    rho = budget.rho_within()
     if floor > 0:  # (ε, δ): zCDP route (sound on the lattice), never below the asked calibration
         rho = min(rho, l2 * l2 / (2 * floor * floor))
     return plan_gaussian(
@@ -183,7 +181,22 @@ def laplace_mechanism(
     what: str = "",
 ) -> np.ndarray:
     """``values + Laplace(Δ₁/ε)`` (float64), sampled exactly on a lattice ``2^k Z`` after rounding
-    ``values`` to it (:mod:`~pgm_dp.privacy.lattice`; floating-point safe); ``ε``-DP."""
+    ``values`` to it (:mod:`~pgm_dp.privacy.lattice`; floating-point safe); ``ε``-DP.
+
+    Args:
+        values: Numbers of any shape (copied, never modified).
+        l1_sensitivity: ``Δ₁ >= 0``, the largest L1 change of ``values`` between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+
+    Returns:
+        The noisy values, float64, of ``values``'s shape.
+    """
     return perturb(
         values,
         kind="laplace",
@@ -207,7 +220,24 @@ def gaussian_mechanism(
 ) -> np.ndarray:
     """``values + N(0, σ²)`` (float64) on a lattice ``2^k Z`` (exact discrete Gaussian, CKS
     2020; :mod:`~pgm_dp.privacy.lattice`): ``σ = Δ₂/sqrt(2ρ)`` for zCDP; for ``(ε, δ)`` the
-    largest ``ρ`` whose CKS conversion fits, or the ``calibration`` σ when larger."""
+    largest ``ρ`` whose CKS conversion fits, or the ``calibration`` σ when larger.
+
+    Args:
+        values: Numbers of any shape (copied, never modified).
+        l2_sensitivity: ``Δ₂ >= 0``, the largest L2 change of ``values`` between neighbours.
+        budget: The ``ρ`` (zCDP) or ``(ε, δ)`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+        calibration: For ``(ε, δ)``: ``"analytic"`` (Balle & Wang 2018) or ``"classic"``
+            (Dwork & Roth Thm. A.1), the smallest σ the noise may have.
+
+    Returns:
+        The noisy values, float64, of ``values``'s shape.
+    """
     return perturb(
         values,
         kind="gaussian",
@@ -229,7 +259,23 @@ def discrete_laplace_mechanism(
     accountant: Accountant | None = None,
     what: str = "",
 ) -> np.ndarray:
-    """Integer ``values`` + exact discrete Laplace of scale ``Δ₁/ε`` (int64); ``ε``-DP."""
+    """Integer ``values`` + exact discrete Laplace of scale ``Δ₁/ε`` (int64); ``ε``-DP
+    (Canonne, Kamath & Steinke 2020).
+
+    Args:
+        values: Integers of any shape (copied, never modified).
+        l1_sensitivity: ``Δ₁ >= 0``, the largest L1 change of ``values`` between neighbours.
+        budget: The ``ε`` spent.
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+
+    Returns:
+        The noisy values, int64, of ``values``'s shape.
+    """
     return perturb(
         values,
         kind="discrete_laplace",
@@ -250,7 +296,23 @@ def discrete_gaussian_mechanism(
     accountant: Accountant | None = None,
     what: str = "",
 ) -> np.ndarray:
-    """Integer ``values`` + exact discrete Gaussian, ``σ² = Δ₂²/(2ρ)`` (int64); ``ρ``-zCDP."""
+    """Integer ``values`` + exact discrete Gaussian, ``σ² = Δ₂²/(2ρ)`` (int64); ``ρ``-zCDP
+    (Canonne, Kamath & Steinke 2020).
+
+    Args:
+        values: Integers of any shape (copied, never modified).
+        l2_sensitivity: ``Δ₂ >= 0``, the largest L2 change of ``values`` between neighbours.
+        budget: The ``ρ`` (zCDP) or ``(ε, δ)`` spent (then the largest ``ρ`` that fits).
+        rng: ``None`` (ChaCha20 keyed from the OS) for a real release; a seed or generator
+            makes the noise reproducible by whoever knows it (tests, experiments).
+        accountant: Charged before any noise is drawn; it raises
+            :class:`~pgm_dp.errors.BudgetExceededError` (and records nothing) if the cost does
+            not fit.
+        what: The label of the charge in the accountant's ledger.
+
+    Returns:
+        The noisy values, int64, of ``values``'s shape.
+    """
     return perturb(
         values,
         kind="discrete_gaussian",

@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from ..errors import PrivacyParameterError
-from .budget import ZCDP, ApproxDP, Budget, ConversionMethod, PureDP, zcdp_to_approx_dp
+from .budget import ZCDP, ApproxDP, Budget, PureDP, require_budget, zcdp_rho_within
 from .samplers import discrete_laplace_rational_scale, rational_variance_at_least
 
 __all__ = [
@@ -223,9 +223,8 @@ def check_sensitivity(value: object, name: str = "sensitivity") -> float:
 
 
 def _need(budget: Budget, kinds: tuple[type, ...], mech: str) -> None:
-    if not isinstance(budget, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise PrivacyParameterError(f"{mech} needs a {names} budget, got {budget!r}")
+    names = " or ".join(k.__name__ for k in kinds)
+    require_budget(budget, kinds, f"{mech} needs a {names} budget, got {budget!r}")
 
 
 def calibrate_laplace(l1_sensitivity: float, budget: PureDP) -> NoiseModel:
@@ -261,8 +260,9 @@ def calibrate_gaussian(
     """Gaussian ``σ``: ``Δ₂/sqrt(2ρ)`` for zCDP; analytic (default) or classic for ``(ε, δ)``."""
     _need(budget, (ZCDP, ApproxDP), "the Gaussian mechanism")
     l2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    if isinstance(budget, ZCDP):
-        return NoiseModel("gaussian", l2 / math.sqrt(2 * budget.rho))
+    direct = budget.scale_for("gaussian", l2)  # zCDP: sigma = l2 / sqrt(2 rho)
+    if direct is not None:
+        return NoiseModel("gaussian", direct)
     if budget.delta == 0:
         raise PrivacyParameterError("the Gaussian mechanism needs delta > 0")
     if calibration == "classic":
@@ -277,35 +277,11 @@ def calibrate_gaussian(
     return NoiseModel("gaussian", l2 * sigma)
 
 
-def zcdp_rho_within(budget: ApproxDP, method: ConversionMethod = "cks") -> float:
-    """Largest ``ρ`` (to 1e-12 relative) whose zCDP → DP conversion fits ``budget``.
-
-    >>> rho = zcdp_rho_within(ApproxDP(1.0, 1e-6))
-    >>> zcdp_to_approx_dp(rho, 1e-6).epsilon <= 1.0
-    True
-    """
-    _need(budget, (ApproxDP,), "zcdp_rho_within")
-    if budget.delta == 0:
-        raise PrivacyParameterError("an (epsilon, 0) budget admits no zCDP mechanism")
-    lo, hi = 0.0, budget.epsilon  # eps(rho) >= rho, so rho <= epsilon
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if mid == lo or mid == hi:
-            break
-        if zcdp_to_approx_dp(mid, budget.delta, method).epsilon <= budget.epsilon:
-            lo = mid
-        else:
-            hi = mid
-    if lo == 0:
-        raise PrivacyParameterError(f"no zCDP level fits {budget!r}")
-    return lo
-
-
 def discrete_gaussian_parameter(l2_sensitivity: float, budget: ZCDP | ApproxDP) -> Fraction:
     """Exact rational variance ``>= Δ₂²/(2ρ)`` used by the discrete Gaussian mechanism."""
     _need(budget, (ZCDP, ApproxDP), "the discrete Gaussian mechanism")
     l2 = check_sensitivity(l2_sensitivity, "l2_sensitivity")
-    rho = budget.rho if isinstance(budget, ZCDP) else zcdp_rho_within(budget)
+    rho = budget.rho_within()
     squared = Fraction(l2) ** 2
     whole = round(l2 * l2)
     if math.sqrt(whole) == l2:  # l2 is the float of sqrt(whole), whose square may be less

@@ -53,10 +53,8 @@ True
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -65,141 +63,20 @@ from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normali
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from ..stats import contingency_table
 from .accountant import Accountant, check_accountant
-from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
+from .budget import Budget, compose
+from .measurements import Measurements
 from .mechanisms import perturb
-from .noise import NoiseModel
 from .samplers import RngLike, as_generator
 
-__all__ = ["NoisyMarginals", "release_marginals", "MECHANISMS"]
+__all__ = ["NoisyMarginals", "Measurements", "release_marginals", "MECHANISMS"]
 
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _TOTALS = ("public", "estimate", "private")
 
 
-def _budget_to_dict(b: Budget) -> dict:
-    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
-
-
-def _budget_from_dict(d: Mapping) -> Budget:
-    kinds = {"PureDP": PureDP, "ZCDP": ZCDP, "ApproxDP": ApproxDP}
-    d = dict(d)
-    return kinds[d.pop("type")](**d)
-
-
-def _jsonable_name(name: Hashable) -> Hashable:
-    if isinstance(name, bool) or not isinstance(name, str | int):
-        raise DomainError(f"to_json needs str or int variable names, got {name!r}")
-    return name
-
-
-@dataclass(frozen=True, eq=False)
-class NoisyMarginals:
-    """Noisy clique tables and how they were made; contains no raw data.
-
-    ``noisy[c]`` is a read-only array (float64, or int64 for discrete mechanisms);
-    ``noise[c]`` its :class:`NoiseModel`; ``budget`` the total cost charged; ``sensitivity``
-    the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked tables;
-    ``total`` the ``N`` used, with ``total_source`` in ``{"public", "given", "estimate",
-    "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
-    """
-
-    domain: Domain
-    cliques: tuple[Clique, ...]
-    noisy: Mapping[Clique, np.ndarray]
-    noise: Mapping[Clique, NoiseModel]
-    budget: Budget
-    mechanism: str
-    sensitivity: float
-    total: float
-    total_source: str
-    total_noise: NoiseModel | None = None
-    neighbouring: str = "add_remove"
-
-    def __post_init__(self) -> None:
-        frozen = {}
-        for c in self.cliques:
-            a = np.array(self.noisy[c], copy=True)
-            a.flags.writeable = False
-            frozen[c] = a
-        object.__setattr__(self, "noisy", frozen)
-        object.__setattr__(self, "noise", {c: self.noise[c] for c in self.cliques})
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @property
-    def total_is_public(self) -> bool:
-        """Whether ``total`` was used without noise (public or user-given ``N``)."""
-        return self.total_source in ("public", "given")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NoisyMarginals):
-            return NotImplemented
-        same = all(
-            getattr(self, f) == getattr(other, f)
-            for f in self.__dataclass_fields__
-            if f not in ("noisy",)
-        )
-        return same and all(
-            self.noisy[c].dtype == other.noisy[c].dtype
-            and np.array_equal(self.noisy[c], other.noisy[c])
-            for c in self.cliques
-        )
-
-    def to_json(self) -> str:
-        """JSON text (exact float round trip via ``repr``); see :meth:`from_json`."""
-        doc = {
-            "format": "pgm_dp.NoisyMarginals",
-            "version": 1,
-            "domain": {
-                "attributes": [_jsonable_name(a) for a in self.domain.attributes],
-                **self.domain.to_json_dict(),
-            },
-            "cliques": [list(c) for c in self.cliques],
-            "noisy": [self.noisy[c].tolist() for c in self.cliques],
-            "dtype": [str(self.noisy[c].dtype) for c in self.cliques],
-            "noise": [self.noise[c].to_dict() for c in self.cliques],
-            "budget": _budget_to_dict(self.budget),
-            "mechanism": self.mechanism,
-            "sensitivity": self.sensitivity,
-            "total": self.total,
-            "total_source": self.total_source,
-            "total_noise": None if self.total_noise is None else self.total_noise.to_dict(),
-            "neighbouring": self.neighbouring,
-        }
-        return json.dumps(doc, allow_nan=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> NoisyMarginals:
-        """Inverse of :meth:`to_json`. The tables' dtypes must be ``int64`` or ``float64`` (what
-        :meth:`to_json` writes); others are refused before any table is built."""
-        d = json.loads(text)
-        if d.get("format") != "pgm_dp.NoisyMarginals":
-            raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
-        dom = Domain.from_json_dict(d["domain"])
-        cliques = tuple(tuple(c) for c in d["cliques"])
-        dtypes = {"int64": np.int64, "float64": np.float64}
-        for dt in d["dtype"]:
-            if not isinstance(dt, str) or dt not in dtypes:
-                raise DataValidationError(f"release tables must be int64 or float64: {dt!r:.40}")
-        noisy = {
-            c: np.array(v, dtype=dtypes[dt]).reshape(dom.sizes(c))
-            for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
-        }
-        noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
-        tn = d["total_noise"]
-        return cls(
-            domain=dom,
-            cliques=cliques,
-            noisy=noisy,
-            noise=noise,
-            budget=_budget_from_dict(d["budget"]),
-            mechanism=d["mechanism"],
-            sensitivity=float(d["sensitivity"]),
-            total=float(d["total"]),
-            total_source=d["total_source"],
-            total_noise=None if tn is None else NoiseModel(**tn),
-            neighbouring=d["neighbouring"],
-        )
+#: The release's type: :class:`~pgm_dp.privacy.measurements.Measurements` (the name kept for
+#: the call sites and the JSON format).
+NoisyMarginals = Measurements
 
 
 def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[Clique, ...]]:
@@ -223,14 +100,6 @@ def _resolve(mrf_or_cliques: Any, domain: Domain | None) -> tuple[Domain, tuple[
             raise DomainError(f"clique {c} repeats {seen[frozenset(c)]} (same variables)")
         seen[frozenset(c)] = c
     return dom, cliques
-
-
-def _split(budget: Budget, frac: float) -> Budget:
-    if isinstance(budget, PureDP):
-        return PureDP(budget.epsilon * frac)
-    if isinstance(budget, ZCDP):
-        return ZCDP(budget.rho * frac)
-    return ApproxDP(budget.epsilon * frac, budget.delta * frac)
 
 
 def _weights(weights: Any, n: int, discrete: bool) -> np.ndarray | None:
@@ -323,6 +192,22 @@ def _public_total(total, n_true: float, noisy: dict, model) -> tuple[float, str]
     return float(total), "given"
 
 
+def _check_costs(budget, fraction, sens, sens_n, checks, what):
+    """The tables' budget and the total's (``None`` unless ``fraction`` of ``budget`` goes to
+    a private ``N``), checked against the mechanism and the accountant without drawing
+    anything (noise on an empty vector): every refusal comes before the data are read."""
+    mechanism, calibration = checks["kind"], checks["calibration"]
+    accountant = checks["accountant"]
+    budget_c = budget.split(1 - fraction) if fraction is not None else budget
+    budget_n = budget.split(fraction) if fraction is not None else None
+    perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
+    if budget_n is not None:
+        perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
+    if accountant is not None:
+        accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
+    return budget_c, budget_n
+
+
 def release_marginals(
     data: Any,
     mrf_or_cliques: Any,
@@ -343,18 +228,35 @@ def release_marginals(
 ) -> NoisyMarginals:
     """Noisy clique count tables (Bernstein et al. Sec. 3.1, Prop. 3, Eq. 3).
 
-    ``mrf_or_cliques``: cliques (then ``domain`` is required) or an object with ``.domain``
-    and ``.cliques``. ``budget``: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP``
-    for the Gaussian kinds. Sensitivities, weights and the total ``N``: module docstring.
-    ``mechanism``: ``"discrete_laplace"`` (default; exact, CKS 2020), ``"discrete_gaussian"``,
-    or the paper's ``"laplace"`` / ``"gaussian"`` sampled exactly on a fine lattice ``2^k Z``
-    (:mod:`~pgm_dp.privacy.lattice`); all are floating-point safe (Mironov 2012).
-    Everything is validated (data by :meth:`Domain.encode`) before the accountant is charged
-    or noise drawn; refused before anything is allocated or spent: more than ``max_cells``
-    cells in all (:class:`~pgm_dp.errors.ModelTooLargeError`), a repeated clique (in any
-    variable order; it would be charged twice), an ``accountant`` that is not one.
-    ``rng``: leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes the
-    noise reproducible, so whoever knows it recovers every count: seeds are for tests.
+    Args:
+        data: The records (codes or labels, validated by :meth:`Domain.encode`).
+        mrf_or_cliques: Cliques (then ``domain`` is required) or an object with ``.domain``
+            and ``.cliques``.
+        domain: The variables, when ``mrf_or_cliques`` is a list of cliques.
+        budget: ``PureDP`` for the Laplace kinds, ``ZCDP`` or ``ApproxDP`` for the Gaussian
+            kinds; the whole release's cost (the sensitivities: module docstring).
+        mechanism: ``"discrete_laplace"`` (default; CKS 2020), ``"discrete_gaussian"``, or
+            the paper's ``"laplace"`` / ``"gaussian"`` exactly on a lattice ``2^k Z``
+            (:mod:`~pgm_dp.privacy.lattice`); all floating-point safe (Mironov 2012).
+        rng: Leave ``None`` for a real release (ChaCha20 keyed from the OS). A seed makes
+            the noise reproducible, so whoever knows it recovers every count: for tests.
+        accountant: Charged once, before any noise is drawn.
+        weights: Per-record weights (module docstring: the sensitivity they give).
+        max_records_per_person: ``K``, most records of one person (module docstring).
+        total: The total ``N``: ``"estimate"`` (from the noisy tables, free), ``"private"``
+            (released with ``total_fraction`` of the budget) or a public number.
+        total_fraction: The share of ``budget`` spent on ``N`` with ``total="private"``.
+        neighbouring: ``"add_remove"`` or ``"replace"`` (doubles the sensitivity).
+        calibration: The ``(ε, δ)`` Gaussian's (:func:`~.mechanisms.gaussian_mechanism`).
+        what: The label of the charge in the accountant's ledger.
+        max_cells: The most cells the tables may have in all.
+
+    Returns:
+        The release: noisy tables, their noise, the total and the budget spent.
+
+    Everything is validated before the accountant is charged or noise drawn; refused before
+    anything is allocated or spent: more than ``max_cells`` cells in all (ModelTooLargeError),
+    a repeated clique (in any order: charged twice), an ``accountant`` that is not one.
     """
     dom, cliques = _resolve(mrf_or_cliques, domain)
     check_table_cells(dom, cliques, max_cells)  # before anything is allocated or spent
@@ -363,23 +265,15 @@ def release_marginals(
         mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
     )
     private_n = total == "private"
-    budget_c = _split(budget, 1 - total_fraction) if private_n else budget
-    budget_n = _split(budget, total_fraction) if private_n else None
     n_c = len(cliques)
     sens, sens_n = _sensitivity(mechanism, n_c, per_person, neighbouring), float(per_person)
-    # validate budget notion / calibration without drawing anything (noise on an empty vector)
-    perturb([], kind=mechanism, sensitivity=sens, budget=budget_c, calibration=calibration)
-    if budget_n is not None:
-        perturb([], kind=mechanism, sensitivity=sens_n, budget=budget_n, calibration=calibration)
-    if accountant is not None:  # refuse before the data are read or any noise is drawn
-        accountant.check(budget if budget_n is None else compose(budget_c, budget_n), what=what)
-    how = dict(
-        kind=mechanism, rng=as_generator(rng), accountant=accountant, calibration=calibration
-    )
+    checks = dict(kind=mechanism, accountant=accountant, calibration=calibration)
+    fraction = total_fraction if private_n else None
+    budget_c, budget_n = _check_costs(budget, fraction, sens, sens_n, checks, what)
+    how = dict(checks, rng=as_generator(rng))
     noisy, model, n_true, counts = _noisy_tables(
         dom, cliques, data, weights, sens, budget_c, f"{what} ({n_c} cliques)", how
     )
-    noise = dict.fromkeys(cliques, model)
     total_noise = None
     if private_n:
         n_val = round(n_true) if counts else n_true  # counts: integer input
@@ -390,15 +284,7 @@ def release_marginals(
     else:
         n_out, source = _public_total(total, n_true, noisy, model)
     return NoisyMarginals(
-        domain=dom,
-        cliques=cliques,
-        noisy=noisy,
-        noise=noise,
-        budget=budget,
-        mechanism=mechanism,
-        sensitivity=float(sens),
-        total=n_out,
-        total_source=source,
-        total_noise=total_noise,
-        neighbouring=neighbouring,
-    )
+        domain=dom, cliques=cliques, noisy=noisy, noise=dict.fromkeys(cliques, model),
+        budget=budget, mechanism=mechanism, sensitivity=float(sens), total=n_out,
+        total_source=source, total_noise=total_noise, neighbouring=neighbouring,
+    )  # fmt: skip

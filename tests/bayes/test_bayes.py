@@ -33,6 +33,7 @@ def _exact_posterior_mean_sd(y, n_total, b):
     return mean, float(np.sqrt(w @ (mu - mean) ** 2))
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_clt_and_scale_mixture_match_exact_enumeration():
     dom = Domain(["A"], [2])
     mrf = MarkovRandomField(dom, [("A",)], [np.array([0.0, 0.7])])
@@ -73,6 +74,7 @@ def test_ppc_flags_missing_edge_and_passes_truth(chain):
     assert bad.p_values[("B", "C")] == 0.0
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_bayes_learner_and_posterior_ppc(chain):
     truth, rel = chain
     fit = get("bayes").make(num_samples=300).fit(rel, truth)
@@ -115,6 +117,7 @@ def test_one_program_serves_every_release_kind(chain):
     assert "noise_var" not in posterior(gau, truth, **kw).posterior
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_plugin_covariance_agrees_with_exact(chain):
     """The plug-in path (Gauss-Newton-whitened MAP, frozen Sigma) against the exact one on a
     model small enough for both: posterior means within 0.01, sds within 25 %."""
@@ -150,6 +153,7 @@ def test_plugin_latent_counts_keep_laplace_noise_exact(chain):
         assert float(np.abs(b.std(("chain", "draw")) / sd - 1).max()) < 0.15
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_frozen_gaussian_matches_multivariate_normal_and_its_gradients():
     """``FrozenGaussian`` (precision, one-read custom JVP) against NumPyro's
     ``MultivariateNormal``: log density, gradient and Hessian in the location."""

@@ -43,6 +43,7 @@ def test_noise_convolution_is_a_law_with_its_survival(kind):
     assert np.isfinite(float(noise_log_survival(300.0, var, kind, scale)))
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_release_sampler_runs_algorithm_1(network):
     J, ref = network
     cal = prising_calibration(J, 20.0, 1e-3)
@@ -77,6 +78,7 @@ def test_central_intervals_cover_beta_drawn_from_the_prior(network, epsilon, del
     assert np.mean(errors) < 0.4  # the prior mean's error is 0.5
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_nuts_gives_an_arviz_datatree(network):
     J, ref = network
     sigma = gibbs_ising(J, beta=1.2, n_chains=1, n_sweeps=100, rng=3)[0]
@@ -108,6 +110,7 @@ def test_bad_inputs_are_refused(network):
         score_reference(J, draws=1)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_cli_posterior_and_coverage(tmp_path, capsys):
     import pandas as pd
 

@@ -101,6 +101,7 @@ def test_a_registered_backend_serves_the_model_by_name_and_by_value(brute_force,
         assert abs(mrf.log_partition(method) - brute_log_z(mrf)) < 1e-12
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_cgm_em_runs_on_a_registered_backend(brute_force):
     rng = np.random.default_rng(3)
     truth = _model(rng)

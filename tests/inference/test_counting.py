@@ -57,6 +57,7 @@ def test_trw_with_unit_counts_on_a_tree_is_exact(rng):
     assert abs(float(res.log_z) - brute_log_z(mrf)) < 1e-9
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_trw_fixed_point_is_unique_and_bounds_log_z(rng):
     mrf = _grid(3, 3, rng, scale=1.5)  # strong couplings around 4-cycles
     graph = factor_graph(mrf.domain, mrf.cliques)
@@ -75,6 +76,7 @@ def test_trw_fixed_point_is_unique_and_bounds_log_z(rng):
     assert float(results[0].log_z) >= brute_log_z(mrf)  # TRW's -F is an upper bound
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_trw_log_z_gradient_is_the_pseudo_marginals(rng):
     mrf = _grid(3, 2, rng)
     graph = factor_graph(mrf.domain, mrf.cliques)

@@ -49,6 +49,7 @@ def test_stacked_with_impossible_states(force_stacked):
     assert float(mrf.log_partition()) == pytest.approx(np.log(6), abs=1e-12)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_long_chain_takes_the_stacked_pass_and_agrees_with_the_unrolled_one():
     mrf = third_order_chain(22, 3, rng=0)
     jt = mrf.junction_tree()
@@ -60,6 +61,7 @@ def test_long_chain_takes_the_stacked_pass_and_agrees_with_the_unrolled_one():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_flat_marginals_and_second_derivatives(rng, force_stacked):
     dom = Domain(["A", "B", "C", "D"], [2, 3, 2, 2])
     cliques = [("B", "A"), ("B", "C", "D"), ("D", "A"), ("C",)]

@@ -53,7 +53,9 @@ def _record_fit(learner, data, mrf):
 
 @pytest.mark.filterwarnings("ignore::pgm_dp.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore:JAX persistent compilation cache:UserWarning")
-@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize(  # the posterior's NUTS compile: the second tier (#38)
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n == "bayes" else n for n in available()]
+)
 def test_every_registered_learner_keeps_its_declared_contract(name):
     spec = get(name)
     if name == "mbi" and importlib.util.find_spec("mbi") is None:

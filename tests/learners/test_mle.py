@@ -8,6 +8,7 @@ from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_recovers_model_from_its_exact_marginals(rng):
     truth = random_model(rng, 5, 5)
     fit = fit_marginals(truth.replace(None), truth.marginals(), tol=1e-8)
@@ -17,6 +18,7 @@ def test_recovers_model_from_its_exact_marginals(rng):
         np.testing.assert_allclose(np.asarray(m), np.asarray(truth.marginal(cl)), atol=1e-8)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_chain_moment_matching():
     truth = third_order_chain(6, 4, rng=2)
     fit = fit_marginals(truth.replace(None), truth.marginals(), tol=1e-8)
@@ -24,6 +26,7 @@ def test_chain_moment_matching():
     assert kl_divergence(truth, fit.model) < 1e-10
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_l2_shrinks_towards_uniform(rng):
     truth = random_model(rng, 4, 3, scale=2.0)
     weak = fit_marginals(truth.replace(None), truth.marginals(), l2=1e-6)

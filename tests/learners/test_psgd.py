@@ -33,6 +33,7 @@ def test_per_example_gradients_are_marginals_minus_indicators():
         np.testing.assert_allclose(g[i], mu - e, atol=1e-12)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_spent_budget_equals_dp_accounting():
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
@@ -54,6 +55,7 @@ def test_spent_budget_equals_dp_accounting():
     assert len(acct.charges) == 1 and acct.charges[0].cost == info["spent"]
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_psgd_recovers_model_as_noise_vanishes():
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(20_000, rng=1)
@@ -135,6 +137,7 @@ def test_chunked_scan_gives_the_same_run(monkeypatch):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_noise_covers_the_lattice_rounding_of_the_clipped_sum():
     """Floating-point safety: the sum is rounded to g Z, the noise std is sigma (C + g sqrt(d))."""
     truth = third_order_chain(4, 2, rng=0)
@@ -159,6 +162,7 @@ def _numbers(obj):
     return []
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_default_fit_hides_the_number_of_records_and_pays_for_its_count():
     """Audit finding: q = L/N, the steps and the lot sizes revealed N. By default N is a noisy
     count (charged); the fit of D and of D plus one record shows neither N."""

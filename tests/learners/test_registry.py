@@ -67,9 +67,18 @@ def test_unknown_learner_and_bad_specs_are_refused():
         run_compare(T=4, k=2, N=100, learners=("nope",), progress=False, out_dir=None)
 
 
-def test_the_registry_carries_no_comparison_policy():
+def test_an_entry_declares_its_budget_type_and_the_comparison_its_amount():
     fields = set(LearnerSpec.__dataclass_fields__)
-    assert fields == {"name", "factory", "kind", "label", "description", "private"}
+    assert fields == {"name", "factory", "kind", "label", "description", "private", "budget"}
+    assert learners.get("psgd").budget == "ApproxDP" and learners.get("cgm").budget == "PureDP"
+    assert learners.get("zhang_ising").budget == "ZCDP"
+    for name in learners.available():
+        spec = learners.get(name)
+        got = budget_for(spec, 1.0, 1000)
+        assert (got is None) == (not spec.private)
+        assert got is None or type(got).__name__ == spec.budget, name
+    with pytest.raises(ValueError, match="budget must be one of"):
+        LearnerSpec("x", _Ridge, "release", "X", "x", budget="RenyiDP")
     assert learners.labels()["cgm"] == "CGM" and "mbi300" not in learners.labels()
     assert budget_for(learners.get("cgm"), 1.0, 1000) == PureDP(1.0)
     assert budget_for(learners.get("psgd"), 1.0, 1000) == ApproxDP(1.0, 1e-3)

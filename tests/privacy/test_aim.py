@@ -23,7 +23,7 @@ from pgm_dp.errors import (
 from pgm_dp.learners import NaiveMLE
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, NoiseModel, PureDP
 from pgm_dp.privacy.audit import audit_categorical
-from pgm_dp.privacy.select import (
+from pgm_dp.select import (
     LearnerEstimator,
     Measurement,
     Schedule,
@@ -171,6 +171,7 @@ def test_workload_weights_and_candidates():
     assert workload_cliques(big, "3way", max_cells=10**5)[0][0] == ("A", "B", "C")
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_selection_step_is_private_by_an_audit():
     """D and D' differ by one record (in cell 0 of every table); the model's estimates are
     fixed (earlier noisy measurements, conditioned on). The record lifts candidate 0's
@@ -337,7 +338,7 @@ def test_default_estimator_and_a_plugged_learner():
 def test_numpy_mle_matches_the_package_solver():
     from pgm_dp.inference.queries import calibrate_tables
     from pgm_dp.learners.mle import fit_marginals
-    from pgm_dp.privacy.select.mle import fit_tables
+    from pgm_dp.select.mle import fit_tables
 
     dom = Domain(list("ABCD"), [2, 3, 2, 3])
     cl = (("A",), ("A", "B"), ("B", "C"), ("C", "D"), ("A", "D"))

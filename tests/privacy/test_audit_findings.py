@@ -30,6 +30,7 @@ def _records(n: int, seed: int = 0) -> np.ndarray:
 
 
 # -- 6. N released exactly ---------------------------------------------------------------------
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_default_release_does_not_tell_d_from_d_plus_one():
     """Before: ``total="public"`` by default, D and D + 1 record told apart 300 times of 300.
     Now the default total is an estimate from the noisy tables: post-processing of an
@@ -115,7 +116,7 @@ def test_cli_fit_records_everything_spent(csv):
 
 def test_with_one_way_charges_the_whole_selection():
     from pgm_dp.models import third_order_chain
-    from pgm_dp.privacy.select import select_cliques, with_one_way
+    from pgm_dp.select import select_cliques, with_one_way
 
     truth = third_order_chain(4, 2, rng=0)
     data = truth.sample(2000, rng=1)
@@ -127,7 +128,7 @@ def test_with_one_way_charges_the_whole_selection():
 def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
     """Before: ``--seed S`` gave the MST selection and the release the same generator state."""
     import pgm_dp.privacy
-    import pgm_dp.privacy.select
+    import pgm_dp.select
     from pgm_dp.cli import main
 
     states = []
@@ -139,7 +140,7 @@ def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
 
         return wrapped
 
-    select = pgm_dp.privacy.select
+    select = pgm_dp.select
     monkeypatch.setattr(select, "select_cliques", spy(select.select_cliques))
     monkeypatch.setattr(pgm_dp.privacy, "release_marginals", spy(pgm_dp.privacy.release_marginals))
     argv = ["fit", "--data", str(csv / "d.csv"), "--learner", "naive", "--seed", "7",
@@ -162,7 +163,7 @@ def test_alg5_refuses_bad_steps_before_pmw_is_charged():
 
 
 def test_select_cliques_refuses_before_any_charge():
-    from pgm_dp.privacy.select import select_cliques
+    from pgm_dp.select import select_cliques
 
     dom = Domain(["A", "B", "C", "D"], [2, 2, 2, 2])
     data = np.zeros((50, 4), dtype=int)

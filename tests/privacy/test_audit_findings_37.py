@@ -226,7 +226,7 @@ def test_what_the_declaration_decides_is_refused_before_any_charge(options, mess
 def test_aim_last_round_takes_exactly_what_is_left():
     from fractions import Fraction
 
-    from pgm_dp.privacy.select.schedule import Schedule
+    from pgm_dp.select.schedule import Schedule
 
     for notion in ("pure", "zcdp"):
         s = Schedule(notion, 1.0, 10)

@@ -95,3 +95,53 @@ def test_composition():
         compose(PureDP(1.0), ZCDP(1.0))
     with pytest.raises(PrivacyParameterError):
         compose()
+
+
+def test_a_budget_knows_its_notion_amount_and_split():
+    from pgm_dp.privacy.budget import budget_of, zcdp_rho_within
+
+    rho = zcdp_rho_within(ApproxDP(1.0, 1e-6))
+    cases = [
+        (PureDP(0.8), "pure", 0.8, PureDP(0.8 * 0.25)),
+        (ZCDP(0.3), "zcdp", 0.3, ZCDP(0.3 * 0.25)),
+        (ApproxDP(0.8, 0.0), "pure", 0.8, ApproxDP(0.8 * 0.25, 0.0)),
+        (ApproxDP(1.0, 1e-6), "zcdp", rho, ApproxDP(0.25, 0.25e-6)),
+    ]
+    for budget, notion, amount, quarter in cases:
+        assert (budget.notion, budget.amount) == (notion, amount)
+        assert budget.split(0.25) == quarter
+        assert budget_of(budget.notion, budget.amount) == budget.native()
+    assert ApproxDP(1.0, 1e-6).native() == ZCDP(rho) and ApproxDP(2.0, 0).native() == PureDP(2.0)
+    with pytest.raises(PrivacyParameterError):
+        budget_of("renyi", 1.0)
+
+
+def test_a_budget_knows_the_scales_and_steps_it_buys():
+
+    assert PureDP(0.5).scale_for("laplace", 3.0) == 3.0 / 0.5
+    assert PureDP(0.5).scale_for("gaussian", 3.0) is None
+    assert ZCDP(0.5).scale_for("gaussian", 3.0) == 3.0 / math.sqrt(2 * 0.5)
+    assert ZCDP(0.5).scale_for("laplace", 3.0) is None
+    assert ApproxDP(1.0, 1e-6).scale_for("gaussian", 3.0) is None
+    assert PureDP(1.0).pure_steps(4) == PureDP(0.25)
+    assert ZCDP(0.5).pure_steps(4) == PureDP(math.sqrt(2 * 0.5 / 4))
+    assert ZCDP(1.0).cost_of_pure(PureDP(0.5), 4) == ZCDP(4 * 0.5**2 / 2)
+    assert PureDP(1.0).cost_of_pure(PureDP(0.5), 4) == PureDP(2.0)
+    assert ZCDP(0.2).rho_within() == 0.2
+    for refused in (
+        lambda: PureDP(1.0).rho_within(),
+        lambda: ApproxDP(1.0, 0).rho_within(),
+        lambda: ApproxDP(1.0, 1e-6).pure_steps(2),
+    ):
+        with pytest.raises(PrivacyParameterError):
+            refused()
+
+
+def test_require_budget_refuses_another_notion_with_the_callers_message():
+    from pgm_dp.privacy.budget import require_budget
+
+    require_budget(PureDP(1.0), PureDP | ZCDP, "unused")
+    with pytest.raises(PrivacyParameterError, match="^needs zCDP$"):
+        require_budget(PureDP(1.0), ZCDP, "needs zCDP")
+    with pytest.raises(TypeError, match="typed"):
+        require_budget(0.5, ApproxDP, "typed", TypeError)

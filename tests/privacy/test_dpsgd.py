@@ -30,6 +30,7 @@ def test_rdp_epsilon_equals_direct(z, q, steps):
     assert dpsgd_epsilon(z, q, steps, 1e-5) == direct(z, q, steps, 1e-5, RdpAccountant())
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_pld_epsilon_equals_direct_and_is_tighter():
     got = dpsgd_epsilon(1.1, 0.01, 300, 1e-5, accountant="pld")
     ref = direct(1.1, 0.01, 300, 1e-5, PLDAccountant(value_discretization_interval=1e-4))
@@ -44,6 +45,7 @@ def test_calibration_round_trip_rdp():
     assert dpsgd_epsilon(z, 0.02, 500, 1e-6) <= eps
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_calibration_pld_meets_target():
     target = ApproxDP(2.0, 1e-5)
     kw = dict(pld_discretization=1e-3)  # coarser grid: still a valid (pessimistic) PLD bound

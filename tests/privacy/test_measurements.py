@@ -1,10 +1,17 @@
-"""A release's flat view (:mod:`pgm_dp.privacy.measurements`)."""
+"""The one measurement type and its flat view (:mod:`pgm_dp.privacy.measurements`)."""
 
+import pathlib
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pgm_dp import ZCDP, Domain, DomainError, PureDP, release_marginals
+from pgm_dp import ZCDP, Domain, DomainError, PureDP, io, release_marginals
+from pgm_dp.privacy import Measurements, NoisyMarginals
 from pgm_dp.privacy.measurements import flat_release
+
+DATA = pathlib.Path(__file__).parent / "data"
 
 
 def _release(mechanism, budget):
@@ -21,7 +28,8 @@ def test_flat_view_in_any_clique_order(mechanism, budget):
     rel = _release(mechanism, budget)
     order = (("B", "C"), ("A", "B"), ("C",))
     view = flat_release(rel, order)
-    assert flat_release(rel, order) is view  # computed once
+    assert flat_release(rel, order) == view and "_flat_views" not in rel.__dict__  # no cache
+    assert isinstance(view, Measurements) and NoisyMarginals is Measurements
     assert view.offsets.tolist() == [0, 6, 12, 14] and view.cliques == order
     for c, t in zip(order, view.tables(), strict=True):
         np.testing.assert_array_equal(t, rel.noisy[c])
@@ -43,3 +51,36 @@ def test_other_cliques_are_refused():
     rel = _release("discrete_laplace", PureDP(1.0))
     with pytest.raises(DomainError):
         flat_release(rel, (("A", "B"), ("C",)))
+
+
+def test_the_flat_arrays_are_the_storage_and_the_tables_views():
+    rel = _release("gaussian", ZCDP(0.5))
+    for i, c in enumerate(rel.cliques):
+        table = rel.noisy[c]
+        assert np.shares_memory(table, rel.y) and not table.flags.writeable
+        np.testing.assert_array_equal(table.ravel(), rel.y[rel.offsets[i] : rel.offsets[i + 1]])
+    with pytest.raises(AttributeError):
+        rel.total = 3.0  # frozen
+
+
+def test_a_release_is_a_pytree_with_static_structure():
+    rel = _release("discrete_laplace", PureDP(1.0))
+    leaves, treedef = jax.tree_util.tree_flatten(rel)
+    assert [leaf.shape for leaf in leaves] == [(14,), (14,), (14,), (14,), (3,)]
+    back = jax.tree_util.tree_unflatten(treedef, leaves)
+    assert back == rel and back.noisy[("C",)].dtype == np.int64
+
+    @jax.jit
+    def weighted(r):
+        return jnp.sum(r.y / r.variance)
+
+    assert float(weighted(rel)) == pytest.approx(float(np.sum(rel.y / rel.variance)))
+
+
+@pytest.mark.parametrize("name", ["discrete_laplace", "gaussian", "aim"])
+def test_files_written_by_the_earlier_release_type_still_load(name, tmp_path):
+    path = DATA / f"release_v1_{name}.json"
+    rel = io.load(path)
+    assert isinstance(rel, Measurements)
+    assert rel.to_json() == path.read_text()  # the same document, byte for byte
+    assert io.load(io.save(rel, tmp_path / "again.json")) == rel

@@ -133,6 +133,7 @@ def test_zero_sensitivity_returns_values():
     np.testing.assert_array_equal(y, [1.0, 2.0])
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_exponential_mechanism_distribution():
     scores = np.array([0.0, 1.0, 2.0])
     eps, delta_u = 1.0, 1.0

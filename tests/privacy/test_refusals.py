@@ -30,6 +30,7 @@ def test_huge_tables_refused_and_nothing_spent(sizes):  # 2^36, 2^64, 2^64 cells
         contingency_table(DATA, [0, 1], sizes[:2])
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_huge_table_refused_under_a_small_address_space():
     """In a subprocess with RLIMIT_AS = current usage + 256 MiB: ModelTooLargeError, not
     MemoryError (which the 2^36-cell table gave before)."""

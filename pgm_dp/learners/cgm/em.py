@@ -44,7 +44,7 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and
    ``"auto"`` start from the Bethe MLE of those tables in closed form. L-BFGS runs on
    gauge-projected, diagonally scaled potentials (:mod:`.conditioning`; same fixed points,
-   1-12x fewer iterations).
+   fewer iterations: ``docs/design/cgm_em_solver.md``).
 4. **Inexact E-steps** far from the optimum (``nlbp_forcing``, the forcing-term rule of
    inexact Newton methods); the final point always gets an exact E-step.
 5. **Stopping in counts** as well as per record (:meth:`CGMEM.done`): every cell's EM
@@ -231,8 +231,8 @@ class CGMEM:
         ``2 b^2`` Laplace, ``sigma^2`` Gaussian; ``problem.floor`` is ``1 + v``): the count
         gradient is the gap between inferred and model counts, and 1 % of the count's own
         error is invisible in the estimate. The noise term spares noise-hidden cells a
-        tolerance of hundredths of a record (Adult tree, ``b = 13``: 2.5x fewer iterations,
-        same 2-way error; ``docs/cgm_em.md``); with little noise it is the sampling rule (a
+        tolerance of hundredths of a record (fewer iterations, same 2-way error:
+        ``docs/design/cgm_em_solver.md``); with little noise it is the sampling rule (a
         per-record ``1e-5`` is 10 counts at ``N = 1e6``). Where L-BFGS runs the gradient is
         taken in the directions it moves (gauge-projected, ``state.pgrad``)."""
         return bool(gradient_small(problem, state.n, state.pgrad, np))
@@ -241,8 +241,8 @@ class CGMEM:
         """The first ``theta`` (``init``, module docstring), from ``problem.targets``.
         ``"auto"``'s shrunk tables have no zeros, so their MLE is smooth and cheap (a naive
         MLE chases the release's zeros), and lies near CGM's optimum where the noise hides
-        many cells: 3-24x fewer L-BFGS iterations than a uniform start there
-        (``docs/cgm_em.md``)."""
+        many cells: far fewer L-BFGS iterations than a uniform start there
+        (``docs/design/cgm_em_solver.md``)."""
         if self.init == "uniform":
             return mrf.replace(None)
         if not backend.exact:  # closed form, any size

@@ -72,9 +72,8 @@ class EMProblem:
         exact, NLBP otherwise. Stiff: the public ``max_C max(y_C) / b_C^2 > 1e3``, the
         largest released count over the squared noise scale, where NLBP's damping must be
         smallest (it slows down and then fails). Both E-steps inexact far from the optimum,
-        on the Adult tree of ``docs/design/cgm_em_solver.md`` Newton took 0.2x NLBP's time at
-        stiffness 2,049, 0.8x at 227 (another optimum), 1.3x at 20; on small grid models
-        0.05-0.75x above 1e3 and 0.75-1.5x below, so the threshold stays."""
+        Newton was faster than NLBP above that stiffness and not below it (the timings:
+        ``docs/design/cgm_em_solver.md``)."""
         check_release_matches(release, mrf)
         view = flat_release(release, mrf.cliques)
         estep = options.estep

@@ -50,9 +50,10 @@ from typing import Any
 import numpy as np
 
 from ...domain import Domain
-from ...errors import DataValidationError, DomainError, PrivacyParameterError
+from ...errors import DataValidationError, DomainError
 from ...models.mrf import MarkovRandomField
 from ...privacy import ZCDP, Accountant, Budget
+from ...privacy.budget import require_budget
 from ...rng import RngLike
 from ..base import Fit
 from .frank_wolfe import frank_wolfe_batch
@@ -116,7 +117,7 @@ def _check_lam(lam: float) -> float:
 def _rho(rho: ZCDP | float | None) -> float | None:
     """The one conversion of a budget: a :class:`~pgm_dp.privacy.ZCDP` or the paper's bare
     ``rho``; ``None`` (or ``inf``) for the non-private reference."""
-    rho = rho.rho if isinstance(rho, ZCDP) else rho
+    rho = getattr(rho, "rho", rho)  # a ZCDP or the bare rho
     return None if rho is None or rho == math.inf else float(rho)
 
 
@@ -250,8 +251,7 @@ def zcdp_for_epsilon(epsilon: float, n: int) -> ZCDP:
 def _budget_rho(budget: Budget | None, learner: str) -> float | None:
     if budget is None:
         return None
-    if not isinstance(budget, ZCDP):
-        raise PrivacyParameterError(f"{learner} needs a ZCDP budget (or None), got {budget!r}")
+    require_budget(budget, ZCDP, f"{learner} needs a ZCDP budget (or None), got {budget!r}")
     return budget.rho
 
 

@@ -52,10 +52,10 @@ from ...privacy import (
     ZCDP,
     Accountant,
     Budget,
-    PureDP,
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
 )
+from ...privacy.budget import require_budget
 from ...rng import RngLike
 from .pmw import (
     _rho_of,
@@ -88,8 +88,10 @@ def error_bounds(n: int, m: int, p: int, budget: Budget, beta: float = 0.05) -> 
     """Each mechanism's max-error bound (probability ``1 - beta``) for ``budget``: Laplace for
     a ``PureDP`` budget; Gaussian and PMW for ``ZCDP`` / ``ApproxDP`` (its largest ``rho``)."""
     check_sizes(n, m, p, beta)
-    if isinstance(budget, PureDP):
-        return {"laplace": 2.0 / n * m / budget.epsilon * math.log(m / beta)}
+    require_budget(budget, Budget, f"need a ZCDP or ApproxDP budget, got {budget!r}")
+    laplace = budget.scale_for("laplace", 2.0 / n * m)  # PureDP: 2m / (n eps)
+    if laplace is not None:
+        return {"laplace": laplace * math.log(m / beta)}
     rho = _rho_of(budget)
     sigma = math.sqrt(m / (2 * rho))
     gauss = 2.0 / n * sigma * math.sqrt(2 * math.log(2 * m / beta))

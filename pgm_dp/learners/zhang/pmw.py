@@ -49,8 +49,8 @@ import numpy as np
 from ...errors import DataValidationError, DomainError, ModelTooLargeError, PrivacyParameterError
 from ...models.mrf import MarkovRandomField
 from ...privacy import ZCDP, Accountant, ApproxDP, Budget, PureDP, laplace_mechanism
+from ...privacy.budget import require_budget
 from ...privacy.lattice import LAPLACE_BITS, LatticePlan, lattice_noisy, to_lattice
-from ...privacy.noise import zcdp_rho_within
 from ...privacy.samplers import discrete_laplace_rational_scale
 from ...rng import RngLike, as_generator
 from ..base import Fit
@@ -139,11 +139,8 @@ def pmw_plan(n: int, m: int, p: int, rho: float, beta: float = 0.05) -> PMWPlan:
 
 
 def _rho_of(budget: Budget) -> float:
-    if isinstance(budget, ZCDP):
-        return budget.rho
-    if isinstance(budget, ApproxDP):
-        return zcdp_rho_within(budget)
-    raise PrivacyParameterError(f"need a ZCDP or ApproxDP budget, got {budget!r}")
+    require_budget(budget, (ZCDP, ApproxDP), f"need a ZCDP or ApproxDP budget, got {budget!r}")
+    return budget.rho_within()
 
 
 def _svt_plans(sens: float, eps0: float, alpha: float) -> tuple[LatticePlan, LatticePlan]:

@@ -46,6 +46,7 @@ import numpy as np
 from ...errors import DataValidationError
 from ...models.mrf import MarkovRandomField
 from ...privacy import Accountant, ApproxDP, PureDP, laplace_mechanism
+from ...privacy.budget import require_budget
 from ...rng import RngLike, as_generator
 from ..base import Fit
 from .frank_wolfe import LOGISTIC
@@ -250,8 +251,8 @@ class StabilityStructure:
 
     def fit(self, data, mrf, *, budget, rng=None, accountant=None) -> Fit:
         mrf = as_model(mrf)
-        if not isinstance(budget, ApproxDP):
-            raise TypeError(f"StabilityStructure needs an ApproxDP budget, got {budget!r}")
+        msg = f"StabilityStructure needs an ApproxDP budget, got {budget!r}"
+        require_budget(budget, ApproxDP, msg, TypeError)
         z = _spins(data, mrf)
         res = learn_structure(z, budget.epsilon, budget.delta, eta=self.eta, lam=self.lam,
                               blocks=self.blocks, steps=self.steps, rng=rng,

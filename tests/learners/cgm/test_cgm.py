@@ -93,6 +93,7 @@ def test_e_step_on_a_tree_solves_problem_6(rng, mechanism, budget, anderson):
         assert n[c].sum() == pytest.approx(release.total)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_cgm_recovers_the_model_as_noise_vanishes(rng):
     # As epsilon grows the release tends to the true tables and CGM-EM to the non-private
     # MLE, whose KL from the truth is the sampling error ~ d / (2N). (Much larger epsilon
@@ -341,6 +342,7 @@ def test_stopping_rule_in_counts_allows_the_cells_noise_standard_deviation():
     assert not CGMEM().done(problem.replace(count_tol=0.005), state)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_large_n_fits_converge_in_counts_not_only_per_record():
     """At N=1e6 a per-record EM gradient of 1e-5 is 10 counts: the fit also needs every
     cell within ``count_tol`` sampling sds, and exact E-steps to ``count_tol / 10`` counts."""
@@ -399,6 +401,7 @@ def test_conjugate_prior_plain_em_reaches_the_same_fixed_point(rng):
         CGMEM(pseudo_count=-1.0).fit(release, theta)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_auto_pseudo_count_keeps_a_swamped_release_from_collapsing_the_model():
     # At epsilon = 0.01 the noise (b = 18 cliques / 0.01) swamps N = 3000 records. With the
     # Gaussian prior alone the MAP piles the records on the joint states whose cells drew

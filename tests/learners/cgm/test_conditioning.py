@@ -67,6 +67,7 @@ def test_trw_start_reproduces_grid_marginals():
         np.testing.assert_allclose(m, mu[c], atol=1e-8)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_trw_cgm_converges_on_a_small_grid():
     grid = _small_grid(4, 3)
     data = grid.sample(20000, rng=1)
@@ -77,6 +78,7 @@ def test_trw_cgm_converges_on_a_small_grid():
         assert abs(float(t.sum()) - 20000) < 1e-3
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_a_fit_whose_bp_did_not_converge_is_not_reported_converged():
     grid = _small_grid(3, 2)
     release = release_marginals(grid.sample(5000, rng=1), grid, budget=PureDP(1.0), rng=2)

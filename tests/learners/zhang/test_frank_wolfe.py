@@ -100,6 +100,7 @@ def _fw_selection(scores, scale_divisor, trials, rng):
     return report_noisy_min(tiled, sensitivity=delta, budget=PureDP(eps), rng=rng)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 @pytest.mark.parametrize("divisor, caught", [(1.0, False), (3.0, True)])
 def test_audit_of_the_noisy_min_step(divisor, caught):
     """Neighbouring gradients differ by the sensitivity 0.5 on the two +-C e_1 scores (the

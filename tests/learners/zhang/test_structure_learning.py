@@ -84,6 +84,7 @@ def test_stability_distance_meets_the_conditions_of_the_stable_mode_lemma():
                     assert _mode(other) == _mode(votes) == _mode(other[::-1])
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_stable_mode_passes_the_audit_on_neighbouring_votes():
     """Neighbouring vote vectors with gap 1 each and different modes (one block moved from
     "A" to "B"). The old test (distance ceil(gap/2), threshold log(1/delta)/eps) releases "A"
@@ -128,6 +129,7 @@ def test_structure_fit_round_trips(structure_fit, tmp_path):
     assert back.model.cliques == structure_fit.model.cliques
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_block_graphs_equal_frank_wolfe_run_on_each_block_alone():
     """The compiled O(n p) loop takes Alg. 1's steps exactly: each block's weights equal a
     separate ``frank_wolfe_batch`` run on that block's records (blocks of unequal size)."""

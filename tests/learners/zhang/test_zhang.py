@@ -21,6 +21,7 @@ def spins():
     return gibbs_ising(A, theta=np.array([0.2, 0, -0.1, 0]), n_chains=15_000, n_sweeps=30, rng=0)
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_learn_ising_recovers_a_small_model_and_splits_rho_over_nodes(spins):
     acc = Accountant(ZCDP(4.0))
     est = learn_ising(spins, lam=1.5, rho=4.0, max_steps=300, rng=1, accountant=acc)
@@ -67,6 +68,7 @@ def _centered_pairwise(p, k, rng):
     return W
 
 
+@pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
 def test_learn_pairwise_recovers_a_small_model_and_splits_rho():
     p, k = 3, 3
     W = _centered_pairwise(p, k, np.random.default_rng(0))

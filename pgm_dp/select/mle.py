@@ -7,17 +7,18 @@ regularised negative log-likelihood
 
 minimised by L-BFGS. That solver compiles a JAX program per junction tree; AIM changes the
 tree every round, and the compilation (seconds) then outweighs the solve. Here ``log Z``
-and the marginals ``μ(θ)`` come from the NumPy calibration of :mod:`.marginals`.
+and the marginals ``μ(θ)`` come from the NumPy calibration of
+:func:`pgm_dp.inference.queries.calibrate_tables`.
 
-Conditioning (our choice, as CGM-EM's, :mod:`pgm_dp.learners.conditioning`): L-BFGS runs
+Conditioning (our choice, as CGM-EM's, :mod:`pgm_dp.learners.cgm.conditioning`): L-BFGS runs
 on ``z = s · Pθ``, ``P`` the orthogonal projection onto the complement of the gauge
 directions (functions moved between cliques sharing variables, table constants) and
 ``s = sqrt(μ̄ (1 - μ̄) + 2λ)`` a diagonal estimate of the curvature per cell. Along the
 gauge ``log Z`` is constant and the objective is ``-<μ̄, g> + λ ||g||²`` apart from the
 rest (``P`` is orthogonal), so the distribution at the optimum is that of the full
 problem: noisy targets that disagree on a shared margin only push the gauge part, slowly
-(curvature ``2λ``), to a place that changes no probability. Measured on AIM's Adult
-models: 4-6 times fewer iterations. Convergence: the largest entry of ``P`` times the
+(curvature ``2λ``), to a place that changes no probability (fewer iterations:
+``docs/design/cgm_em_solver.md``). Convergence: the largest entry of ``P`` times the
 gradient (the marginal mismatch outside the gauge) is at most ``tol``.
 
 >>> from pgm_dp import Domain
@@ -35,10 +36,10 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.optimize
 
-from ..._config import one_blas_thread
-from ...domain import Clique, Domain
-from ...inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
-from ...inference.queries import calibrate_tables
+from .._config import one_blas_thread
+from ..domain import Clique, Domain
+from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
+from ..inference.queries import calibrate_tables
 
 __all__ = ["fit_tables"]
 
@@ -70,7 +71,7 @@ def _conditioning(domain, cliques, target, l2, conditioned):
     """The projection ``P`` and the scale ``s`` (module docstring), or identity and ones."""
     if not conditioned:
         return (lambda v: v), np.ones_like(target)
-    from ...models.gauge import gauge_projector
+    from ..models.gauge import gauge_projector
 
     mu = np.clip(target, 0.0, 1.0)
     return gauge_projector(domain, cliques), np.sqrt(mu * (1 - mu) + 2 * l2 + 1e-12)

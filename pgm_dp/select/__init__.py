@@ -8,6 +8,11 @@
 * :mod:`.estimators`: the measurements as one release; the estimators refitted each round.
 * :mod:`.mle`: the MLE from clique marginals on a NumPy junction-tree calibration
   (:mod:`pgm_dp.inference.queries`; AIM's in-loop fits).
+
+A layer above the learners it calls (:class:`LearnerEstimator` refits any learner each
+round) and below the workflow. Its MLE stays apart from the compiled solver of
+:mod:`pgm_dp.learners.mle`: AIM changes the junction tree every round, where one compile per
+round would outweigh the solve, and the two solvers' optima agree only to their tolerances.
 """
 
 from .aim import AIMResult, AIMRound, aim, model_marginals, select_marginal, should_anneal

@@ -47,17 +47,16 @@ from typing import Any
 
 import numpy as np
 
-from ..._progress import tqdm
-from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
-from ...errors import PrivacyParameterError
-from ...inference.queries import calibrated
-from ...rng import RngLike, as_generator
-from ...stats import contingency_table
-from ..accountant import Accountant, check_accountant
-from ..argmax import exponential_mechanism
-from ..budget import ZCDP, ApproxDP, Budget, PureDP
-from ..noise import zcdp_rho_within
-from ..release import NoisyMarginals, release_marginals
+from .._progress import tqdm
+from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ..errors import PrivacyParameterError
+from ..inference.queries import calibrated
+from ..privacy.accountant import Accountant, check_accountant
+from ..privacy.argmax import exponential_mechanism
+from ..privacy.budget import ZCDP, Budget, PureDP, budget_of, require_budget
+from ..privacy.release import NoisyMarginals, release_marginals
+from ..rng import RngLike, as_generator
+from ..stats import contingency_table
 from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques
@@ -121,15 +120,8 @@ class AIMResult:
 
 def _notion(budget: Budget) -> tuple[str, float]:
     """``("zcdp", ρ)`` or ``("pure", ε)``; ``(ε, δ)`` converts by the CKS bound."""
-    if isinstance(budget, ZCDP):
-        return "zcdp", budget.rho
-    if isinstance(budget, PureDP):
-        return "pure", budget.epsilon
-    if isinstance(budget, ApproxDP):
-        if budget.delta == 0:
-            return "pure", budget.epsilon
-        return "zcdp", zcdp_rho_within(budget)
-    raise PrivacyParameterError(f"budget must be PureDP, ZCDP or ApproxDP, got {budget!r}")
+    require_budget(budget, Budget, f"budget must be PureDP, ZCDP or ApproxDP, got {budget!r}")
+    return budget.notion, budget.amount
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -141,7 +133,7 @@ def _positive_int(value: Any, name: str) -> int:
 def model_marginals(model: Any, cliques: Sequence[Clique]) -> list[np.ndarray]:
     """Probability tables of ``cliques``: in one batch from a MarkovRandomField's junction
     tree, otherwise by ``model.marginal(q)`` one at a time."""
-    from ...models.mrf import MarkovRandomField
+    from ..models.mrf import MarkovRandomField
 
     if isinstance(model, MarkovRandomField):
         return calibrated(model.junction_tree(), model.log_potentials).marginals(cliques)
@@ -212,7 +204,7 @@ def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> Non
     """Release ``cliques`` with a measurement cost each (one stacked release)."""
     s = state.setup
     k = len(cliques)
-    budget = ZCDP(cost * k) if s["notion"] == "zcdp" else PureDP(cost * k)
+    budget = budget_of(s["notion"], cost * k)
     rel = release_marginals(
         s["codes"],
         cliques,
@@ -320,7 +312,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
     codes = domain.encode(data)  # DataValidationError before any charge
-    cost = ZCDP(amount) if notion == "zcdp" else PureDP(amount)
+    cost = budget_of(notion, amount)
     if accountant is not None:
         accountant.check(cost, what="aim")
     return dict(

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ...errors import PrivacyParameterError
+from ..errors import PrivacyParameterError
 
 __all__ = ["Schedule", "MEASURE_SHARE", "float_below"]
 

@@ -32,9 +32,9 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from ...domain import Clique, Domain
-from ...errors import DomainError
-from ...inference.triangulation import elimination_order
+from ..domain import Clique, Domain
+from ..errors import DomainError
+from ..inference.triangulation import elimination_order
 
 __all__ = [
     "WORKLOAD_MAX_CELLS",

@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ...domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
-from ...errors import DomainError, PrivacyParameterError
-from ...rng import RngLike, as_generator
-from ...stats import contingency_table
-from ..accountant import Accountant
-from ..argmax import exponential_mechanism
-from ..budget import PureDP, compose
-from ..release import NoisyMarginals, release_marginals
+from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ..errors import DomainError, PrivacyParameterError
+from ..privacy.accountant import Accountant
+from ..privacy.argmax import exponential_mechanism
+from ..privacy.budget import PureDP, compose, require_budget
+from ..privacy.release import NoisyMarginals, release_marginals
+from ..rng import RngLike, as_generator
+from ..stats import contingency_table
 
 __all__ = ["Selection", "select_cliques", "pair_scores", "with_one_way"]
 
@@ -77,27 +77,26 @@ def select_cliques(
 ) -> Selection:
     """A private spanning tree of pairs (MST, McKenna et al. 2021; see the module doc).
 
-    ``domain`` defaults to :meth:`Domain.from_dataframe` of ``data`` (which reads the
-    categories from the data: declare it for a fully private pipeline). ``candidates``
-    restricts the pairs (default: all); they must connect every variable. Everything is
-    refused before the accountant is charged: candidates that do not connect every variable,
-    a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release estimates ``N`` from its
-    noisy tables (``total="estimate"``, no extra cost).
+    Args:
+        data: The records (codes or labels).
+        budget: The whole selection's ``ε`` (one-way tables and the tree's choices).
+        domain: Defaults to :meth:`Domain.from_dataframe` of ``data`` (which reads the
+            categories from the data: declare it for a fully private pipeline).
+        rng: ``None`` for a real release; a seed for tests.
+        accountant: Charged before any noise is drawn.
+        one_way_fraction: The share of ``budget`` spent on the one-way tables.
+        candidates: The pairs to choose from (default: all); they must connect every
+            variable.
+
+    Everything is refused before the accountant is charged: candidates that do not connect
+    every variable, a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release
+    estimates ``N`` from its noisy tables (``total="estimate"``, no extra cost).
     """
-    if not isinstance(budget, PureDP):
-        raise PrivacyParameterError(f"select_cliques needs a PureDP budget, got {budget!r}")
+    require_budget(budget, PureDP, f"select_cliques needs a PureDP budget, got {budget!r}")
     if not 0 < one_way_fraction < 1:
         raise PrivacyParameterError(f"one_way_fraction must be in (0, 1), got {one_way_fraction}")
     domain = Domain.from_dataframe(data) if domain is None else domain
-    attrs = list(domain.attributes)
-    if len(attrs) < 2:
-        raise DomainError("select_cliques needs at least two variables")
-    pairs = [domain.canonical(p) for p in (candidates or combinations(attrs, 2))]
-    if any(len(p) != 2 for p in pairs):
-        raise DomainError("candidates must be pairs of distinct variables")
-    for p in pairs:  # each pair table is counted on its own (pair_scores)
-        check_table_cells(domain, [p], MAX_TABLE_CELLS)
-    _check_connected(attrs, pairs)
+    attrs, pairs = _candidate_pairs(domain, candidates)
     if accountant is not None:
         accountant.check(budget, what="select_cliques")
     codes = domain.encode(data)
@@ -141,6 +140,22 @@ def select_cliques(
         component[root(a)] = root(b)
         chosen.append(pairs[pick])
     return Selection(tuple(chosen), one_way, budget)
+
+
+def _candidate_pairs(domain: Domain, candidates) -> tuple[list, list[Clique]]:
+    """The variables and the candidate pairs (default: all), refused (DomainError,
+    ModelTooLargeError) before any charge unless they are pairs whose tables fit and that
+    connect every variable."""
+    attrs = list(domain.attributes)
+    if len(attrs) < 2:
+        raise DomainError("select_cliques needs at least two variables")
+    pairs = [domain.canonical(p) for p in (candidates or combinations(attrs, 2))]
+    if any(len(p) != 2 for p in pairs):
+        raise DomainError("candidates must be pairs of distinct variables")
+    for p in pairs:  # each pair table is counted on its own (pair_scores)
+        check_table_cells(domain, [p], MAX_TABLE_CELLS)
+    _check_connected(attrs, pairs)
+    return attrs, pairs
 
 
 def _check_connected(attrs: list, pairs: Sequence[Clique]) -> None:

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ...domain import Clique, Domain
-from ..budget import Budget
-from ..noise import NoiseModel
-from ..release import NoisyMarginals
+from ..domain import Clique, Domain
+from ..privacy.budget import Budget
+from ..privacy.noise import NoiseModel
+from ..privacy.release import NoisyMarginals
 from .mle import fit_tables
 
 __all__ = [
@@ -143,9 +143,9 @@ class NaiveMLEEstimator:
             raise ValueError(f"backend must be 'numpy' or 'jax', got {self.backend!r}")
 
     def __call__(self, release, cliques, domain, *, previous=None, final=False):
-        from ...learners.mle import fit_marginals
-        from ...learners.naive_mle import noisy_pseudo_marginals
-        from ...models.mrf import MarkovRandomField
+        from ..learners.mle import fit_marginals
+        from ..learners.naive_mle import noisy_pseudo_marginals
+        from ..models.mrf import MarkovRandomField
 
         mrf = MarkovRandomField(domain, cliques)
         init = None
@@ -171,6 +171,6 @@ class LearnerEstimator:
     learner: Any
 
     def __call__(self, release, cliques, domain):
-        from ...models.mrf import MarkovRandomField
+        from ..models.mrf import MarkovRandomField
 
         return self.learner.fit(release, MarkovRandomField(domain, cliques)).model
