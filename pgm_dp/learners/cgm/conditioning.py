@@ -28,7 +28,7 @@ import numpy as np
 
 from ...domain import Domain
 from ...models.tables import flatten_tables, unflatten_tables
-from ...privacy.measurements import FlatRelease
+from ...privacy.measurements import Measurements
 from ..naive_mle import project_to_simplex
 
 __all__ = [
@@ -85,7 +85,7 @@ def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> 
     return tables
 
 
-def shrunk_marginals(view: FlatRelease, shrink: bool = True) -> dict:
+def shrunk_marginals(view: Measurements, shrink: bool = True) -> dict:
     """The release's tables (``view``: its :func:`~pgm_dp.privacy.measurements.flat_release`)
     projected onto the simplex, plus a pseudo-count of one noise scale per cell (``b_C /
     N``, our choice), renormalised: positive everywhere, so their MLE exists (the projection
@@ -100,12 +100,12 @@ def shrunk_marginals(view: FlatRelease, shrink: bool = True) -> dict:
     return out
 
 
-def shrunk_targets(view: FlatRelease, shrink: bool = True) -> np.ndarray:
+def shrunk_targets(view: Measurements, shrink: bool = True) -> np.ndarray:
     """:func:`shrunk_marginals` as one flat vector (the view's clique order)."""
     return flatten_tables(list(shrunk_marginals(view, shrink).values()))
 
 
-def bethe_naive(view: FlatRelease, mrf, rho=None, targets=None) -> list[np.ndarray]:
+def bethe_naive(view: Measurements, mrf, rho=None, targets=None) -> list[np.ndarray]:
     """:func:`bethe_start` on :func:`shrunk_marginals` (or on the flat ``targets``): the
     loopy-BP counterpart of the naive MLE, in closed form (``rho``: reweighted BP's)."""
     if targets is None:
