@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import DomainError
+
 __all__ = [
     "DataComparison", "compare_on_table", "record_budget", "split_table", "heldout_scores",
     "print_table",
@@ -41,7 +43,9 @@ class DataComparison:
     """``runs``: one row per (epsilon, learner) with ``loglik_test``, ``tvd2_test``,
     ``seconds`` (CPU time of the learner's fit), ``compiles`` (the learner's first fit of
     the comparison, whose seconds include JAX's compilation: compare the later rows for the
-    time of a fit), ``n_test`` (held-out records scored);
+    time of a fit), ``n_test`` (held-out records scored), ``skipped`` (why a learner was not
+    fitted: the prepared domain is outside its model family, e.g. Zhang et al.'s learners
+    need two states per variable; empty when fitted);
     ``csv`` and ``plot``: the files written (or ``None``)."""
 
     runs: pd.DataFrame
@@ -151,25 +155,39 @@ def compare_on_table(
         codes, left_out = _encodable(tf.plan, test)
         mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
         models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]
+        skipped = {}
         for s in specs:
             start = time.process_time()
             if s.name == driver:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
-            if s.kind == "release":
-                model = s.make().fit(tf.release, mrf).model
-            else:
-                b = record_budget(s, tf.plan, budget, len(train), fit_options)
-                gen = np.random.default_rng([seed, k, len(models)])
-                model = s.make().fit(tf.plan.encode(train), mrf, budget=b, rng=gen).model
+            try:
+                model = _fit_other(s, tf, mrf, train, budget, fit_options, [seed, k, len(models)])
+            except DomainError as err:  # the prepared domain is outside its model family
+                skipped[s.name] = str(err)
+                continue
             models.append((s.name, expand_model(model, tf.plan), time.process_time() - start))
         for name, model, seconds in models:
             row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
             rows.append({**row, "seconds": seconds, "compiles": k == 0, "n_test": len(codes),
-                         "left_out": left_out})  # fmt: skip
+                         "left_out": left_out, "skipped": ""})  # fmt: skip
+        for name, why in skipped.items():
+            rows.append({"epsilon": eps, "learner": name, "loglik_test": np.nan,
+                         "tvd2_test": np.nan, "seconds": np.nan, "compiles": False,
+                         "n_test": len(codes), "left_out": left_out, "skipped": why})  # fmt: skip
             if progress is not None:
                 progress(rows[-1])
     return _finish(pd.DataFrame(rows), out_dir, plot)
+
+
+def _fit_other(spec, tf, mrf, train, budget, fit_options, seed) -> Any:
+    """The model of a learner other than the driver: a release learner on ``tf``'s release,
+    a record learner on the prepared training records with :func:`record_budget`."""
+    if spec.kind == "release":
+        return spec.make().fit(tf.release, mrf).model
+    b = record_budget(spec, tf.plan, budget, len(train), fit_options)
+    gen = np.random.default_rng(seed)
+    return spec.make().fit(tf.plan.encode(train), mrf, budget=b, rng=gen).model
 
 
 def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
@@ -232,9 +250,19 @@ def plot_table(runs: pd.DataFrame, path: str | Path) -> Path:
 
 def print_table(result: DataComparison) -> str:
     """The comparison as a table (one line per learner and epsilon)."""
+    runs = result.runs
     cols = ["epsilon", "learner", "loglik_test", "tvd2_test", "seconds"]
-    text = result.runs[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
-    return text + (
+    fitted = runs[runs["skipped"] == ""] if "skipped" in runs else runs
+    text = fitted[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
+    text += (
         "\n(seconds: CPU time of each fit; a learner's first epsilon includes JAX's "
         "compilation, the later ones are the time of a fit)"
     )
+    if "skipped" in runs:
+        for name, why in (
+            runs.loc[runs["skipped"] != "", ["learner", "skipped"]]
+            .drop_duplicates("learner")
+            .itertuples(index=False)
+        ):
+            text += f"\n{name}: not fitted: {why}"
+    return text

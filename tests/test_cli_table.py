@@ -14,7 +14,7 @@ import pytest
 
 from pgm_dp import load_adult
 from pgm_dp.cli import main
-from pgm_dp.compare_data import compare_on_table, split_table
+from pgm_dp.compare_data import compare_on_table, print_table, split_table
 from pgm_dp.fit_report import WorseThanIndependentWarning, build_report, independent_check
 from pgm_dp.io import load
 from pgm_dp.prepare import prepare_plan
@@ -220,6 +220,22 @@ def test_compare_on_table_scores_learners_on_one_release(tmp_path):
     assert runs.loc["naive", "tvd2_test"] < runs.loc["independent", "tvd2_test"]
     first, second = split_table(df, 0.2, seed=0), split_table(df, 0.2, seed=0)
     assert first[1].index.tolist() == second[1].index.tolist()  # --seed reproduces the split
+
+
+def test_compare_on_table_names_a_learner_whose_family_the_table_is_outside():
+    """Zhang et al.'s learners need two states per variable: on a table with more they are
+    skipped with the reason, and the others are still scored (one run, not a traceback)."""
+    df = _people(600, seed=8)
+    spec = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,
+            "smoker": ["no", "yes"]}  # fmt: skip
+    res = compare_on_table(df, spec, epsilons=[1.0], learners=["naive", "zhang_ising_np"],
+                           seed=0, plot=False, max_rounds=2)  # fmt: skip
+    runs = res.runs.set_index("learner")
+    assert runs.loc["naive", "skipped"] == "" and np.isfinite(runs.loc["naive", "loglik_test"])
+    assert runs.loc["zhang_ising_np", "skipped"] and np.isnan(
+        runs.loc["zhang_ising_np", "tvd2_test"]
+    )
+    assert "zhang_ising_np: not fitted:" in print_table(res)
 
 
 @pytest.mark.slow
