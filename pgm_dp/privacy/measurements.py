@@ -29,6 +29,11 @@ cliques), computed when asked, with no cache: the learners that read a release c
 ([0, 2, 8], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
 >>> bool(view.laplace.all()), flat_release(rel) is rel
 (True, True)
+>>> both = rel.append(rel)  # the same cliques measured twice: kept apart, views merged
+>>> both.cliques == rel.cliques * 2, both.merged().cliques == rel.cliques
+(True, True)
+>>> both.noise[("A",)].variance == rel.noise[("A",)].variance / 2
+True
 """
 
 from __future__ import annotations
