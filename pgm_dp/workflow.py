@@ -229,17 +229,22 @@ def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: in
     return int(min(max(math.floor(t), d), top))
 
 
-def one_way_measurements(plan) -> list:
-    """The preparation's noisy one-way tables on its compressed domain as AIM
-    measurements (round 0). A ``"<rare>"`` cell holds the sum of its merged noisy counts;
-    its larger variance is not kept (a table carries one noise model), which the estimators
-    only use to weigh repeated measurements."""
-    from .select import Measurement
-
-    out = []
-    for name, (counts, _) in plan.compressed_measurements().items():
-        out.append(Measurement((name,), counts, plan.one_way.noise[(name,)], 0))
-    return out
+def one_way_measurements(plan) -> NoisyMarginals:
+    """The preparation's noisy one-way tables on its compressed domain as AIM's first
+    measurements (round 0), with the one-way release's budget, mechanism and total. A
+    ``"<rare>"`` cell holds the sum of its merged noisy counts; its larger variance is not
+    kept (a table carries one noise model), which the estimators only use to weigh repeated
+    measurements."""
+    one = plan.one_way
+    tables = plan.compressed_measurements()
+    cliques = [(name,) for name in tables]
+    return replace(
+        one,
+        domain=plan.domain,
+        cliques=cliques,
+        noisy=[counts for counts, _ in tables.values()],
+        noise=[one.noise[c] for c in cliques],
+    )
 
 
 def _clique_of(item) -> tuple:
@@ -446,13 +451,12 @@ def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
 
 def _one_way_only(plan, measured, rest, notion):
     """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
-    from .select import AIMResult, AIMRound
-    from .select.estimators import merged_release
+    from .select import AIMResult, AIMRound, merged_release
 
     one = plan.one_way
-    release = merged_release(measured, plan.domain, budget=one.budget, mechanism=one.mechanism)
-    log = (AIMRound(0, tuple(m.clique for m in measured), 0.0, None, 0.0, 0.0, 0.0),)
-    return AIMResult((), release, log, None, rest, notion, _amount(rest, notion), tuple(measured))
+    release = merged_release(measured, budget=one.budget, mechanism=one.mechanism)
+    log = (AIMRound(0, tuple(dict.fromkeys(measured.cliques)), 0.0, None, 0.0, 0.0, 0.0),)
+    return AIMResult((), release, log, None, rest, notion, _amount(rest, notion), measured)
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):

@@ -272,3 +272,22 @@ def test_no_module_asks_a_backend_for_a_flat_layout():
         pytest.skip("the backends still declare .flat")
     uses = _source_lines(r"\.flat\b", outside=("inference/backend.py",))
     assert not uses, uses
+
+
+def test_one_measurement_type():
+    """Noisy tables with their noise have one type (issue #38): no dataclass other than
+    :class:`~pgm_dp.privacy.Measurements` has both a ``noisy`` and a ``noise`` field."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+            fields = {
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+            if decorators & {"dataclass", "dataclasses.dataclass"} and {"noisy", "noise"} <= fields:
+                found.append(f"{_module_name(path)}.{node.name}")
+    assert found == ["pgm_dp.privacy.measurements.Measurements"]

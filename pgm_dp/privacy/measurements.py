@@ -7,8 +7,12 @@ in C order from ``offsets[i]``), per clique the noise ``kinds`` and ``scales``, 
 the noise ``scale``, ``variance`` and whether it is of a Laplace kind (``laplace``), the
 total ``N`` and the budget spent. Per-clique tables (``noisy[clique]``, read-only) and noise
 models (``noise[clique]``, :class:`~pgm_dp.privacy.noise.NoiseModel`) are views derived from
-the flat arrays. Frozen; a JAX pytree once JAX is loaded (leaves: the flat arrays; static:
-everything else), so a release can be an argument of a compiled program.
+the flat arrays. A clique may be measured more than once (AIM): each measurement is kept on
+its own, in the order measured, and the views of a repeated clique are the inverse-variance
+merge of its measurements (:meth:`Measurements.merged`), so every reader of one table per
+clique reads the same as from the merged value. Frozen; a JAX pytree once JAX is loaded
+(leaves: the flat arrays; static: everything else), so a release can be an argument of a
+compiled program.
 
 :func:`flat_release` gives the same release in another clique order (the order of a model's
 cliques), computed when asked, with no cache: the learners that read a release cell by cell
@@ -25,11 +29,17 @@ cliques), computed when asked, with no cache: the learners that read a release c
 ([0, 2, 8], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
 >>> bool(view.laplace.all()), flat_release(rel) is rel
 (True, True)
+>>> both = rel.append(rel)  # the same cliques measured twice: kept apart, views merged
+>>> both.cliques == rel.cliques * 2, both.merged().cliques == rel.cliques
+(True, True)
+>>> both.noise[("A",)].variance == rel.noise[("A",)].variance / 2
+True
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +49,7 @@ import numpy as np
 
 from ..domain import Clique, Domain
 from ..errors import DataValidationError, DomainError
-from .budget import ZCDP, ApproxDP, Budget, PureDP
+from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
 from .noise import NoiseModel
 
 __all__ = ["Measurements", "flat_release"]
@@ -58,11 +68,12 @@ class Measurements:
     """Noisy clique tables and how they were made; contains no raw data.
 
     Built from per-clique tables (``noisy``: ``{clique: array}``, float64 or int64 for the
-    discrete mechanisms; ``noise``: ``{clique: NoiseModel}``); stored flat (module
-    docstring). ``budget``: the total cost charged; ``sensitivity``: the L1 (Laplace kinds)
-    or L2 (Gaussian kinds) sensitivity of the stacked tables; ``total``: the ``N`` used,
-    with ``total_source`` in ``{"public", "given", "estimate", "private"}`` and
-    ``total_noise`` set when ``N`` is a noisy count.
+    discrete mechanisms; ``noise``: ``{clique: NoiseModel}``), or, when ``cliques`` repeats a
+    clique, from sequences with one table and one noise model per entry of ``cliques``;
+    stored flat (module docstring). ``budget``: the total cost charged; ``sensitivity``:
+    the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked tables;
+    ``total``: the ``N`` used, with ``total_source`` in ``{"public", "given", "estimate",
+    "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
     """
 
     domain: Domain
@@ -81,8 +92,8 @@ class Measurements:
 
     def __post_init__(self) -> None:
         cliques = tuple(self.cliques)
-        tables = [np.asarray(self.noisy[c]) for c in cliques]
-        models = [self.noise[c] for c in cliques]
+        tables = [np.asarray(t) for t in _per_measurement(self.noisy, cliques)]
+        models = list(_per_measurement(self.noise, cliques))
         sizes = [t.size for t in tables]
         flat = {
             "y": np.concatenate([t.ravel() for t in tables] or [np.zeros(0)]).astype(np.float64),
@@ -121,6 +132,71 @@ class Measurements:
             for c, a, b in zip(self.cliques, self.offsets[:-1], self.offsets[1:], strict=True)
         ]
 
+    @property
+    def repeated(self) -> bool:
+        """Whether a clique was measured more than once."""
+        return len(set(self.cliques)) < len(self.cliques)
+
+    def noise_models(self) -> list[NoiseModel]:
+        """One noise model per measurement (per entry of ``cliques``)."""
+        return [NoiseModel(k, float(s)) for k, s in zip(self.kinds, self.scales, strict=True)]
+
+    def estimated_total(self) -> float:
+        """Inverse-variance weighted mean of the measurements' sums (at least 1): ``N``
+        estimated from the noisy tables alone (post-processing)."""
+        tables, models = self.tables(), self.noise_models()
+        sums = np.array([float(np.sum(t)) for t in tables])
+        var = np.array(
+            [t.size * max(m.variance, 1e-300) for t, m in zip(tables, models, strict=True)]
+        )
+        return max(float(np.sum(sums / var) / np.sum(1 / var)), 1.0)
+
+    def merged(self, **changes: Any) -> Measurements:
+        """One measurement per clique, in the order first measured: the views (a repeated
+        clique's inverse-variance merge, :func:`_merge`). ``changes`` replace the other fields
+        (``budget``, ``total``, ...). ``self`` when nothing repeats and nothing changes."""
+        if not self.repeated and not changes:
+            return self
+        return self._replace(tuple(dict.fromkeys(self.cliques)), self.noisy, self.noise, changes)
+
+    def append(self, other: Measurements, **changes: Any) -> Measurements:
+        """A new value: ``self``'s measurements, then ``other``'s (repeats kept apart), on
+        ``self``'s domain. By default the budgets compose
+        (:func:`~pgm_dp.privacy.budget.compose`), the sensitivity is the larger (each part
+        was measured on its own), the mechanisms join with ``"+"`` when they differ, and
+        ``N`` is :meth:`estimated_total` of the whole; ``changes`` replace any field."""
+        if not isinstance(other, Measurements):
+            raise DataValidationError(f"can only append Measurements, got {type(other).__name__}")
+        default = dict(
+            budget=compose(self.budget, other.budget),
+            mechanism="+".join(dict.fromkeys((self.mechanism, other.mechanism))),
+            sensitivity=max(self.sensitivity, other.sensitivity),
+            total_source="estimate",
+            total_noise=None,
+        )
+        both = self._replace(
+            self.cliques + other.cliques,
+            [*self._typed_tables(), *other._typed_tables()],
+            self.noise_models() + other.noise_models(),
+            {**default, "total": 1.0, **changes},
+        )
+        if "total" in changes:
+            return both
+        tables, models = both._typed_tables(), both.noise_models()
+        return both._replace(both.cliques, tables, models, {"total": both.estimated_total()})
+
+    def _typed_tables(self) -> list[np.ndarray]:
+        """One table per measurement in the dtype it was given (int64 or float64)."""
+        return [
+            t if dt == "float64" else _read_only(t.astype(_DTYPES.get(dt, dt)))
+            for t, dt in zip(self.tables(), self.dtypes, strict=True)
+        ]
+
+    def _replace(self, cliques, noisy, noise, changes: Mapping[str, Any]) -> Measurements:
+        fields = {f: getattr(self, f) for f in _INIT}
+        new = {"cliques": cliques, "noisy": noisy, "noise": noise, **changes}
+        return Measurements(**{**fields, **new})
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Measurements):
             return NotImplemented
@@ -130,9 +206,7 @@ class Measurements:
             if f not in ("noisy", "noise")
         )
         return (
-            same
-            and dict(self.noise) == dict(other.noise)
-            and all(np.array_equal(self.noisy[c], other.noisy[c]) for c in self.cliques)
+            same and np.array_equal(self.y, other.y) and np.array_equal(self.scales, other.scales)
         )
 
     def to_json(self) -> str:
@@ -145,9 +219,9 @@ class Measurements:
                 **self.domain.to_json_dict(),
             },
             "cliques": [list(c) for c in self.cliques],
-            "noisy": [self.noisy[c].tolist() for c in self.cliques],
+            "noisy": [t.tolist() for t in self._typed_tables()],
             "dtype": list(self.dtypes),
-            "noise": [self.noise[c].to_dict() for c in self.cliques],
+            "noise": [m.to_dict() for m in self.noise_models()],
             "budget": _budget_to_dict(self.budget),
             "mechanism": self.mechanism,
             "sensitivity": self.sensitivity,
@@ -171,11 +245,11 @@ class Measurements:
         for dt in d["dtype"]:
             if not isinstance(dt, str) or dt not in _DTYPES:
                 raise DataValidationError(f"release tables must be int64 or float64: {dt!r:.40}")
-        noisy = {
-            c: np.array(v, dtype=_DTYPES[dt]).reshape(dom.sizes(c))
+        noisy = [
+            np.array(v, dtype=_DTYPES[dt]).reshape(dom.sizes(c))
             for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
-        }
-        noise = {c: NoiseModel(**m) for c, m in zip(cliques, d["noise"], strict=True)}
+        ]
+        noise = [NoiseModel(**m) for m in d["noise"]]
         tn = d["total_noise"]
         return cls(
             domain=dom,
@@ -192,24 +266,65 @@ class Measurements:
         )
 
 
+def _per_measurement(given: Any, cliques: tuple[Clique, ...]) -> list:
+    """One item per entry of ``cliques``: from a sequence in that order, or a mapping by
+    clique (which cannot hold a repeated clique's measurements apart)."""
+    if isinstance(given, Mapping):
+        if len(set(cliques)) < len(cliques):
+            raise DataValidationError(
+                "a repeated clique needs one table and one noise model per measurement "
+                "(sequences in the order of cliques), not a mapping"
+            )
+        return [given[c] for c in cliques]
+    given = list(given)
+    if len(given) != len(cliques):
+        raise DataValidationError(f"{len(cliques)} cliques but {len(given)} tables or models")
+    return given
+
+
+def _merge(tables: list[np.ndarray], models: list[NoiseModel]) -> tuple[np.ndarray, NoiseModel]:
+    """One clique's measurements as one: the inverse-variance weighted mean of the tables (a
+    sufficient statistic of Gaussian measurements; for Laplace ones the best linear unbiased
+    combination), with variance ``1 / sum(1 / v_i)`` as a Gaussian (or Laplace) noise model
+    of that variance. A single measurement is returned as it is."""
+    if len(tables) == 1:
+        return tables[0], models[0]
+    weights = [1 / m.variance for m in models]
+    tables = [np.asarray(t, dtype=np.float64) for t in tables]
+    noisy = sum(w * t for w, t in zip(weights, tables, strict=True)) / math.fsum(weights)
+    var = 1 / math.fsum(weights)
+    laplace = models[0].kind.endswith("laplace")
+    model = (
+        NoiseModel("laplace", math.sqrt(var / 2))
+        if laplace
+        else NoiseModel("gaussian", math.sqrt(var))
+    )
+    return _read_only(noisy), model
+
+
 def _set_views(m: Measurements, shapes: Sequence[tuple[int, ...]]) -> None:
     """The per-clique views of ``m``'s flat arrays: ``noisy[c]`` (a view of ``y``, or the
-    int64 table it was for a discrete mechanism) and ``noise[c]``."""
-    noisy, noise = {}, {}
+    int64 table it was for a discrete mechanism) and ``noise[c]``; a repeated clique's
+    measurements merged (:func:`_merge`)."""
+    groups: dict[Clique, tuple[list, list]] = {}
     for i, c in enumerate(m.cliques):
         part = m.y[m.offsets[i] : m.offsets[i + 1]].reshape(shapes[i])
         if m.dtypes[i] != "float64":
             part = _read_only(part.astype(_DTYPES.get(m.dtypes[i], m.dtypes[i])))
-        noisy[c] = part
-        noise[c] = NoiseModel(m.kinds[i], float(m.scales[i]))
-    object.__setattr__(m, "noisy", noisy)
-    object.__setattr__(m, "noise", noise)
+        tables, models = groups.setdefault(c, ([], []))
+        tables.append(part)
+        models.append(NoiseModel(m.kinds[i], float(m.scales[i])))
+    merged = {c: _merge(*g) for c, g in groups.items()}
+    object.__setattr__(m, "noisy", {c: t for c, (t, _) in merged.items()})
+    object.__setattr__(m, "noise", {c: n for c, (_, n) in merged.items()})
 
 
 def flat_release(release: Measurements, cliques: Sequence[Clique] | None = None) -> Measurements:
     """``release`` with its measurements in the order of ``cliques`` (default its own; the
     same set, else a :class:`~pgm_dp.errors.DomainError`): ``release`` itself when the order
-    is its own, else a new value built from the per-clique views (nothing is cached)."""
+    is its own, else a new value built from the per-clique views (nothing is cached). A
+    release with a repeated clique is merged first (:meth:`Measurements.merged`)."""
+    release = release.merged()
     cliques = tuple(release.cliques) if cliques is None else tuple(map(tuple, cliques))
     if cliques == release.cliques:
         return release
@@ -249,6 +364,7 @@ def _jsonable_name(name: Hashable) -> Hashable:
 
 # -- JAX pytree ------------------------------------------------------------------------------
 _STATIC = tuple(f for f in Measurements.__dataclass_fields__ if f not in ("noisy", "noise"))
+_INIT = tuple(f for f, v in Measurements.__dataclass_fields__.items() if v.init)
 
 
 def _flatten(m: Measurements) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

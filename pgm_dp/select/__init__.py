@@ -16,13 +16,7 @@ round would outweigh the solve, and the two solvers' optima agree only to their 
 """
 
 from .aim import AIMResult, AIMRound, aim, model_marginals, select_marginal, should_anneal
-from .estimators import (
-    LearnerEstimator,
-    Measurement,
-    NaiveMLEEstimator,
-    estimated_total,
-    merged_release,
-)
+from .estimators import LearnerEstimator, NaiveMLEEstimator, merged_release
 from .mle import fit_tables
 from .mst import Selection, pair_scores, select_cliques, with_one_way
 from .schedule import Schedule
@@ -44,9 +38,7 @@ __all__ = [
     "should_anneal",
     "model_marginals",
     "Schedule",
-    "Measurement",
     "merged_release",
-    "estimated_total",
     "NaiveMLEEstimator",
     "LearnerEstimator",
     "fit_tables",

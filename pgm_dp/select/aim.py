@@ -54,10 +54,11 @@ from ..inference.queries import calibrated
 from ..privacy.accountant import Accountant, check_accountant
 from ..privacy.argmax import exponential_mechanism
 from ..privacy.budget import ZCDP, Budget, PureDP, budget_of, require_budget
+from ..privacy.measurements import Measurements
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
 from ..stats import contingency_table
-from .estimators import Measurement, NaiveMLEEstimator, call_estimator, merged_release
+from .estimators import NaiveMLEEstimator, call_estimator, merged_release
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques
 
@@ -106,7 +107,8 @@ class AIMResult:
     whole budget spent; ``rounds``: the budget log; ``model``: the estimator's final fit
     (``None`` if it returned none); ``notion``: ``"zcdp"`` or ``"pure"``, the unit of the
     costs in ``rounds``; ``total``: the ``ρ`` (zCDP; from ``(ε, δ)`` by the CKS bound) or
-    ``ε`` (pure) they add up to; ``measurements``: the noisy tables one by one."""
+    ``ε`` (pure) they add up to; ``measurements``: the noisy tables one by one, in the
+    order measured (repeated cliques kept apart; their rounds are in ``rounds``)."""
 
     cliques: tuple[Clique, ...]
     release: NoisyMarginals
@@ -115,7 +117,7 @@ class AIMResult:
     budget: Budget
     notion: str
     total: float
-    measurements: tuple[Measurement, ...]
+    measurements: Measurements
 
 
 def _notion(budget: Budget) -> tuple[str, float]:
@@ -194,7 +196,7 @@ class _State:
     setup: dict
     gen: np.random.Generator
     accountant: Accountant
-    measurements: list
+    measurements: Measurements | None
     model: Any = None
     release: NoisyMarginals | None = None
     used: Fraction = Fraction(0)  # the exact sum of the costs charged (no rounding)
@@ -216,7 +218,7 @@ def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> Non
         total="estimate",
         what=f"aim round {rnd}: measure",
     )
-    state.measurements += [Measurement(c, rel.noisy[c], rel.noise[c], rnd) for c in cliques]
+    state.measurements = rel if state.measurements is None else state.measurements.append(rel)
     state.used += Fraction(cost * k)  # the float charged, exactly
 
 
@@ -224,7 +226,6 @@ def _estimate(state: _State, final: bool = False) -> None:
     s = state.setup
     state.release = merged_release(
         state.measurements,
-        s["domain"],
         budget=s["budget"],
         mechanism=s["mechanism"],
         total=s["total"],
@@ -296,16 +297,12 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     rounds = options["max_rounds"]
     per_variable = ROUNDS_PER_VARIABLE[notion]
     rounds = per_variable * len(domain) if rounds is None else _positive_int(rounds, "max_rounds")
-    measured = tuple(options["measured"] or ())
-    names = set(domain.attributes)
-    if any(
-        not isinstance(m, Measurement)
-        or not set(m.clique) <= names
-        or np.shape(m.noisy) != domain.sizes(m.clique)
-        for m in measured
+    measured = options["measured"]
+    if measured is not None and (
+        not isinstance(measured, Measurements) or measured.domain != domain or not measured.cliques
     ):  # a measured table outside the workload is kept (fitted), never selected
-        raise PrivacyParameterError("measured must hold Measurements of marginals of the domain")
-    if not measured and rounds < len(one_way):
+        raise PrivacyParameterError("measured must be Measurements of marginals of the domain")
+    if measured is None and rounds < len(one_way):
         raise PrivacyParameterError(
             f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
         )
@@ -337,7 +334,7 @@ def aim(
     mechanism: str | None = None,
     total: float | None = None,
     progress: bool = False,
-    measured: Sequence[Measurement] | None = None,
+    measured: Measurements | None = None,
 ) -> AIMResult:
     """Run AIM (module docstring) on ``data`` over the public ``domain``.
 
@@ -368,13 +365,12 @@ def aim(
         for c in setup["candidates"]
     }
     acc = accountant if accountant is not None else Accountant(setup["cost"])
-    state = _State(setup, as_generator(rng), acc, [])
+    state = _State(setup, as_generator(rng), acc, setup["measured"])
     costs = sched.initial()
     log = []
-    if setup["measured"]:
-        state.measurements += list(setup["measured"])
-        cliques = tuple(dict.fromkeys(m.clique for m in setup["measured"]))
-        var = max(m.noise.variance for m in setup["measured"])
+    if setup["measured"] is not None:
+        cliques = tuple(dict.fromkeys(setup["measured"].cliques))
+        var = max(m.variance for m in setup["measured"].noise_models())
         scale = math.sqrt(var if setup["notion"] == "zcdp" else var / 2)
         log.append(AIMRound(0, cliques, scale, None, 0.0, 0.0, 0.0))
     elif setup["one_way"]:
@@ -401,5 +397,5 @@ def aim(
         budget=budget,
         notion=setup["notion"],
         total=sched.budget,
-        measurements=tuple(state.measurements),
+        measurements=state.measurements,
     )

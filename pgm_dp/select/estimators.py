@@ -1,13 +1,16 @@
-"""AIM's measurements as one release, and the estimators AIM refits after each round.
+"""AIM's release from its measurements, and the estimators AIM refits after each round.
 
-AIM may measure a marginal more than once (and a marginal and its subsets). A
-:class:`~pgm_dp.privacy.NoisyMarginals` holds one table per clique, so
-:func:`merged_release` keeps, for a clique measured several times, the inverse-variance
-weighted mean of its noisy tables (a sufficient statistic of the Gaussian measurements;
-for Laplace ones the best linear unbiased combination), with the variance ``1 / sum(1 /
-v_i)`` recorded as a Gaussian (or Laplace) :class:`~pgm_dp.privacy.NoiseModel` of that
-variance. The total ``N`` is never read from the data: it is the inverse-variance weighted
-mean of the noisy tables' sums (post-processing), or a public number the caller gives.
+AIM may measure a marginal more than once (and a marginal and its subsets). Its
+measurements are one :class:`~pgm_dp.privacy.Measurements` value, appended to each round
+(repeated cliques kept apart); :func:`merged_release` is its
+:meth:`~pgm_dp.privacy.Measurements.merged` view, one table per clique: for a clique
+measured several times the inverse-variance weighted mean of its noisy tables (a
+sufficient statistic of the Gaussian measurements; for Laplace ones the best linear
+unbiased combination), with the variance ``1 / sum(1 / v_i)`` recorded as a Gaussian (or
+Laplace) :class:`~pgm_dp.privacy.NoiseModel` of that variance. The total ``N`` is never
+read from the data: it is the inverse-variance weighted mean of the noisy tables' sums
+(:meth:`~pgm_dp.privacy.Measurements.estimated_total`, post-processing), or a public
+number the caller gives.
 
 An *estimator* is a callable ``(release, cliques, domain) -> model`` where the model has
 ``.marginal(q)`` (a :class:`~pgm_dp.models.MarkovRandomField` is also read in one batch,
@@ -22,87 +25,44 @@ Sec. 3.1, on the merged tables, which weighs each clique's table alike whatever 
 from __future__ import annotations
 
 import inspect
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..domain import Clique, Domain
+from ..domain import Domain
 from ..privacy.budget import Budget
-from ..privacy.noise import NoiseModel
-from ..privacy.release import NoisyMarginals
+from ..privacy.measurements import Measurements
 from .mle import fit_tables
 
 __all__ = [
-    "Measurement",
     "merged_release",
-    "estimated_total",
     "NaiveMLEEstimator",
     "LearnerEstimator",
     "call_estimator",
 ]
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """One noisy table: ``clique``, ``noisy`` counts, its ``noise`` and the AIM ``round``
-    (0: the one-way marginals)."""
-
-    clique: Clique
-    noisy: np.ndarray
-    noise: NoiseModel
-    round: int
-
-
-def estimated_total(measurements: Sequence[Measurement]) -> float:
-    """Inverse-variance weighted mean of the noisy tables' sums (at least 1)."""
-    sums = np.array([float(np.sum(m.noisy)) for m in measurements])
-    var = np.array([m.noisy.size * max(m.noise.variance, 1e-300) for m in measurements])
-    return max(float(np.sum(sums / var) / np.sum(1 / var)), 1.0)
-
-
-def _merge(group: list[Measurement]) -> tuple[np.ndarray, NoiseModel]:
-    if len(group) == 1:
-        return group[0].noisy, group[0].noise
-    weights = [1 / m.noise.variance for m in group]
-    tables = [np.asarray(m.noisy, dtype=np.float64) for m in group]
-    noisy = sum(w * t for w, t in zip(weights, tables, strict=True)) / math.fsum(weights)
-    var = 1 / math.fsum(weights)
-    laplace = group[0].noise.kind.endswith("laplace")
-    return noisy, NoiseModel("laplace", math.sqrt(var / 2)) if laplace else NoiseModel(
-        "gaussian", math.sqrt(var)
-    )
-
-
 def merged_release(
-    measurements: Sequence[Measurement],
-    domain: Domain,
+    measurements: Measurements,
     *,
     budget: Budget,
     mechanism: str,
     total: float | None = None,
-) -> NoisyMarginals:
+) -> Measurements:
     """All ``measurements`` as one release (module docstring): cliques in the order first
-    measured, repeated ones merged; ``N`` estimated unless a public ``total`` is given;
-    ``budget`` is recorded as the release's cost and ``sensitivity`` is 1 (each table was
-    measured on its own, with sensitivity 1)."""
-    groups: dict[Clique, list[Measurement]] = {}
-    for m in measurements:
-        groups.setdefault(m.clique, []).append(m)
-    merged = {c: _merge(g) for c, g in groups.items()}
+    measured, repeated ones merged (:meth:`~pgm_dp.privacy.Measurements.merged`); ``N``
+    estimated unless a public ``total`` is given; ``budget`` is recorded as the release's
+    cost and ``sensitivity`` is 1 (each table was measured on its own, with sensitivity 1)."""
     given = total is not None
-    return NoisyMarginals(
-        domain=domain,
-        cliques=tuple(groups),
-        noisy={c: t for c, (t, _) in merged.items()},
-        noise={c: n for c, (_, n) in merged.items()},
+    return measurements.merged(
         budget=budget,
         mechanism=mechanism,
         sensitivity=1.0,
-        total=float(total) if given else estimated_total(measurements),
+        total=float(total) if given else measurements.estimated_total(),
         total_source="given" if given else "estimate",
+        total_noise=None,
     )
 
 

@@ -21,11 +21,10 @@ from pgm_dp.errors import (
     PrivacyParameterError,
 )
 from pgm_dp.learners import NaiveMLE
-from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, NoiseModel, PureDP
+from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, Measurements, NoiseModel, PureDP
 from pgm_dp.privacy.audit import audit_categorical
 from pgm_dp.select import (
     LearnerEstimator,
-    Measurement,
     Schedule,
     aim,
     candidate_weights,
@@ -102,8 +101,8 @@ def test_run_follows_the_schedule_and_spends_exactly_the_budget():
     assert zero.cliques == (("A",), ("B",), ("C",))
     assert zero.scale == pytest.approx(math.sqrt(t / (2 * 0.9 * rho)), rel=1e-12)  # 7.4536
     assert zero.measure_cost == pytest.approx(3 * 0.009, rel=1e-12)
-    for m in res.measurements[:3]:  # the discrete Gaussian's rational sigma^2 >= 1 / (2 rho)
-        assert zero.scale <= m.noise.scale <= zero.scale * (1 + 1e-6)
+    for m in res.measurements.noise_models()[:3]:  # the discrete Gaussian's rational sigma^2
+        assert zero.scale <= m.scale <= zero.scale * (1 + 1e-6)  # >= 1 / (2 rho)
     costs = s.initial()
     used = zero.measure_cost
     for r in res.rounds[1:]:
@@ -149,7 +148,7 @@ def test_pure_variant_uses_laplace_and_pure_selection_costs():
     assert all(isinstance(c.cost, PureDP) for c in acc.charges)
     b0 = 4 * 3 / (0.9 * 2.0)  # T = 4 d by default in the pure variant
     assert res.rounds[0].scale == pytest.approx(b0)
-    noise = res.measurements[0].noise  # the exact sampler's rational scale >= b0
+    noise = res.measurements.noise_models()[0]  # the exact sampler's rational scale >= b0
     assert noise.kind == "discrete_laplace" and b0 <= noise.scale <= b0 * (1 + 1e-6)
     assert res.rounds[1].selection_epsilon == pytest.approx(0.1 * 2.0 / 12)
 
@@ -307,12 +306,18 @@ def test_reproducible_with_a_seed():
 
 
 def test_release_merges_repeats_and_never_holds_the_true_total():
-    m = [
-        Measurement(("A",), np.array([10, 20]), NoiseModel("gaussian", 1.0), 0),
-        Measurement(("A",), np.array([13, 26]), NoiseModel("gaussian", 2.0), 1),
-        Measurement(("A", "B"), np.array([[5, 5], [10, 10]]), NoiseModel("gaussian", 1.0), 1),
-    ]
-    rel = merged_release(m, DOM, budget=ZCDP(1.0), mechanism="gaussian")
+    m = Measurements(
+        domain=DOM,
+        cliques=(("A",), ("A",), ("A", "B")),
+        noisy=[np.array([10, 20]), np.array([13, 26]), np.array([[5, 5], [10, 10]])],
+        noise=[NoiseModel("gaussian", s) for s in (1.0, 2.0, 1.0)],
+        budget=ZCDP(1.0),
+        mechanism="gaussian",
+        sensitivity=1.0,
+        total=1.0,
+        total_source="estimate",
+    )
+    rel = merged_release(m, budget=ZCDP(1.0), mechanism="gaussian")
     assert rel.cliques == (("A",), ("A", "B"))
     assert np.allclose(rel.noisy[("A",)], [(10 + 13 / 4) / 1.25, (20 + 26 / 4) / 1.25])
     assert rel.noise[("A",)] == NoiseModel("gaussian", math.sqrt(1 / 1.25))
@@ -321,6 +326,12 @@ def test_release_merges_repeats_and_never_holds_the_true_total():
     assert rel.total_source == "estimate"
     res = run(ZCDP(0.3))
     assert res.release.total_source == "estimate" and res.release.total != 400
+    # AIM's own record: every measurement in the order measured, repeats kept apart
+    assert isinstance(res.measurements, Measurements)
+    assert res.measurements.cliques == tuple(c for r in res.rounds for c in r.cliques)
+    assert res.release == merged_release(
+        res.measurements, budget=ZCDP(0.3), mechanism=res.release.mechanism
+    )
     assert run(ZCDP(0.3), total=400).release.total_source == "given"
 
 

@@ -84,3 +84,31 @@ def test_files_written_by_the_earlier_release_type_still_load(name, tmp_path):
     assert isinstance(rel, Measurements)
     assert rel.to_json() == path.read_text()  # the same document, byte for byte
     assert io.load(io.save(rel, tmp_path / "again.json")) == rel
+
+
+def test_repeated_cliques_are_kept_apart_and_their_views_merged(tmp_path):
+    first = _release("gaussian", ZCDP(0.5))
+    again = _release("gaussian", ZCDP(2.0))
+    both = first.append(again)
+    assert both.cliques == first.cliques + again.cliques and both.repeated
+    assert np.array_equal(both.y, np.concatenate([first.y, again.y]))
+    assert both.budget == ZCDP(2.5) and both.total_source == "estimate"
+    c = ("A", "B")
+    w1, w2 = 1 / first.noise[c].variance, 1 / again.noise[c].variance
+    want = (w1 * first.noisy[c] + w2 * again.noisy[c]) / (w1 + w2)
+    np.testing.assert_allclose(both.noisy[c], want, rtol=1e-14)
+    assert both.noise[c].variance == pytest.approx(1 / (w1 + w2), rel=1e-14)
+    merged = both.merged()
+    assert merged.cliques == first.cliques and not merged.repeated
+    assert all(np.array_equal(merged.noisy[q], both.noisy[q]) for q in merged.cliques)
+    assert flat_release(both, list(reversed(first.cliques))).cliques == tuple(
+        reversed(first.cliques)
+    )
+    assert first.merged() is first
+    assert io.load(io.save(both, tmp_path / "both.json")) == both  # each measurement kept
+    with pytest.raises(ValueError, match="repeated clique"):
+        Measurements(**{**_fields(both), "noisy": both.noisy, "noise": both.noise})
+
+
+def _fields(m):
+    return {f: getattr(m, f) for f, v in m.__dataclass_fields__.items() if v.init}
