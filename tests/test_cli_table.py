@@ -99,6 +99,7 @@ def test_a_to_csv_table_fits_end_to_end_and_decodes_to_its_values(table, capsys)
     assert "held-out log-likelihood = -" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_delta_runs_in_zcdp_end_to_end(table, capsys):
     argv = ["fit", "--data", str(table / "people.csv"), "--drop-identifiers",
             "--categories-from-data", "--bounds-from-data", "--epsilon", "1", "--delta", "1e-6",
@@ -192,6 +193,7 @@ def test_aim_starts_from_measurements_paid_for_elsewhere():
         aim(codes, plan.domain, PureDP(0.5), rng=1, measured=[("age",)])
 
 
+@pytest.mark.slow
 def test_a_model_worse_than_the_independent_one_warns():
     df = _people(3000, seed=6)
     spec = {"age": {"bins": [18, 40, 90]}, "visits": list(range(7)), "city": CITIES,

@@ -356,7 +356,9 @@ def _neighbours():
     return J, s, s2
 
 
-@pytest.mark.parametrize("eps, delta", [(1.0, 0.0), (1.0, 1e-3)])
+@pytest.mark.parametrize(
+    "eps, delta", [(1.0, 0.0), pytest.param(1.0, 1e-3, marks=pytest.mark.slow)]
+)
 def test_dp_audit_on_neighbouring_outcomes(eps, delta):
     J, s, s2 = _neighbours()
     x1 = prising_batch(np.tile(s, (_R, 1)), J, eps, delta, rng=1)

@@ -176,6 +176,7 @@ def test_one_column_left_after_dropping_identifiers_fits_the_one_way_table():
     assert 0 < acc.spent.epsilon < 1.0  # the rest is not spent
 
 
+@pytest.mark.slow
 def test_every_pair_too_large_after_compression_fits_the_one_way_tables():
     """Before: DomainError (every 2-way marginal above the workload's cell limit) after the
     one-way release that decided the compressed domain."""
