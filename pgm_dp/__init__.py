@@ -8,7 +8,8 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``privacy.select`` (AIM, MST: the
-marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``fit_report`` →
+marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` → ``synth``
+(synthetic records of a fit) → ``fit_report`` →
 ``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
 → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
@@ -37,6 +38,7 @@ _LAZY = {
     "sufficient_statistics": "stats",
     "select_cliques": "privacy.select",
     "load_adult": "datasets",
+    "sample_table": "synth",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [
@@ -107,6 +109,7 @@ LAYERS = (
     ("learners",),
     ("privacy.select",),
     ("io", "bayes", "binning", "columns", "_spec", "prepare"),
+    ("synth",),
     ("fit_report",),
     ("workflow",),
     ("compare", "compare_data"),
@@ -121,6 +124,7 @@ __all__ = [
     "load_adult",
     "prepare_plan",
     "Preparation",
+    "sample_table",
     "PureDP",
     "ZCDP",
     "ApproxDP",

@@ -107,6 +107,7 @@ def test_the_package_commands_are_the_workflow():
     assert set(COMMANDS) == {
         "release",
         "fit",
+        "sample",
         "evaluate",
         "posterior",
         "compare",
