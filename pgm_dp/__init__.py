@@ -103,7 +103,7 @@ LAYERS = (
     ("models.tables",),
     ("inference",),
     ("models",),
-    ("stats", "_dask", "datasets", "metrics"),
+    ("stats", "_dask", "datasets", "metrics", "calibrated_tree"),
     ("privacy",),
     ("ising",),
     ("learners",),
@@ -113,6 +113,7 @@ LAYERS = (
     ("fit_report",),
     ("workflow",),
     ("compare", "compare_data"),
+    ("peers",),
     ("cli",),
 )
 

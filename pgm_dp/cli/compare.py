@@ -4,7 +4,8 @@ Without ``--data`` the learners fit releases of data drawn from a known true mod
 it). With ``--data FILE`` they fit the user's own table (:mod:`pgm_dp.compare_data`): split
 by ``--seed``, prepared, selected and measured once per ``--eps`` as ``pgm-dp fit --data``
 does, then every learner on the same noisy tables; held-out log-likelihood and 2-way TVD
-per learner, a table, a CSV and a plot (when matplotlib is present).
+per learner, a table, a CSV and a plot (when matplotlib is present). ``--peers`` adds
+Private-PGM's MST and AIM (:mod:`pgm_dp.peers`, where mbi is installed) on the same split.
 
 Only the arguments live here (each checked while parsing, nothing heavy imported); the
 comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
@@ -82,6 +83,7 @@ def _run_data(a: argparse.Namespace) -> None:
     reads: list[str] = []
     a.prepare, a.no_compress = None, False
     spec = table_spec(data, a, reads)
+    peers = _peers_check(a)
     say(f"comparing {', '.join(learners)} on {a.data} (held out: {a.test_fraction:g}) ...")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -89,6 +91,8 @@ def _run_data(a: argparse.Namespace) -> None:
             data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
             test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **_prepare_options(a),
         )  # fmt: skip
+        if peers:
+            result = _with_peers(a, result, data, spec, peers)
     _say_warnings(caught, reads)
     say(compare_data.print_table(result))
     say(f"written: {result.csv}")
@@ -96,6 +100,26 @@ def _run_data(a: argparse.Namespace) -> None:
         say(f"Plot written to {result.plot}")
     elif a.plot is None:
         say(f"note: no plot written ({MISSING_MATPLOTLIB})")
+
+
+def _peers_check(a: argparse.Namespace) -> tuple:
+    """``--peers``: the peers asked for, mbi checked before any work (:mod:`pgm_dp.peers`)."""
+    if a.peers is None:
+        return ()
+    from ..peers import check_peers
+
+    return check_peers(a.peers)
+
+
+def _with_peers(a: argparse.Namespace, result, data, spec, peers):
+    from ..peers import add_peers
+    from ._data import say
+    from ._table import _prepare_options
+
+    say(f"fitting the peers ({', '.join(peers)}, Private-PGM on mbi) on the same split ...")
+    return add_peers(result, data, spec, epsilons=a.eps, delta=a.delta, seed=a.seed,
+                     test_fraction=a.test_fraction, methods=peers, out_dir=a.out,
+                     plot=a.plot, **_prepare_options(a))  # fmt: skip
 
 
 def _run(a: argparse.Namespace) -> None:
@@ -160,6 +184,14 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
         choices=["state", "refuse", "data"],
         default="state",
         help="with --data: missing values as a state, refused, or where present",
+    )
+    p.add_argument(
+        "--peers",
+        nargs="*",
+        choices=["mst", "aim"],
+        default=None,
+        help="with --data: also Private-PGM's MST and AIM (needs mbi 2.x; no name: both), at "
+        "(epsilon, delta or 1e-9), scored the same way, with their CPU seconds",
     )
 
 
