@@ -168,14 +168,15 @@ def score(tree: CalibratedTree, info: dict, seed: int, max_triples: int, sample=
 
     if sample is None:
         sample = tree.sample(len(train), np.random.default_rng(seed))
-    target = names.index(info["target"])
+    target = names.index(info["target"]) if "target" in info else None
     out = {
         "tvd2": mean_tvd(train, shape, pairs, model_marginal),
         "tvd3": mean_tvd(train, shape, triples, model_marginal),
         "tvd2_sample": mean_tvd(train, shape, pairs, lambda s: _table(sample, s, shape)),
         "tvd3_sample": mean_tvd(train, shape, triples, lambda s: _table(sample, s, shape)),
-        "clf_acc": classifier_accuracy(sample, info["test"], target, seed),
-        "clf_acc_real": info["clf_acc_real"],
+        "clf_acc": "" if target is None else classifier_accuracy(sample, info["test"], target,
+                                                                 seed),
+        "clf_acc_real": info.get("clf_acc_real", ""),
         "loglik_test": float(np.mean(tree.log_prob(info["test"]))),
         "n_pairs": len(pairs),
         "n_triples": len(triples),
