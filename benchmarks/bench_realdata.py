@@ -174,8 +174,9 @@ def score(tree: CalibratedTree, info: dict, seed: int, max_triples: int, sample=
         "tvd3": mean_tvd(train, shape, triples, model_marginal),
         "tvd2_sample": mean_tvd(train, shape, pairs, lambda s: _table(sample, s, shape)),
         "tvd3_sample": mean_tvd(train, shape, triples, lambda s: _table(sample, s, shape)),
-        "clf_acc": "" if target is None else classifier_accuracy(sample, info["test"], target,
-                                                                 seed),
+        "clf_acc": ""
+        if target is None
+        else classifier_accuracy(sample, info["test"], target, seed),
         "clf_acc_real": info.get("clf_acc_real", ""),
         "loglik_test": float(np.mean(tree.log_prob(info["test"]))),
         "n_pairs": len(pairs),
@@ -264,8 +265,12 @@ def parse(argv=None):
                     help="default: all but the pgmdp-LEARNER that repeats pgmdp")  # fmt: skip
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..SEEDS-1")
-    ap.add_argument("--seed-start", type=int, default=0,
-                    help="first seed (SEED_START..SEEDS-1: a sweep split over processes)")
+    ap.add_argument(
+        "--seed-start",
+        type=int,
+        default=0,
+        help="first seed (SEED_START..SEEDS-1: a sweep split over processes)",
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/realdata"))
     ap.add_argument("--peer-python", default=sys.executable, help="Python with mbi 2.x")
     ap.add_argument("--aim-max-model-size", type=float, default=80.0, help="MB")

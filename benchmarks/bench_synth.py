@@ -123,8 +123,10 @@ def main(argv=None) -> None:
               f"{r['sample_cpu_s']} s), peak {r['maxrss_mb']:5.0f} MB, "
               f"wall {r['wall_s']:5.1f} s, {r['file_mb']:.0f} MB")  # fmt: skip
     for r in tvd:
-        print(f"{r['records']!s:>9}: 2-way TVD to the data {r['tvd2_data']:.4f} "
-              f"({r['ratio_to_model']:.3f}x the model's), to the model {r['tvd2_model']:.4f}")
+        print(
+            f"{r['records']!s:>9}: 2-way TVD to the data {r['tvd2_data']:.4f} "
+            f"({r['ratio_to_model']:.3f}x the model's), to the model {r['tvd2_model']:.4f}"
+        )
 
 
 if __name__ == "__main__":
