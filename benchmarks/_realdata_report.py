@@ -22,7 +22,8 @@ RATIOS = [(m, lab, ours, peer) for m, lab in (("tvd2", "2-way TVD"), ("tvd3", "3
           for ours, peer in (("pgmdp", "mst"), ("pgmdp", "aim"), ("pgmdp-zcdp", "aim"),
                              ("pgmdp", "independent"))]  # fmt: skip
 RATIOS += [("cpu_s", "CPU", "pgmdp", "mst"), ("cpu_s", "CPU", "pgmdp", "aim")]
-RATIOS += [("clf_acc", "accuracy", ours, "aim") for ours in ("pgmdp", "pgmdp-zcdp")]
+RATIOS += [("clf_acc", "accuracy", ours, peer) for ours, peer in
+           (("pgmdp", "mst"), ("pgmdp", "aim"), ("pgmdp-zcdp", "aim"))]  # fmt: skip
 NAMES = {"mst": "MST", "aim": "AIM", "independent": "indep."}
 
 
