@@ -293,7 +293,12 @@ def write_table(
     except ImportError:
         pcsv = None
     if pcsv is not None:
-        _write_arrow(chunks, path, lambda schema: pcsv.CSVWriter(path, schema))
+        options = pcsv.WriteOptions(quoting_style="needed")  # quotes only where needed
+
+        def open_csv(schema):
+            return pcsv.CSVWriter(path, schema, write_options=options)
+
+        _write_arrow(chunks, path, open_csv)
         return path
     for i, df in enumerate(chunks):
         df.to_csv(path, mode="w" if i == 0 else "a", header=i == 0, index=False)
