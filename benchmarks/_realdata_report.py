@@ -9,17 +9,21 @@ import pandas as pd
 
 __all__ = ["summarise", "write_report"]
 
-METRICS = ["tvd2", "tvd3", "tvd2_sample", "tvd3_sample", "loglik_test", "cpu_s", "maxrss_mb",
-           "score_s"]  # fmt: skip
+METRICS = ["tvd2", "tvd3", "tvd2_sample", "tvd3_sample", "sample_ratio", "clf_acc",
+           "clf_acc_real", "loglik_test", "cpu_s", "maxrss_mb", "score_s"]  # fmt: skip
 HEAD = {"tvd2": "2-way TVD", "tvd3": "3-way TVD", "tvd2_sample": "2-way TVD, sample",
-        "tvd3_sample": "3-way TVD, sample", "loglik_test": "test log-lik.", "cpu_s": "CPU s",
-        "maxrss_mb": "peak MB", "score_s": "scoring s"}  # fmt: skip
+        "tvd3_sample": "3-way TVD, sample", "sample_ratio": "sample / model (2-way)",
+        "clf_acc": "accuracy, synthetic", "clf_acc_real": "accuracy, real",
+        "loglik_test": "test log-lik.", "cpu_s": "CPU s", "maxrss_mb": "peak MB",
+        "score_s": "scoring s"}  # fmt: skip
 #: (metric, label, pgm_dp's method, peer): the ratio columns. ``pgmdp-zcdp`` is the default
 #: fit at the peers' privacy notion, (ε, 1e-9) through zCDP.
 RATIOS = [(m, lab, ours, peer) for m, lab in (("tvd2", "2-way TVD"), ("tvd3", "3-way TVD"))
           for ours, peer in (("pgmdp", "mst"), ("pgmdp", "aim"), ("pgmdp-zcdp", "aim"),
                              ("pgmdp", "independent"))]  # fmt: skip
 RATIOS += [("cpu_s", "CPU", "pgmdp", "mst"), ("cpu_s", "CPU", "pgmdp", "aim")]
+RATIOS += [("clf_acc", "accuracy", ours, peer) for ours, peer in
+           (("pgmdp", "mst"), ("pgmdp", "aim"), ("pgmdp-zcdp", "aim"))]  # fmt: skip
 NAMES = {"mst": "MST", "aim": "AIM", "independent": "indep."}
 
 
@@ -31,8 +35,13 @@ def summarise(rows: list[dict]) -> pd.DataFrame:
     df = df[df["status"] == "ok"].copy()
     df["eps"] = df["eps"].astype(float)
     df = df.drop_duplicates(["data", "eps", "seed", "method"], keep="last")
+    for m in METRICS:  # columns of an older layout are blank
+        if m in df.columns:
+            df[m] = pd.to_numeric(df[m], errors="coerce")
+    df["sample_ratio"] = df["tvd2_sample"] / df["tvd2"]
     for m in METRICS:
-        df[m] = pd.to_numeric(df[m])
+        if m not in df.columns:
+            df[m] = float("nan")
     med = df.groupby(["data", "eps", "method"])[METRICS].median()
     med["seeds"] = df.groupby(["data", "eps", "method"]).size()
     return med.reset_index()
@@ -41,8 +50,10 @@ def summarise(rows: list[dict]) -> pd.DataFrame:
 def _fmt(v, metric: str) -> str:
     if pd.isna(v):
         return ""
-    if metric.startswith("tvd"):
+    if metric.startswith("tvd") or metric.startswith("clf"):
         return f"{v:.4f}"
+    if metric == "sample_ratio":
+        return f"{v:.2f}"
     if metric == "loglik_test":
         return f"{v:.3f}"
     return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
@@ -70,7 +81,8 @@ def ratio_table(med: pd.DataFrame) -> str:
         cells = [data, f"{eps:g}"]
         for metric, _, ours, peer in RATIOS:
             ok = ours in by.index and peer in by.index
-            cells.append(f"{by.loc[ours, metric] / by.loc[peer, metric]:.2f}" if ok else "")
+            value = by.loc[ours, metric] / by.loc[peer, metric] if ok else float("nan")
+            cells.append(f"{value:.2f}" if not pd.isna(value) else "")
         for peer in ("mst", "aim"):
             ok = "pgmdp" in by.index and peer in by.index
             diff = by.loc["pgmdp", "loglik_test"] - by.loc[peer, "loglik_test"] if ok else None

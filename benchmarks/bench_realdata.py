@@ -66,14 +66,15 @@ sys.path[:0] = [str(HERE), str(ROOT)]  # the helpers; pgm_dp from this clone
 from _realdata_data import DATASETS, load, split  # noqa: E402
 from _realdata_report import write_report  # noqa: E402
 from _realdata_tree import CalibratedTree, load_tree, mean_tvd  # noqa: E402
+from _realdata_utility import TARGETS, classifier_accuracy, pgmdp_sample  # noqa: E402
 
 DELTA = 1e-9
 METHODS = ["pgmdp", "pgmdp-naive", "pgmdp-cgm", "pgmdp-zcdp", "independent", "mst", "aim"]
 PGMDP = {"pgmdp": [], "pgmdp-naive": ["--learner", "naive"], "pgmdp-cgm": ["--learner", "cgm"],
          "pgmdp-zcdp": ["--delta", str(DELTA)]}  # fmt: skip
 FIELDS = ["data", "eps", "delta", "seed", "method", "status", "tvd2", "tvd3", "tvd2_sample",
-          "tvd3_sample", "loglik_test", "cpu_s", "wall_s", "maxrss_mb", "score_s", "n_pairs",
-          "n_triples", "n_cliques", "note"]  # fmt: skip
+          "tvd3_sample", "clf_acc", "clf_acc_real", "loglik_test", "cpu_s", "wall_s",
+          "maxrss_mb", "score_s", "n_pairs", "n_triples", "n_cliques", "note"]  # fmt: skip
 #: XLA's CPU back end at optimisation level 0 (``_peers_mbi.py`` explains; ``--xla``).
 FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
@@ -88,8 +89,10 @@ def prepare(name: str, out: Path) -> dict:
         train.to_csv(folder / "train.csv", index=False)
         test.to_csv(folder / "test.csv", index=False)
         (folder / "domain.json").write_text(json.dumps(domain))
+    target = list(domain).index(TARGETS[name])
+    real = classifier_accuracy(train.to_numpy(), test.to_numpy(), target)
     return {"folder": folder, "train": train.to_numpy(), "test": test.to_numpy(),
-            "domain": domain}  # fmt: skip
+            "domain": domain, "target": TARGETS[name], "clf_acc_real": real}  # fmt: skip
 
 
 def command(method: str, info: dict, eps: float, seed: int, model: Path, a) -> list[str]:
@@ -150,9 +153,11 @@ def subsets(d: int, max_triples: int) -> tuple[list, list]:
     return pairs, triples
 
 
-def score(tree: CalibratedTree, info: dict, seed: int, max_triples: int) -> dict:
-    """TVDs of the model's and of an i.i.d. sample's marginals against the training data;
-    held-out log-likelihood per record."""
+def score(tree: CalibratedTree, info: dict, seed: int, max_triples: int, sample=None) -> dict:
+    """TVDs of the model's and of its synthetic records' marginals against the training
+    data; a classifier trained on the synthetic records, tested on the real held-out ones
+    (``_realdata_utility.py``); held-out log-likelihood per record. ``sample``: the
+    synthetic records (default ``n_train`` drawn from ``tree``)."""
     start = time.perf_counter()
     train, shape = info["train"], list(info["domain"].values())
     names = list(info["domain"])
@@ -161,12 +166,18 @@ def score(tree: CalibratedTree, info: dict, seed: int, max_triples: int) -> dict
     def model_marginal(s):
         return tree.marginal(tuple(names[i] for i in s))
 
-    sample = tree.sample(len(train), np.random.default_rng(seed))
+    if sample is None:
+        sample = tree.sample(len(train), np.random.default_rng(seed))
+    target = names.index(info["target"]) if "target" in info else None
     out = {
         "tvd2": mean_tvd(train, shape, pairs, model_marginal),
         "tvd3": mean_tvd(train, shape, triples, model_marginal),
         "tvd2_sample": mean_tvd(train, shape, pairs, lambda s: _table(sample, s, shape)),
         "tvd3_sample": mean_tvd(train, shape, triples, lambda s: _table(sample, s, shape)),
+        "clf_acc": ""
+        if target is None
+        else classifier_accuracy(sample, info["test"], target, seed),
+        "clf_acc_real": info.get("clf_acc_real", ""),
         "loglik_test": float(np.mean(tree.log_prob(info["test"]))),
         "n_pairs": len(pairs),
         "n_triples": len(triples),
@@ -236,7 +247,10 @@ def one_run(name, info, eps, seed, method, a) -> dict:
             env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()
         row.update(run_child(cmd, work / (stem + ".log"), a.timeout, env))
     if row["status"] == "ok":
-        row.update(score(tree_of(method, model, info["domain"]), info, seed, a.max_triples))
+        # pgm_dp's synthetic records come from its own sampler (pgm-dp sample's)
+        sample = pgmdp_sample(model, len(info["train"]), seed) if method in PGMDP else None
+        tree = tree_of(method, model, info["domain"])
+        row.update(score(tree, info, seed, a.max_triples, sample))
     else:
         tail = (work / (stem + ".log")).read_text()[-300:].replace("\n", " ")
         row["note"] = tail
@@ -251,6 +265,12 @@ def parse(argv=None):
                     help="default: all but the pgmdp-LEARNER that repeats pgmdp")  # fmt: skip
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--seeds", type=int, default=1, help="seeds 0..SEEDS-1")
+    ap.add_argument(
+        "--seed-start",
+        type=int,
+        default=0,
+        help="first seed (SEED_START..SEEDS-1: a sweep split over processes)",
+    )
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/realdata"))
     ap.add_argument("--peer-python", default=sys.executable, help="Python with mbi 2.x")
     ap.add_argument("--aim-max-model-size", type=float, default=80.0, help="MB")
@@ -301,7 +321,7 @@ def main(argv=None) -> None:
         print(f"dropped {gone} rows of {', '.join(a.rerun)} from {runs_csv}")
     done = {(r["data"], float(r["eps"]), int(r["seed"]), r["method"])
             for r in read_runs(runs_csv) if r["status"] == "ok"}  # fmt: skip
-    jobs = [(d, e, s, m) for d in a.data for e in a.eps for s in range(a.seeds)
+    jobs = [(d, e, s, m) for d in a.data for e in a.eps for s in range(a.seed_start, a.seeds)
             for m in a.methods if (d, float(e), s, m) not in done]  # fmt: skip
     infos = {}
     bar = tqdm(jobs, desc="runs", unit="fit")

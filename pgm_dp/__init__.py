@@ -10,8 +10,9 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
 marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
 codes; its ``prepare._frames`` sits beside ``domain``, ``prepare._dask`` beside ``stats``)
-→ ``fit_report`` → ``workflow`` (a table end to end) → ``compare`` / ``compare_data``
-(learners on one budget) → ``cli``.
+→ ``synth`` (synthetic records of a fit) → ``fit_report`` → ``workflow`` (a table end to
+end) → ``compare`` / ``compare_data`` (learners on one budget) → ``peers`` (Private-PGM's
+MST and AIM, where mbi is installed) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -38,6 +39,7 @@ _LAZY = {
     "sufficient_statistics": "stats",
     "select_cliques": "select",
     "load_adult": "datasets",
+    "sample_table": "synth",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [
@@ -103,15 +105,17 @@ LAYERS = (
     ("models.tables",),
     ("inference",),
     ("models",),
-    ("stats", "prepare._dask", "datasets", "metrics"),
+    ("stats", "prepare._dask", "datasets", "metrics", "calibrated_tree"),
     ("privacy",),
     ("ising",),
     ("learners",),
     ("select",),
     ("io", "bayes", "prepare"),
+    ("synth",),
     ("fit_report",),
     ("workflow",),
     ("compare", "compare_data"),
+    ("peers",),
     ("cli",),
 )
 
@@ -123,6 +127,7 @@ __all__ = [
     "load_adult",
     "prepare_plan",
     "Preparation",
+    "sample_table",
     "PureDP",
     "ZCDP",
     "ApproxDP",

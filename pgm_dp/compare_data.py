@@ -252,17 +252,12 @@ def print_table(result: DataComparison) -> str:
     """The comparison as a table (one line per learner and epsilon)."""
     runs = result.runs
     cols = ["epsilon", "learner", "loglik_test", "tvd2_test", "seconds"]
-    fitted = runs[runs["skipped"] == ""] if "skipped" in runs else runs
-    text = fitted[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
+    why = runs["skipped"].fillna("") if "skipped" in runs else pd.Series("", index=runs.index)
+    text = runs.loc[why == "", cols].to_string(index=False, float_format=lambda x: f"{x:.4g}")
     text += (
         "\n(seconds: CPU time of each fit; a learner's first epsilon includes JAX's "
         "compilation, the later ones are the time of a fit)"
     )
-    if "skipped" in runs:
-        for name, why in (
-            runs.loc[runs["skipped"] != "", ["learner", "skipped"]]
-            .drop_duplicates("learner")
-            .itertuples(index=False)
-        ):
-            text += f"\n{name}: not fitted: {why}"
+    for name, reason in dict(zip(runs.learner[why != ""], why[why != ""], strict=True)).items():
+        text += f"\n{name}: not fitted: {reason}"
     return text

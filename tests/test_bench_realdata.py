@@ -111,13 +111,15 @@ def test_harness_pgm_dp_side(tmp_path):
     frame.iloc[:480].to_csv(folder / "train.csv", index=False)
     (folder / "domain.json").write_text(json.dumps(dict(zip(NAMES, SHAPE, strict=True))))
     info = {"folder": folder, "train": codes[:480], "test": codes[480:],
-            "domain": dict(zip(NAMES, SHAPE, strict=True))}  # fmt: skip
+            "domain": dict(zip(NAMES, SHAPE, strict=True)), "target": NAMES[-1],
+            "clf_acc_real": 0.5}  # fmt: skip
     args = SimpleNamespace(out=tmp_path, timeout=600, max_triples=4, peer_python=sys.executable,
                            aim_max_model_size=80.0, aim_max_iters=100,
                            warm_cache=False, xla="peers")  # fmt: skip
     row = bench.one_run("tiny", info, 3.0, 0, "independent", args)
     assert row["status"] == "ok", row.get("note")
     assert row["n_pairs"] == 10 and row["n_triples"] == 4
+    assert 0 <= row["clf_acc"] <= 1 and row["clf_acc_real"] == 0.5
     assert np.isfinite(row["loglik_test"]) and row["cpu_s"] > 0 and row["maxrss_mb"] > 0
     from pgm_dp.io import load_fit
 

@@ -109,6 +109,7 @@ def test_the_package_commands_are_the_workflow():
         "prepare",
         "release",
         "fit",
+        "sample",
         "evaluate",
         "posterior",
         "compare",

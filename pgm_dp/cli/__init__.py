@@ -2,7 +2,8 @@
 
 ``pgm-dp`` with no sub-command runs the main job on a built-in default: a private fit of the
 shipped UCI Adult table (:mod:`pgm_dp.cli.main_job`). The sub-commands: ``prepare`` (a
-starting spec for a table), ``release`` → ``fit`` → ``evaluate`` / ``posterior``,
+starting spec for a table), ``release`` → ``fit`` → ``sample`` (synthetic records) / ``evaluate`` /
+``posterior``,
 ``compare`` (learners on one budget), ``prising`` (PrIsing's estimate of one network and its
 posterior) and ``demo``. The papers'
 experiments are not commands of the package: ``python -m reproductions`` in the repository.
@@ -32,6 +33,7 @@ COMMANDS = {
     "release": ("pgm_dp.cli.release", "release noisy marginals of a data file (JSON out)"),
     "prepare": ("pgm_dp.cli.prepare", "write a starting spec for --prepare (read WITHOUT privacy)"),
     "fit": ("pgm_dp.cli.fit", "fit a model from a release or from data (cliques chosen privately)"),
+    "sample": ("pgm_dp.cli.sample", "synthetic records of a fit (CSV or Parquet out)"),
     "evaluate": ("pgm_dp.cli.evaluate", "KL to a reference model and held-out log-likelihood"),
     "posterior": ("pgm_dp.cli.posterior", "noise-aware posterior of a release, diagnostics"),
     "compare": ("pgm_dp.cli.compare", "compare learners on one budget (KL from the true model)"),

@@ -8,6 +8,8 @@ per learner, a table, a CSV and a plot (when matplotlib is present). The prepara
 are those of ``fit`` (``--prepare``, ``--drop-identifiers``, ...); every registered learner
 runs, a record learner such as psgd on the same prepared records with what the
 preparation left of each ε.
+``--peers`` adds Private-PGM's MST and AIM (:mod:`pgm_dp.peers`, where mbi is
+installed) on the same split.
 
 Only the arguments live here (each checked while parsing, nothing heavy imported); the
 comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
@@ -84,6 +86,7 @@ def _run_data(a: argparse.Namespace) -> None:
     data = read_data(a.data)
     spec = table_spec(data, a)
     check_table(data, spec, a)
+    peers = _peers_check(a)
     options = _prepare_options(a)
     if a.prepare_share is not None:
         options["prepare_share"] = a.prepare_share
@@ -94,6 +97,8 @@ def _run_data(a: argparse.Namespace) -> None:
             data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
             test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **options,
         )  # fmt: skip
+        if peers:
+            result = _with_peers(a, result, data, spec, peers)
     _say_warnings(caught)
     say(compare_data.print_table(result))
     say(f"written: {result.csv}")
@@ -101,6 +106,26 @@ def _run_data(a: argparse.Namespace) -> None:
         say(f"Plot written to {result.plot}")
     elif a.plot is None:
         say(f"note: no plot written ({MISSING_MATPLOTLIB})")
+
+
+def _peers_check(a: argparse.Namespace) -> tuple:
+    """``--peers``: the peers asked for, mbi checked before any work (:mod:`pgm_dp.peers`)."""
+    if a.peers is None:
+        return ()
+    from ..peers import check_peers
+
+    return check_peers(a.peers)
+
+
+def _with_peers(a: argparse.Namespace, result, data, spec, peers):
+    from ..peers import add_peers
+    from ._data import say
+    from ._table import _prepare_options
+
+    say(f"fitting the peers ({', '.join(peers)}, Private-PGM on mbi) on the same split ...")
+    return add_peers(result, data, spec, epsilons=a.eps, delta=a.delta, seed=a.seed,
+                     test_fraction=a.test_fraction, methods=peers, out_dir=a.out,
+                     plot=a.plot, **_prepare_options(a))  # fmt: skip
 
 
 def _run(a: argparse.Namespace) -> None:
@@ -184,6 +209,14 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
         "--no-compress",
         action="store_true",
         help="with --data: keep rare categories (no private merging)",
+    )
+    p.add_argument(
+        "--peers",
+        nargs="*",
+        choices=["mst", "aim"],
+        default=None,
+        help="with --data: also Private-PGM's MST and AIM (needs mbi 2.x; no name: both), at "
+        "(epsilon, delta or 1e-9), scored the same way, with their CPU seconds",
     )
 
 

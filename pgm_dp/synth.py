@@ -1,0 +1,343 @@
+"""Synthetic records from a private fit, in the user's own values: :func:`sample_table`,
+:func:`iter_table`, :func:`write_table` (``pgm-dp sample``) and :func:`sample_dask`.
+
+A fit of :func:`pgm_dp.workflow.fit_table` (``pgm-dp fit --data``) keeps its preparation,
+which maps the model's codes back to the table's columns. Records are drawn **exactly** from
+the model: forward sampling down its junction tree (:class:`~pgm_dp.inference.sampling.
+ForwardSampler`, exact for any model whose junction tree fits, trees included), then
+decoded:
+
+* a categorical column gives its categories (``"<other>"`` as is), as a pandas
+  ``category`` column; a state merged into ``"<rare>"`` was expanded in the model already
+  (:func:`pgm_dp.workflow.expand_model`), so every category is a value of the data's;
+* a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
+  ``"[a, b)"`` (what the model knows, nothing more); ``"uniform"`` a number drawn uniformly
+  within its bin (float64; a synthetic value, not a value of the data); ``"midpoint"`` the
+  bin's midpoint;
+* the ``"<missing>"`` state is a missing value (``NaN``, an empty CSV cell), never the text.
+  It appears as often as the model gives it mass, no more: a column whose model gives it
+  none has none. ``missing="never"`` draws from the model conditioned on no missing value
+  (every ``"<missing>"`` state's probability set to zero, then renormalised; exact).
+
+Sampling is post-processing of the private fit: it spends no budget. Records are drawn in
+blocks of :data:`BLOCK`, block ``b`` from its own random stream (``SeedSequence(entropy,
+spawn_key=(b,))``, the entropy drawn once from ``rng``), so the records depend on ``rng`` and
+``n`` only: :func:`iter_table` (chunks of ``chunk_size`` records, memory flat in ``n``),
+:func:`sample_table` and :func:`sample_dask` (one Dask partition per chunk) give the same
+records for the same seed, and ``numbers`` changes how a bin is written, not which bin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataValidationError, DomainError
+from .rng import RngLike, as_generator
+
+__all__ = [
+    "Synthesizer",
+    "sample_table",
+    "iter_table",
+    "write_table",
+    "sample_dask",
+    "NUMBERS",
+    "MISSING_MODES",
+    "BLOCK",
+    "CHUNK",
+]
+
+#: How a binned number column is written (module docstring); the first is the default.
+NUMBERS = ("interval", "uniform", "midpoint")
+#: ``"model"``: missing values as often as the model says; ``"never"``: conditioned away.
+MISSING_MODES = ("model", "never")
+#: Records per random stream (module docstring).
+BLOCK = 4096
+#: Default records per chunk of :func:`iter_table` / :func:`write_table` (a multiple of
+#: :data:`BLOCK`).
+CHUNK = 32 * BLOCK
+
+
+def _plan_of(fit: Any):
+    """``(model, preparation)`` of a TableFit, a Fit of ``fit_table`` or its ``.npz`` path."""
+    from .prepare import Preparation
+
+    if isinstance(fit, str | os.PathLike):
+        from .io import load
+
+        fit = load(fit)
+    if hasattr(fit, "plan") and hasattr(fit, "fit"):  # a TableFit
+        return fit.fit.model, fit.plan
+    info = getattr(fit, "info", None)
+    text = info.get("preparation") if isinstance(info, dict) else None
+    if text is None:
+        raise DataValidationError(
+            "this fit has no preparation to decode its records (fit it from a table: "
+            "'pgm-dp fit --data' or pgm_dp.workflow.fit_table)"
+        )
+    return fit.model, Preparation.from_json(text)
+
+
+def _check_n(n: Any, what: str = "n", low: int = 1) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < low:
+        raise DataValidationError(f"{what} must be an integer >= {low}, got {n!r}")
+    return int(n)
+
+
+def _without_missing(model, plan):
+    """The log-potentials of ``model`` with every ``"<missing>"`` state made impossible (in
+    one table containing the column), i.e. the model conditioned on no missing value."""
+    tables = [np.array(t, dtype=np.float64) for t in model.log_potentials]
+    for c in plan.columns:
+        if not c.missing:
+            continue
+        f = next(i for i, cl in enumerate(model.cliques) if c.name in cl)
+        index = [slice(None)] * tables[f].ndim
+        index[model.cliques[f].index(c.name)] = len(c.states) - 1
+        tables[f][tuple(index)] = -np.inf
+    return tables
+
+
+class Synthesizer:
+    """The sampler and decoder of one fit (module docstring); build once, draw often.
+
+    Args:
+        fit: a :class:`~pgm_dp.workflow.TableFit`, a :class:`~pgm_dp.learners.Fit` of
+            :func:`~pgm_dp.workflow.fit_table` (its ``info["preparation"]``) or the path of
+            its ``.npz`` file.
+        numbers: one of :data:`NUMBERS`: how binned numbers are written.
+        missing: one of :data:`MISSING_MODES`.
+    """
+
+    def __init__(self, fit: Any, numbers: str = "interval", missing: str = "model") -> None:
+        if numbers not in NUMBERS:
+            raise DomainError(f"numbers must be one of {NUMBERS}, got {numbers!r}")
+        if missing not in MISSING_MODES:
+            raise DomainError(f"missing must be one of {MISSING_MODES}, got {missing!r}")
+        from .inference.sampling import ForwardSampler
+
+        model, plan = _plan_of(fit)
+        full = plan.full_domain
+        if tuple(model.domain.attributes) != tuple(full.attributes) or tuple(
+            model.domain.shape
+        ) != tuple(full.shape):
+            raise DataValidationError("the model's domain is not its preparation's")
+        tables = model.log_potentials if missing == "model" else _without_missing(model, plan)
+        self.sampler = ForwardSampler(model.junction_tree(), tables)
+        self.plan, self.numbers, self.missing = plan, numbers, missing
+        self.columns = list(plan.names)
+        # the extra uniforms of numbers="uniform": one per numeric column, drawn always
+        self._numeric = [j for j, c in enumerate(plan.columns) if c.kind == "numeric"]
+        self._draws = self.sampler.n_draws + len(self._numeric)
+
+    # -- randomness ----------------------------------------------------------------------------
+    @staticmethod
+    def entropy(rng: RngLike) -> int:
+        """The 128-bit entropy of the blocks' streams, drawn once from ``rng``."""
+        hi, lo = as_generator(rng).integers(0, 2**63, size=2, dtype=np.int64)
+        return (int(hi) << 64) | int(lo)
+
+    def _uniforms(self, entropy: int, start: int, stop: int) -> np.ndarray:
+        """The ``(draws, stop - start)`` uniforms of records ``start..stop-1``."""
+        first, last = start // BLOCK, -(-stop // BLOCK)
+        blocks = [
+            np.random.Generator(
+                np.random.PCG64(np.random.SeedSequence(entropy, spawn_key=(b,)))
+            ).random((self._draws, BLOCK))
+            for b in range(first, last)
+        ]
+        u = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+        return u[:, start - first * BLOCK : stop - first * BLOCK]
+
+    # -- records -------------------------------------------------------------------------------
+    def codes(self, entropy: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Full codes ``(stop - start, d)`` of records ``start..stop-1`` and the uniforms
+        within bins of the numeric columns."""
+        u = self._uniforms(entropy, start, stop)
+        k = self.sampler.n_draws
+        return self.sampler.draw(u[:k]), u[k:]
+
+    def chunk(self, entropy: int, start: int, stop: int) -> pd.DataFrame:
+        """Records ``start..stop-1`` of the stream ``entropy``, decoded."""
+        codes, within = self.codes(entropy, start, stop)
+        cols = {}
+        numeric = dict(zip(self._numeric, within, strict=True))
+        for j, c in enumerate(self.plan.columns):
+            cols[c.name] = self._decode(c, codes[:, j], numeric.get(j))
+        out = pd.DataFrame(cols, columns=self.columns)
+        out.index = pd.RangeIndex(start, stop)
+        return out
+
+    def _decode(self, c, full: np.ndarray, within: np.ndarray | None):
+        miss = full == len(c.states) - 1 if c.missing else None
+        if c.kind == "numeric" and self.numbers != "interval":
+            e = np.asarray(c.edges, dtype=np.float64)
+            b = np.minimum(full, len(e) - 2)
+            if self.numbers == "uniform":
+                x = e[b] + within * (e[b + 1] - e[b])
+                x = np.minimum(x, e[b + 1])  # rounding never leaves the bin
+            else:
+                x = (e[b] + e[b + 1]) / 2
+            return np.where(miss, np.nan, x) if miss is not None else x
+        cats = list(c.states[:-1] if c.missing else c.states)
+        codes = np.where(miss, -1, full) if miss is not None else full
+        return pd.Categorical.from_codes(codes, categories=cats)
+
+    def meta(self) -> pd.DataFrame:
+        """An empty frame with the records' columns and dtypes."""
+        return self.chunk(0, 0, 1).iloc[:0]
+
+    def iter(self, n: int, rng: RngLike = None, chunk_size: int = CHUNK) -> Iterator[pd.DataFrame]:
+        """:func:`iter_table` of this synthesizer."""
+        n = _check_n(n)
+        size = -(-_check_n(chunk_size, "chunk_size") // BLOCK) * BLOCK
+        entropy = self.entropy(rng)
+        for start in range(0, n, size):
+            yield self.chunk(entropy, start, min(start + size, n))
+
+
+def sample_table(
+    fit: Any, n: int, *, rng: RngLike = None, numbers: str = "interval", missing: str = "model"
+) -> pd.DataFrame:
+    """``n`` synthetic records of a private fit, in the user's own values (module docstring).
+
+    Args:
+        fit: a ``TableFit``, a ``Fit`` of ``fit_table`` or the path of its ``.npz`` file.
+        n: number of records (at least 1).
+        rng: seed or Generator (``None``: fresh randomness); the same seed gives the same
+            records as :func:`iter_table` and :func:`write_table`.
+        numbers: binned numbers as ``"interval"`` labels (default), ``"uniform"`` draws
+            within the bin, or ``"midpoint"`` values.
+        missing: ``"model"`` (default) or ``"never"`` (conditioned on no missing value).
+
+    Returns:
+        A DataFrame with the prepared columns in order: ``category`` columns, float64 for
+        numbers drawn within bins or at midpoints.
+    """
+    synth = Synthesizer(fit, numbers, missing)
+    n = _check_n(n)
+    return synth.chunk(synth.entropy(rng), 0, n)
+
+
+def iter_table(
+    fit: Any,
+    n: int,
+    *,
+    rng: RngLike = None,
+    numbers: str = "interval",
+    missing: str = "model",
+    chunk_size: int = CHUNK,
+) -> Iterator[pd.DataFrame]:
+    """:func:`sample_table`'s ``n`` records in chunks of ``chunk_size`` (rounded up to a
+    multiple of :data:`BLOCK`): the same records for the same seed, memory flat in ``n``."""
+    return Synthesizer(fit, numbers, missing).iter(n, rng, chunk_size)
+
+
+def _arrow_table(df: pd.DataFrame):
+    """``df`` as an Arrow table; a category column of mixed value types becomes text."""
+    import pyarrow as pa
+
+    cols = {}
+    for name in df.columns:
+        col = df[name]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            kinds = {type(v) for v in col.cat.categories}
+            if len(kinds) > 1:
+                col = col.cat.rename_categories([str(v) for v in col.cat.categories])
+        cols[str(name)] = col
+    return pa.Table.from_pandas(pd.DataFrame(cols), preserve_index=False)
+
+
+def _file_format(path: Path, format: str | None) -> str:
+    fmt = format or {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
+        path.suffix.lower()
+    )
+    if fmt not in ("csv", "parquet"):
+        raise DataValidationError(
+            f"cannot tell the format of {str(path)!r}: name it .csv or .parquet, or give format"
+        )
+    return fmt
+
+
+def write_table(
+    fit: Any,
+    n: int,
+    path: str | os.PathLike,
+    *,
+    rng: RngLike = None,
+    numbers: str = "interval",
+    missing: str = "model",
+    chunk_size: int = CHUNK,
+    format: str | None = None,
+) -> Path:
+    """Write :func:`sample_table`'s ``n`` records to ``path`` (CSV or Parquet, by its suffix
+    or ``format``), one chunk at a time: memory flat in ``n``. Parquet needs ``pyarrow``
+    (one row group per chunk); CSV uses it when installed (faster), else pandas. Missing
+    values are empty CSV cells / Parquet nulls. Returns the path."""
+    path = Path(path)
+    fmt = _file_format(path, format)
+    synth = Synthesizer(fit, numbers, missing)
+    chunks = synth.iter(n, rng, chunk_size)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        _write_arrow(chunks, path, lambda schema: pq.ParquetWriter(path, schema))
+        return path
+    try:
+        import pyarrow.csv as pcsv
+    except ImportError:
+        pcsv = None
+    if pcsv is not None:
+        options = pcsv.WriteOptions(quoting_style="needed")  # quotes only where needed
+
+        def open_csv(schema):
+            return pcsv.CSVWriter(path, schema, write_options=options)
+
+        _write_arrow(chunks, path, open_csv)
+        return path
+    for i, df in enumerate(chunks):
+        df.to_csv(path, mode="w" if i == 0 else "a", header=i == 0, index=False)
+    return path
+
+
+def _write_arrow(chunks: Iterator[pd.DataFrame], path: Path, open_writer) -> None:
+    writer = None
+    try:
+        for df in chunks:
+            table = _arrow_table(df)
+            if writer is None:
+                writer = open_writer(table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def sample_dask(
+    fit: Any,
+    n: int,
+    *,
+    rng: RngLike = None,
+    numbers: str = "interval",
+    missing: str = "model",
+    chunk_size: int = CHUNK,
+):
+    """:func:`sample_table`'s ``n`` records as a lazy Dask DataFrame, one partition per
+    chunk (drawn where it is computed): for ``n`` beyond one machine's memory, e.g.
+    ``sample_dask(fit, 10**8, rng=0).to_parquet("synth/")``. Needs the ``dask`` extra."""
+    import dask.dataframe as dd
+
+    synth = Synthesizer(fit, numbers, missing)
+    n = _check_n(n)
+    size = -(-_check_n(chunk_size, "chunk_size") // BLOCK) * BLOCK
+    entropy = synth.entropy(rng)
+    bounds = [(s, min(s + size, n)) for s in range(0, n, size)]
+    divisions = [s for s, _ in bounds] + [n - 1]
+    return dd.from_map(
+        lambda b: synth.chunk(entropy, *b), bounds, meta=synth.meta(), divisions=divisions
+    )
