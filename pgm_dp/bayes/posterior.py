@@ -2,14 +2,17 @@
 
 Contract: :func:`posterior` returns an ArviZ ``xarray.DataTree`` (``arviz_base.from_dict``;
 diagnostics with ``arviz_stats``) with groups ``posterior`` (``theta``, ``noise_var`` for
-Laplace-kind releases under the exact covariance, and one ``marginal:A,B`` table per clique),
+Laplace-kind releases under the exact covariance, one ``marginal:A,B`` table per clique: the
+model's probabilities, and one ``table:A,B``: the data's own table, the proportions of the
+released records, :func:`~pgm_dp.bayes.linear.table_draws`),
 ``posterior_predictive`` (replicated noisy releases ``y``), ``observed_data`` and, for NUTS,
 ``sample_stats`` (divergences, tree depth, ...).
 :class:`PosteriorMean` is the registered release learner (name ``"bayes"``).
 
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
-``N(MAP, H^-1)``; ``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
+``N(MAP, H^-1)``, whose marginals are the linearisation at the MAP (a Gaussian in the
+marginals, not ``mu`` of a Gaussian in ``theta``: :mod:`~pgm_dp.bayes.linear`); ``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
 ``H^-1`` on the identifiable log-potentials (the mass matrix then starts at the identity and
 is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above) and draws the
 gauge, on which no marginal depends, from its exact posterior, the prior. ``H`` is the
@@ -43,6 +46,7 @@ from ..models.mrf import MarkovRandomField
 from ..models.tables import flatten_tables
 from .labels import dim_name, posterior_dims
 from .laplace import laplace_fits, stack
+from .linear import linear_marginals, linear_replicates, table_draws
 from .model import (
     MAX_STATES,
     PRIOR_SCALE,
@@ -52,6 +56,7 @@ from .model import (
     prepare,
     release_model,
     site_name,
+    table_name,
     touched_domain,
 )
 from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
@@ -299,8 +304,9 @@ def _covariance_path(problem: Problem, mrf, covariance: str) -> str:
 
 def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts):
     """The problem, model kwargs, Laplace fit (:func:`_plugin_fit` for large models; for
-    Laplace noise kept exact on that path, then :func:`_latent_counts`) and, for ``nuts``,
-    ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)."""
+    Laplace noise kept exact on that path, then :func:`_latent_counts`), for ``nuts``
+    ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)
+    and ``Sigma = d mu / d theta`` at the fit (:mod:`~pgm_dp.bayes.linear`)."""
     problem = prepare(release, mrf)
     exact_noise = nuts and (
         laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
@@ -311,11 +317,12 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
         eigen = sigma_eigen(sigma) if nuts else None
         if noise_aware and any(problem.laplace) and exact_noise:
             kw, x, cov, fns, data = _latent_counts(problem, kw, x, sigma, eigen)
-        return problem, kw, x, cov, fns, data, eigen
+        return problem, kw, x, cov, fns, data, eigen, sigma
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
     x, cov, fns, data = _laplace_fit(problem, kw)
-    eigen = sigma_eigen(plugin_covariance(problem, x[: problem.size])) if nuts else None
-    return problem, kw, x, cov, fns, data, eigen
+    sigma = plugin_covariance(problem, x[: problem.size])
+    eigen = sigma_eigen(sigma) if nuts else None
+    return problem, kw, x, cov, fns, data, eigen, sigma
 
 
 def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
@@ -387,14 +394,23 @@ def posterior(
     key_run, key_pred = jax.random.split(as_key(rng))
     nuts = method == "nuts"
     setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
-    problem, kw, x, cov, fns, data, eigen = setup
+    problem, kw, x, cov, fns, data, eigen, sigma = setup
     run = (num_warmup, num_samples, num_chains, key_run, prior_scale, pilot)
     flat, stats = _draws(method, x, cov, fns, data, eigen, run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
-    samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
-    pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
+    gen = np.random.default_rng(int(jax.random.randint(key_pred, (), 0, 2**31 - 1)))
+    mu = _marginals(method, problem, draws, x, sigma, mrf)
+    if nuts:
+        samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
+        pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
+    else:
+        pred = linear_replicates(mu, problem.total, sigma, data[2], data[6], gen)
+        pred = pred.reshape(*shape, -1)
+    tables = table_draws(mu, problem.y, problem.total, sigma, data[2], _offsets(problem), gen,
+                         aware=noise_aware)  # fmt: skip
+    _split_sites(draws, mu, tables, problem, shape)
     _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
     groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
@@ -407,6 +423,34 @@ def posterior(
         cliques=[site_name(c) for c in mrf.cliques],
     )
     return idata
+
+
+def _offsets(problem: Problem) -> np.ndarray:
+    return np.cumsum([0, *(math.prod(s) for s in problem.shapes)])
+
+
+def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> np.ndarray:
+    """Flat marginal draws ``(chains * draws, d)``: ``mu(theta)`` of NUTS's draws; for the
+    Laplace method their linearisation at the MAP (:func:`~pgm_dp.bayes.linear.
+    linear_marginals`: the Gaussian in the marginals' geometry)."""
+    d = problem.size
+    if method == "nuts":
+        return np.concatenate(
+            [draws[site_name(c)].reshape(-1, math.prod(s))
+             for c, s in zip(mrf.cliques, problem.shapes, strict=True)], axis=1,
+        )  # fmt: skip
+    theta = draws["theta"].reshape(-1, d)
+    x = np.asarray(x)[:d]
+    mu_hat = np.asarray(mean_map(problem)(jnp.asarray(x)))
+    return linear_marginals(mu_hat, sigma, theta, x, _offsets(problem))
+
+
+def _split_sites(draws: dict, mu: np.ndarray, tables: np.ndarray, problem, shape) -> None:
+    """The ``marginal:`` sites from ``mu`` and the ``table:`` sites (the data's tables)."""
+    offsets = _offsets(problem)
+    for c, s, a, b in zip(problem.cliques, problem.shapes, offsets[:-1], offsets[1:], strict=True):
+        draws[site_name(c)] = mu[:, a:b].reshape(*shape, *s)
+        draws[table_name(c)] = tables[:, a:b].reshape(*shape, *s)
 
 
 def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:
