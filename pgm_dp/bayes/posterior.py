@@ -12,7 +12,8 @@ released records, :func:`~pgm_dp.bayes.linear.table_draws`),
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
 ``N(MAP, H^-1)``, whose marginals are the linearisation at the MAP (a Gaussian in the
-marginals, not ``mu`` of a Gaussian in ``theta``: :mod:`~pgm_dp.bayes.linear`); ``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
+marginals, not ``mu`` of a Gaussian in ``theta``: :mod:`~pgm_dp.bayes.linear`);
+``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
 ``H^-1`` on the identifiable log-potentials (the mass matrix then starts at the identity and
 is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above) and draws the
 gauge, on which no marginal depends, from its exact posterior, the prior. ``H`` is the
