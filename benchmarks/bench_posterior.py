@@ -15,6 +15,8 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
   the smallest p-value and the tables below 0.01;
 * **absent states**: per one-way table, states no record has: their posterior mean count
   against ``max(y, 0) + 2 sd`` (``y`` the noisy count, ``sd`` the noise's standard deviation);
+* the median width of a measured pair's interval over the noise's own 90 % interval of a
+  count (``width_over_noise``; the error a measured query has without a model);
 * CPU seconds of the posterior (compilation included) against the fit's (the learner's
   CPU seconds, as ``fit_table`` reports them).
 
@@ -43,11 +45,11 @@ COLUMNS = ["age", "workclass", "education-num", "marital-status", "occupation",
 BINS = {"age": [10, 25, 35, 45, 55, 65], "hours-per-week": [20, 35, 41, 50]}
 
 
-def adult_release(eps: float, seed: int):
-    """The 10-column Adult frame and ``fit_table``'s result at pure ``eps``."""
-    df, dom = load_adult(COLUMNS)
-    spec = {c: {"categories": list(range(dom.size([c])))} for c in COLUMNS}
-    spec |= {c: {"bins": b} for c, b in BINS.items()}
+def adult_release(eps: float, seed: int, columns=COLUMNS):
+    """The Adult frame of ``columns`` and ``fit_table``'s result at pure ``eps``."""
+    df, dom = load_adult(columns)
+    spec = {c: {"categories": list(range(dom.size([c])))} for c in columns}
+    spec |= {c: {"bins": b} for c, b in BINS.items() if c in columns}
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
 
 
@@ -90,29 +92,38 @@ def unmeasured_draws(idata, mrf, pairs, method: str, draws: int) -> dict:
     return res
 
 
+def noise_halfwidth(noise) -> float:
+    """Half-width of the noise's own 90 % interval of one count (the error of a measured
+    query alone, as AIM's per-query bound of a measured marginal): ``b ln 10`` for Laplace
+    kinds, ``1.645 sigma`` for Gaussian ones."""
+    return noise.scale * (np.log(10.0) if noise.is_laplace else 1.6449)
+
+
 def covered(draws: np.ndarray, truth: np.ndarray) -> np.ndarray:
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
     return (lo - 1e-12 <= truth) & (truth <= hi + 1e-12)
 
 
 def one_seed(eps: float, seed: int, a) -> dict:
-    df, tf = adult_release(eps, seed)
+    df, tf = adult_release(eps, seed, a.columns)
     rel, dom = tf.release, tf.release.domain
-    codes = tf.plan.encode(df)
+    codes = np.asarray(tf.plan.encode(df))
     mrf = MarkovRandomField(dom, rel.cliques)
     cpu = time.process_time()
     idata = posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
                       num_chains=a.chains, rng=seed)  # fmt: skip
     post_cpu = time.process_time() - cpu
-    measured = {tuple(sorted(c, key=COLUMNS.index)): c for c in rel.cliques if len(c) == 2}
-    hits_m, pairs_u = [], []
-    for pair in itertools.combinations(COLUMNS, 2):
+    measured = {tuple(sorted(c, key=a.columns.index)): c for c in rel.cliques if len(c) == 2}
+    hits_m, pairs_u, widths = [], [], []
+    for pair in itertools.combinations(a.columns, 2):
         c = measured.get(pair)
         if c is None:
             pairs_u.append(pair)
             continue
         d = idata.posterior[table_name(c)].values.reshape(-1, dom.size(c))
         hits_m.append(covered(d, true_table(codes, c, dom).ravel()))
+        lo, hi = np.quantile(d, [0.05, 0.95], axis=0)
+        widths.append((hi - lo) * rel.total / (2 * noise_halfwidth(rel.noise[c])))
     hits_u = []
     if pairs_u and a.draws_unmeasured:
         for p, d in unmeasured_draws(idata, mrf, pairs_u, a.method, a.draws_unmeasured).items():
@@ -135,6 +146,7 @@ def one_seed(eps: float, seed: int, a) -> dict:
         "cells": int(sum(dom.size(c) for c in rel.cliques)),
         "cover_measured": float(np.concatenate(hits_m).mean()),
         "cells_measured": int(sum(h.size for h in hits_m)),
+        "width_over_noise": float(np.median(np.concatenate(widths))),
         "cover_unmeasured": float(np.concatenate(hits_u).mean()) if hits_u else float("nan"),
         "cells_unmeasured": int(sum(h.size for h in hits_u)),
         "max_rhat": float(summ["r_hat"].max()),
@@ -157,6 +169,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-unmeasured", type=int, default=200)
+    parser.add_argument("--columns", nargs="+", default=COLUMNS, help="Adult's columns")
     a = parser.parse_args()
     rows = []
     for seed in a.seeds:

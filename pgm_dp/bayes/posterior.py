@@ -79,6 +79,10 @@ EXACT_LIMIT = 64
 #: the plug-in path (latent counts): above it NUTS's cost grows steeply (``docs/bayes.md``).
 LATENT_LIMIT = 64
 _LATENT = ("theta", "noise_var", "count_deviation")
+#: Smallest ridge of the start's moment matching (naive MLE's default, per record): the
+#: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
+#: to log-potentials in the hundreds, from which the MAP search stopped far from the mode.
+START_L2 = 1e-4
 
 
 def as_key(rng) -> jax.Array:
@@ -211,8 +215,8 @@ def _laplace_fit(problem: Problem, kw: dict):
 
 
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
-    """A starting ``theta``: moment matched to the release clipped at zero plus, per cell,
-    a pseudo-count of the noise's standard deviation (at least one), the prior as the ridge,
+    """A starting ``theta``: moment matched to the release clipped at zero plus one
+    pseudo-count per cell, the prior or :data:`START_L2` as the ridge (the larger),
     then projected off the gauge (:func:`~pgm_dp.models.gauge.gauge_projector`: no
     marginal changes, and the prior's mode along the gauge is zero). Only a start; the
     pseudo-count keeps the cells the noise hides away from extreme log-potentials, where
@@ -220,10 +224,10 @@ def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.n
     means, at = {}, 0
     for c, shape in zip(problem.cliques, problem.shapes, strict=True):
         size = math.prod(shape)
-        pseudo = np.maximum(np.sqrt(problem.variance[at : at + size]), 1.0)
+        pseudo = 1.0
         table = np.clip(problem.y[at : at + size], 0.0, None) + pseudo
         means[c], at = (table / table.sum()).reshape(shape), at + size
-    l2 = 1.0 / (2.0 * prior_scale**2 * problem.total)
+    l2 = max(1.0 / (2.0 * prior_scale**2 * problem.total), START_L2)
     fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
     flat = flatten_tables(fit.model.log_potentials)
     return gauge_projector(mrf.domain, mrf.cliques)(flat)
