@@ -75,7 +75,7 @@ def test_workflow_end_to_end(files, capsys):
     assert tree.posterior["marginal:X0,X1"].shape == (4, 50, 2, 2)
     summary = pd.read_csv(f"{t}/summary.csv", index_col=0)
     assert {"r_hat", "ess_bulk", "ess_tail"} <= set(summary.columns)
-    assert "table:X0,X1[0, 0]" in summary.index  # the data's tables, with the marginals
+    assert "table:X1,X2[0, 0]" in summary.index  # the data's tables, with the marginals
     assert (summary["sd"] != summary["sd"].round(2)).any()  # full precision, not 2 decimals
 
 
