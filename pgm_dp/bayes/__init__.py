@@ -6,6 +6,8 @@
 * :mod:`~pgm_dp.bayes.nuts`: NUTS on the whitened identifiable log-potentials.
 * :mod:`~pgm_dp.bayes.batch`: :func:`marginal_draws`, many releases of one structure at once.
 * :mod:`~pgm_dp.bayes.laplace`: the Laplace fit as one compiled program over releases.
+* :mod:`~pgm_dp.bayes.linear`: the Laplace method's marginals (linearised at the MAP) and
+  the data's own tables (``table:`` sites).
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
+from .linear import table_offsets
 from .model import PRIOR_SCALE, plugin_covariance, prepare
 from .nuts import sigma_eigen
 from .posterior import (
@@ -40,7 +41,6 @@ from .posterior import (
     _kwargs,
     _laplace_fits,
     _marginals,
-    _offsets,
     _setup,
     as_key,
 )
@@ -98,7 +98,7 @@ def marginal_draws(
         sites = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
         sites = {k: np.asarray(v) for k, v in sites.items()}
         mu = _marginals(method, p, sites, x, sigma, mrf)
-        offsets = _offsets(p)
+        offsets = table_offsets(p.shapes)
         out.append({
             c: mu[:, a:b].reshape(-1, *s)
             for c, s, a, b in zip(mrf.cliques, p.shapes, offsets[:-1], offsets[1:], strict=True)

@@ -29,10 +29,21 @@ not the super-population's ``mu``, which also carries the records' sampling vari
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 
-__all__ = ["linear_marginals", "table_draws", "linear_replicates", "renormalise"]
+from .model import site_name, table_name
+
+__all__ = [
+    "linear_marginals",
+    "table_draws",
+    "linear_replicates",
+    "renormalise",
+    "split_sites",
+    "table_offsets",
+]
 
 _JITTER = 1e-6  # relative diagonal jitter of C (numerical only, as the model's)
 
@@ -110,3 +121,17 @@ def linear_replicates(mu, total, sigma, variance, laplace, gen: np.random.Genera
     lap = gen.laplace(0.0, np.sqrt(var / 2.0), size=counts.shape)
     gau = gen.normal(0.0, np.sqrt(var), size=counts.shape)
     return counts + np.where(np.asarray(laplace, dtype=bool), lap, gau)
+
+
+def table_offsets(shapes) -> np.ndarray:
+    """Where each table of ``shapes`` starts in the flat layout, and the total last."""
+    return np.cumsum([0, *(math.prod(s) for s in shapes)])
+
+
+def split_sites(draws: dict, mu, tables, cliques, shapes, shape: tuple) -> None:
+    """Set ``draws``' ``marginal:`` sites from ``mu`` and ``table:`` sites from ``tables``
+    (both ``(chains * draws, d)``), reshaped to ``shape`` (chains, draws) and each table's."""
+    offsets = table_offsets(shapes)
+    for c, s, a, b in zip(cliques, shapes, offsets[:-1], offsets[1:], strict=True):
+        draws[site_name(c)] = mu[:, a:b].reshape(*shape, *s)
+        draws[table_name(c)] = tables[:, a:b].reshape(*shape, *s)

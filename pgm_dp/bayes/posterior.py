@@ -47,7 +47,7 @@ from ..models.mrf import MarkovRandomField
 from ..models.tables import flatten_tables
 from .labels import dim_name, posterior_dims
 from .laplace import laplace_fits, stack
-from .linear import linear_marginals, linear_replicates, table_draws
+from .linear import linear_marginals, linear_replicates, split_sites, table_draws, table_offsets
 from .model import (
     MAX_STATES,
     PRIOR_SCALE,
@@ -57,7 +57,6 @@ from .model import (
     prepare,
     release_model,
     site_name,
-    table_name,
     touched_domain,
 )
 from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
@@ -413,9 +412,9 @@ def posterior(
     else:
         pred = linear_replicates(mu, problem.total, sigma, data[2], data[6], gen)
         pred = pred.reshape(*shape, -1)
-    tables = table_draws(mu, problem.y, problem.total, sigma, data[2], _offsets(problem), gen,
-                         aware=noise_aware)  # fmt: skip
-    _split_sites(draws, mu, tables, problem, shape)
+    offsets = table_offsets(problem.shapes)
+    tables = table_draws(mu, problem.y, problem.total, sigma, data[2], offsets, gen, noise_aware)
+    split_sites(draws, mu, tables, problem.cliques, problem.shapes, shape)
     _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
     groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
@@ -428,10 +427,6 @@ def posterior(
         cliques=[site_name(c) for c in mrf.cliques],
     )
     return idata
-
-
-def _offsets(problem: Problem) -> np.ndarray:
-    return np.cumsum([0, *(math.prod(s) for s in problem.shapes)])
 
 
 def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> np.ndarray:
@@ -447,15 +442,7 @@ def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> np.
     theta = draws["theta"].reshape(-1, d)
     x = np.asarray(x)[:d]
     mu_hat = np.asarray(mean_map(problem)(jnp.asarray(x)))
-    return linear_marginals(mu_hat, sigma, theta, x, _offsets(problem))
-
-
-def _split_sites(draws: dict, mu: np.ndarray, tables: np.ndarray, problem, shape) -> None:
-    """The ``marginal:`` sites from ``mu`` and the ``table:`` sites (the data's tables)."""
-    offsets = _offsets(problem)
-    for c, s, a, b in zip(problem.cliques, problem.shapes, offsets[:-1], offsets[1:], strict=True):
-        draws[site_name(c)] = mu[:, a:b].reshape(*shape, *s)
-        draws[table_name(c)] = tables[:, a:b].reshape(*shape, *s)
+    return linear_marginals(mu_hat, sigma, theta, x, table_offsets(problem.shapes))
 
 
 def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:
