@@ -26,14 +26,19 @@ ESS_MIN = 400
 
 def verdict(summary, method: str) -> str:
     """One line on the draws' quality from ``arviz_stats.summary``'s columns ``r_hat``,
-    ``ess_bulk`` and ``ess_tail``."""
+    ``ess_bulk`` and ``ess_tail``: for NUTS, converged or not against :data:`RHAT_MAX` and
+    :data:`ESS_MIN`; for the Laplace method (independent draws, nothing to converge; over
+    thousands of cells R-hat's maximum exceeds 1.01 by chance at a few hundred draws per
+    chain) the numbers only."""
     rhat, bulk, tail = (float(summary[k].max() if k == "r_hat" else summary[k].min())
                         for k in ("r_hat", "ess_bulk", "ess_tail"))  # fmt: skip
     numbers = f"max R-hat {rhat:.4f}, min bulk ESS {bulk:.0f}, min tail ESS {tail:.0f}"
+    if method == "laplace":  # independent draws: R-hat's maximum over many cells is noise
+        return f"diagnostics: {numbers}: independent draws of the Laplace approximation"
     ok = rhat <= RHAT_MAX and min(bulk, tail) >= ESS_MIN
     if ok:
         return f"diagnostics: {numbers}: converged (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN})"
-    advice = "" if method == "laplace" else ": run longer chains (--warmup, --draws)"
+    advice = ": run longer chains (--warmup, --draws)"
     return f"diagnostics: {numbers}: NOT converged (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN}){advice}"
 
 

@@ -103,6 +103,7 @@ def test_verdict_reads_rhat_and_ess():
     bad = good.assign(r_hat=[1.001, 1.03])
     assert "converged" in verdict(good, "nuts") and "NOT" not in verdict(good, "nuts")
     assert "NOT converged" in verdict(bad, "nuts") and "1.0300" in verdict(bad, "nuts")
+    assert "independent draws" in verdict(bad, "laplace")
 
 
 @pytest.mark.slow  # fit_table on Adult and the plug-in posterior: about a minute
