@@ -70,9 +70,13 @@ def test_workflow_end_to_end(files, capsys):
     assert main(["posterior", "--release", f"{t}/r.json", "--draws", "50", "--out", t]) == 0
     out = capsys.readouterr().out
     assert "predictive p-value X0,X1" in out and f"written: {t}/summary.csv" in out
+    assert "diagnostics: max R-hat" in out and "tables with p < 0.01:" in out
     tree = xr.open_datatree(f"{t}/posterior.nc", engine="h5netcdf")  # the core install's engine
     assert tree.posterior["marginal:X0,X1"].shape == (4, 50, 2, 2)
-    assert {"r_hat", "ess_bulk", "ess_tail"} <= set(pd.read_csv(f"{t}/summary.csv").columns)
+    summary = pd.read_csv(f"{t}/summary.csv", index_col=0)
+    assert {"r_hat", "ess_bulk", "ess_tail"} <= set(summary.columns)
+    assert "table:X1,X2[0, 0]" in summary.index  # the data's tables, with the marginals
+    assert (summary["sd"] != summary["sd"].round(2)).any()  # full precision, not 2 decimals
 
 
 HELPS = [[], *([c] for c in COMMANDS), ["prising", "estimate"], ["prising", "posterior"]]

@@ -1,11 +1,14 @@
 """Bayesian posteriors of MRFs from private releases (noise-aware; NumPyro and ArviZ).
 
 * :mod:`~pgm_dp.bayes.model`: the NumPyro model (release observed, counts integrated out).
-* :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``xarray.DataTree``;
-  :class:`PosteriorMean`, registered as the release learner ``"bayes"``.
+* :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``xarray.DataTree``.
+* :mod:`~pgm_dp.bayes.mean`: :class:`PosteriorMean`, registered as the release learner
+  ``"bayes"`` (the model of the posterior's mean marginals).
 * :mod:`~pgm_dp.bayes.nuts`: NUTS on the whitened identifiable log-potentials.
 * :mod:`~pgm_dp.bayes.batch`: :func:`marginal_draws`, many releases of one structure at once.
 * :mod:`~pgm_dp.bayes.laplace`: the Laplace fit as one compiled program over releases.
+* :mod:`~pgm_dp.bayes.linear`: the Laplace method's marginals (linearised at the MAP) and
+  the data's own tables (``table:`` sites).
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 
@@ -16,8 +19,9 @@ so the registry names it without importing NumPyro; this package is imported on 
 from .batch import marginal_draws
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
 from .ising import ScoreReference, prising_posterior, score_reference
+from .mean import PosteriorMean, posterior_marginals, posterior_mean_model
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
-from .posterior import PosteriorMean, posterior, posterior_marginals, posterior_mean_model
+from .posterior import posterior
 
 __all__ = [
     "PRIOR_SCALE",

@@ -8,6 +8,8 @@ releases are one compiled program (:func:`~pgm_dp.bayes.laplace.laplace_fits`, `
 over releases); the Laplace method's draws and the marginals follow per release from programs
 compiled once per structure, and NUTS runs per release from those fits (its program too is
 compiled once per structure and run length). The plug-in path fits release by release.
+The Laplace method's marginals are the linearisation at the MAP, as :func:`posterior`'s
+(:mod:`~pgm_dp.bayes.linear`).
 
 >>> from pgm_dp import Domain, MarkovRandomField
 >>> from pgm_dp.privacy import ZCDP, release_marginals
@@ -29,7 +31,8 @@ import numpy as np
 
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
-from .model import PRIOR_SCALE, plugin_covariance, prepare, site_name
+from .linear import table_offsets
+from .model import PRIOR_SCALE, plugin_covariance, prepare
 from .nuts import sigma_eigen
 from .posterior import (
     _check,
@@ -37,6 +40,7 @@ from .posterior import (
     _draws,
     _kwargs,
     _laplace_fits,
+    _marginals,
     _setup,
     as_key,
 )
@@ -50,8 +54,8 @@ def _exact_fits(problems: list, noise_aware: bool, prior_scale: float, nuts: boo
     kw = _kwargs(problems[0], noise_aware, prior_scale, "exact")
     out = []
     for p, (x, cov, fns, data) in zip(problems, _laplace_fits(problems, kw), strict=True):
-        eigen = sigma_eigen(plugin_covariance(p, x[: p.size])) if nuts else None
-        out.append((x, cov, fns, data, eigen))
+        sigma = plugin_covariance(p, x[: p.size])
+        out.append((x, cov, fns, data, sigma_eigen(sigma) if nuts else None, sigma))
     return out
 
 
@@ -87,10 +91,16 @@ def marginal_draws(
         setup = (noise_aware, prior_scale, "plugin", laplace_noise, nuts)
         fits = [_setup(r, mrf, *setup)[2:] for r in releases]
     out = []
-    for (x, cov, fns, data, eigen), rng in zip(fits, rngs, strict=True):
+    for p, (x, cov, fns, data, eigen, sigma), rng in zip(problems, fits, rngs, strict=True):
         key_run, _ = jax.random.split(as_key(rng))
         run = (num_warmup, num_samples, num_chains, key_run, prior_scale, 0)
         flat, _ = _draws(method, x, cov, fns, data, eigen, run)
         sites = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
-        out.append({c: np.asarray(sites[site_name(c)]) for c in mrf.cliques})
+        sites = {k: np.asarray(v) for k, v in sites.items()}
+        mu = _marginals(method, p, sites, x, sigma, mrf)
+        offsets = table_offsets(p.shapes)
+        out.append({
+            c: mu[:, a:b].reshape(-1, *s)
+            for c, s, a, b in zip(mrf.cliques, p.shapes, offsets[:-1], offsets[1:], strict=True)
+        })  # fmt: skip
     return out

@@ -57,10 +57,19 @@ class PredictiveCheck:
     def min_p(self) -> float:
         return float(min(self.p_values.values()))
 
-    def __repr__(self) -> str:  # a summary: the tables hold thousands of numbers
-        p = ", ".join(f"{','.join(map(str, c))}: {v:.3g}" for c, v in self.p_values.items())
-        reps = len(next(iter(self.replicated.values()), ()))
-        return f"PredictiveCheck(p_values={{{p}}}, min_p={self.min_p:.3g}, replicates={reps})"
+    def flagged(self, level: float = 0.01) -> list:
+        """The cliques whose p-value is below ``level``."""
+        return [c for c, p in self.p_values.items() if p < level]
+
+    def __repr__(self) -> str:
+        """Short: the number of tables, the smallest p-value and the tables below 0.01 (the
+        replicated discrepancies, hundreds of numbers per table, are left out)."""
+        flagged = ", ".join(",".join(map(str, c)) for c in self.flagged()[:5])
+        more = "" if len(self.flagged()) <= 5 else ", ..."
+        return (
+            f"PredictiveCheck({len(self.p_values)} tables, min_p={self.min_p:.3g}, "
+            f"p<0.01: [{flagged}{more}])"
+        )
 
 
 def _noise(model, size: int, gen: np.random.Generator) -> np.ndarray:

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from ..domain import Clique, Domain
-from .model import site_name
+from .model import site_name, table_name
 
 __all__ = ["dim_name", "posterior_dims"]
 
@@ -54,7 +54,7 @@ def posterior_dims(domain: Domain, cliques, sites) -> tuple[dict, dict]:
     dims, coords = {}, {}
     cells = []
     for c in cliques:
-        dims[site_name(c)] = [dim_name(v) for v in c]
+        dims[site_name(c)] = dims[table_name(c)] = [dim_name(v) for v in c]
         for v in c:
             coords[dim_name(v)] = _coord(domain, v)
         cells += _cell_names(domain, c)

@@ -70,6 +70,7 @@ __all__ = [
     "plugin_covariance",
     "release_model",
     "site_name",
+    "table_name",
 ]
 
 #: Prior standard deviation of each log-potential: ``pi / sqrt(6)`` (see module docstring).
@@ -103,6 +104,12 @@ class Problem(NamedTuple):
 def site_name(clique: Clique) -> str:
     """The deterministic site of a clique's marginal table, e.g. ``"marginal:A,B"``."""
     return "marginal:" + ",".join(str(v) for v in clique)
+
+
+def table_name(clique: Clique) -> str:
+    """The site of the data's own table of a clique (proportions ``n / N`` of the records
+    released; :mod:`~pgm_dp.bayes.linear`), e.g. ``"table:A,B"``."""
+    return "table:" + ",".join(str(v) for v in clique)
 
 
 def prepare(release, mrf: MarkovRandomField) -> Problem:

@@ -2,14 +2,19 @@
 
 Contract: :func:`posterior` returns an ArviZ ``xarray.DataTree`` (``arviz_base.from_dict``;
 diagnostics with ``arviz_stats``) with groups ``posterior`` (``theta``, ``noise_var`` for
-Laplace-kind releases under the exact covariance, and one ``marginal:A,B`` table per clique),
+Laplace-kind releases under the exact covariance, one ``marginal:A,B`` table per clique: the
+model's probabilities, and one ``table:A,B``: the data's own table, the proportions of the
+released records, :func:`~pgm_dp.bayes.linear.table_draws`),
 ``posterior_predictive`` (replicated noisy releases ``y``), ``observed_data`` and, for NUTS,
 ``sample_stats`` (divergences, tree depth, ...).
-:class:`PosteriorMean` is the registered release learner (name ``"bayes"``).
+:class:`~.mean.PosteriorMean` (in :mod:`.mean`) is the registered release learner (name
+``"bayes"``).
 
 Method (Räisä et al. 2023, Sec. 3.3: Laplace approximation and NUTS whitened by it):
 ``"laplace"`` finds the MAP in unconstrained coordinates (L-BFGS) and draws from
-``N(MAP, H^-1)``; ``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
+``N(MAP, H^-1)``, whose marginals are the linearisation at the MAP (a Gaussian in the
+marginals, not ``mu`` of a Gaussian in ``theta``: :mod:`~pgm_dp.bayes.linear`);
+``"nuts"`` runs every chain from the MAP in coordinates ``z`` whitened by
 ``H^-1`` on the identifiable log-potentials (the mass matrix then starts at the identity and
 is adapted, dense up to :data:`DENSE_LIMIT` dimensions and diagonal above) and draws the
 gauge, on which no marginal depends, from its exact posterior, the prior. ``H`` is the
@@ -23,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -36,13 +40,13 @@ from numpyro.infer.util import constrain_fn, potential_energy
 from xarray import DataTree
 
 from ..errors import DomainError
-from ..learners.base import Fit
 from ..learners.mle import fit_marginals
 from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
 from ..models.tables import flatten_tables
-from .labels import dim_name, posterior_dims
+from .labels import posterior_dims
 from .laplace import laplace_fits, stack
+from .linear import linear_marginals, linear_replicates, split_sites, table_draws, table_offsets
 from .model import (
     MAX_STATES,
     PRIOR_SCALE,
@@ -58,9 +62,6 @@ from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
 
 __all__ = [
     "posterior",
-    "PosteriorMean",
-    "posterior_marginals",
-    "posterior_mean_model",
     "as_key",
     "EXACT_LIMIT",
     "DENSE_LIMIT",
@@ -73,6 +74,10 @@ EXACT_LIMIT = 64
 #: the plug-in path (latent counts): above it NUTS's cost grows steeply (``docs/bayes.md``).
 LATENT_LIMIT = 64
 _LATENT = ("theta", "noise_var", "count_deviation")
+#: Smallest ridge of the start's moment matching (naive MLE's default, per record): the
+#: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
+#: to log-potentials in the hundreds, from which the MAP search stopped far from the mode.
+START_L2 = 1e-4
 
 
 def as_key(rng) -> jax.Array:
@@ -205,8 +210,8 @@ def _laplace_fit(problem: Problem, kw: dict):
 
 
 def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
-    """A starting ``theta``: moment matched to the release clipped at zero plus, per cell,
-    a pseudo-count of the noise's standard deviation (at least one), the prior as the ridge,
+    """A starting ``theta``: moment matched to the release clipped at zero plus one
+    pseudo-count per cell, the prior or :data:`START_L2` as the ridge (the larger),
     then projected off the gauge (:func:`~pgm_dp.models.gauge.gauge_projector`: no
     marginal changes, and the prior's mode along the gauge is zero). Only a start; the
     pseudo-count keeps the cells the noise hides away from extreme log-potentials, where
@@ -214,10 +219,10 @@ def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.n
     means, at = {}, 0
     for c, shape in zip(problem.cliques, problem.shapes, strict=True):
         size = math.prod(shape)
-        pseudo = np.maximum(np.sqrt(problem.variance[at : at + size]), 1.0)
+        pseudo = 1.0
         table = np.clip(problem.y[at : at + size], 0.0, None) + pseudo
         means[c], at = (table / table.sum()).reshape(shape), at + size
-    l2 = 1.0 / (2.0 * prior_scale**2 * problem.total)
+    l2 = max(1.0 / (2.0 * prior_scale**2 * problem.total), START_L2)
     fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
     flat = flatten_tables(fit.model.log_potentials)
     return gauge_projector(mrf.domain, mrf.cliques)(flat)
@@ -299,8 +304,9 @@ def _covariance_path(problem: Problem, mrf, covariance: str) -> str:
 
 def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts):
     """The problem, model kwargs, Laplace fit (:func:`_plugin_fit` for large models; for
-    Laplace noise kept exact on that path, then :func:`_latent_counts`) and, for ``nuts``,
-    ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)."""
+    Laplace noise kept exact on that path, then :func:`_latent_counts`), for ``nuts``
+    ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)
+    and ``Sigma = d mu / d theta`` at the fit (:mod:`~pgm_dp.bayes.linear`)."""
     problem = prepare(release, mrf)
     exact_noise = nuts and (
         laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
@@ -311,11 +317,12 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
         eigen = sigma_eigen(sigma) if nuts else None
         if noise_aware and any(problem.laplace) and exact_noise:
             kw, x, cov, fns, data = _latent_counts(problem, kw, x, sigma, eigen)
-        return problem, kw, x, cov, fns, data, eigen
+        return problem, kw, x, cov, fns, data, eigen, sigma
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
     x, cov, fns, data = _laplace_fit(problem, kw)
-    eigen = sigma_eigen(plugin_covariance(problem, x[: problem.size])) if nuts else None
-    return problem, kw, x, cov, fns, data, eigen
+    sigma = plugin_covariance(problem, x[: problem.size])
+    eigen = sigma_eigen(sigma) if nuts else None
+    return problem, kw, x, cov, fns, data, eigen, sigma
 
 
 def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
@@ -387,14 +394,23 @@ def posterior(
     key_run, key_pred = jax.random.split(as_key(rng))
     nuts = method == "nuts"
     setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
-    problem, kw, x, cov, fns, data, eigen = setup
+    problem, kw, x, cov, fns, data, eigen, sigma = setup
     run = (num_warmup, num_samples, num_chains, key_run, prior_scale, pilot)
     flat, stats = _draws(method, x, cov, fns, data, eigen, run)
     out = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
-    samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
-    pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
+    gen = np.random.default_rng(int(jax.random.randint(key_pred, (), 0, 2**31 - 1)))
+    mu = _marginals(method, problem, draws, x, sigma, mrf)
+    if nuts:
+        samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
+        pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
+    else:
+        pred = linear_replicates(mu, problem.total, sigma, data[2], data[6], gen)
+        pred = pred.reshape(*shape, -1)
+    offsets = table_offsets(problem.shapes)
+    tables = table_draws(mu, problem.y, problem.total, sigma, data[2], offsets, gen, noise_aware)
+    split_sites(draws, mu, tables, problem.cliques, problem.shapes, shape)
     _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
     groups |= {"observed_data": {"y": problem.y}} | ({"sample_stats": stats} if stats else {})
@@ -409,6 +425,22 @@ def posterior(
     return idata
 
 
+def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> np.ndarray:
+    """Flat marginal draws ``(chains * draws, d)``: ``mu(theta)`` of NUTS's draws; for the
+    Laplace method their linearisation at the MAP (:func:`~pgm_dp.bayes.linear.
+    linear_marginals`: the Gaussian in the marginals' geometry)."""
+    d = problem.size
+    if method == "nuts":
+        return np.concatenate(
+            [draws[site_name(c)].reshape(-1, math.prod(s))
+             for c, s in zip(mrf.cliques, problem.shapes, strict=True)], axis=1,
+        )  # fmt: skip
+    theta = draws["theta"].reshape(-1, d)
+    x = np.asarray(x)[:d]
+    mu_hat = np.asarray(mean_map(problem)(jnp.asarray(x)))
+    return linear_marginals(mu_hat, sigma, theta, x, table_offsets(problem.shapes))
+
+
 def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:
     """``noise_var`` (the exact path's, one per cell) kept for the Laplace cells only, the
     others (independent of the rest, :func:`_static`) dropped; the site too if none is."""
@@ -417,50 +449,3 @@ def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:
             draws["noise_var"] = draws["noise_var"][..., laplace]
         else:
             del draws["noise_var"]
-
-
-def posterior_marginals(idata: DataTree, mrf: MarkovRandomField) -> dict:
-    """``{clique: posterior mean table}`` from ``idata``'s ``marginal:...`` sites (axes in
-    the clique's order)."""
-    post = idata.posterior
-    out = {}
-    for c in mrf.cliques:
-        site = post[site_name(c)].mean(("chain", "draw"))
-        out[c] = np.asarray(site.transpose(*[dim_name(v) for v in c]))
-    return out
-
-
-@dataclass(frozen=True)
-class PosteriorMean:
-    """Release learner: the model whose marginals are the posterior means (moment matched by
-    :func:`~pgm_dp.learners.fit_marginals`). Defaults: NUTS, one chain of 300 warm-up steps
-    and 300 draws (its KL on the Bernstein chain: ``docs/bayes.md``); ``info["idata"]``
-    keeps the posterior."""
-
-    method: str = "nuts"
-    num_warmup: int = 300
-    num_samples: int = 300
-    num_chains: int = 1
-    noise_aware: bool = True
-    seed: int = 0
-
-    def fit(self, release, mrf: MarkovRandomField) -> Fit:
-        idata = posterior(
-            release,
-            mrf,
-            num_warmup=self.num_warmup,
-            num_samples=self.num_samples,
-            num_chains=self.num_chains,
-            rng=self.seed,
-            noise_aware=self.noise_aware,
-            method=self.method,
-        )
-        model = posterior_mean_model(idata, mrf)
-        return Fit(model, info={"idata": idata, "budget": release.budget})
-
-
-def posterior_mean_model(idata: DataTree, mrf: MarkovRandomField) -> MarkovRandomField:
-    """The model of ``mrf``'s structure whose marginals are ``idata``'s posterior means
-    (moment matched by :func:`~pgm_dp.learners.fit_marginals`)."""
-    means = posterior_marginals(idata, mrf)
-    return fit_marginals(mrf.replace(None), means, l2=1e-8, tol=1e-7).model

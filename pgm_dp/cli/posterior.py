@@ -4,9 +4,11 @@ Reads a release JSON (``pgm-dp release``), fits :func:`pgm_dp.bayes.posterior` o
 release's cliques (NUTS by default; a release over a few variables of a wide domain is fitted
 on those variables' joint) and writes into ``--out``: the posterior as ArviZ netCDF
 (``posterior.nc``, an ``xarray.DataTree``: ``xarray.open_datatree``), ``arviz_stats.summary``
-of the clique marginals (``summary.csv``: means, sd, 89 % equal-tailed intervals, R-hat,
-bulk / tail ESS, MCSE) and the posterior predictive check of the posterior mean
-(p-values printed; ``ppc.png`` where matplotlib, the ``plot`` extra, is installed).
+of the clique marginals and of the data's tables (``summary.csv``, full precision: means, sd,
+89 % equal-tailed intervals, R-hat, bulk / tail ESS, MCSE) and the posterior predictive
+check (p-values printed; ``ppc.png``, one panel per table, where matplotlib, the ``plot``
+extra, is installed). It prints an R-hat / ESS verdict (R-hat <= 1.01 and bulk and tail
+ESS >= 400 on every cell) and which tables the check flags (p < 0.01).
 """
 
 from __future__ import annotations
@@ -14,7 +16,30 @@ from __future__ import annotations
 from . import _args
 from ._data import say
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "verdict"]
+
+#: The convergence targets of the verdict (Vehtari et al. 2021: R-hat below 1.01, ESS of a
+#: few hundred per quantity).
+RHAT_MAX = 1.01
+ESS_MIN = 400
+
+
+def verdict(summary, method: str) -> str:
+    """One line on the draws' quality from ``arviz_stats.summary``'s columns ``r_hat``,
+    ``ess_bulk`` and ``ess_tail``: for NUTS, converged or not against :data:`RHAT_MAX` and
+    :data:`ESS_MIN`; for the Laplace method (independent draws, nothing to converge; over
+    thousands of cells R-hat's maximum exceeds 1.01 by chance at a few hundred draws per
+    chain) the numbers only."""
+    rhat, bulk, tail = (float(summary[k].max() if k == "r_hat" else summary[k].min())
+                        for k in ("r_hat", "ess_bulk", "ess_tail"))  # fmt: skip
+    numbers = f"max R-hat {rhat:.4f}, min bulk ESS {bulk:.0f}, min tail ESS {tail:.0f}"
+    if method == "laplace":  # independent draws: R-hat's maximum over many cells is noise
+        return f"diagnostics: {numbers}: independent draws of the Laplace approximation"
+    ok = rhat <= RHAT_MAX and min(bulk, tail) >= ESS_MIN
+    if ok:
+        return f"diagnostics: {numbers}: converged (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN})"
+    advice = ": run longer chains (--warmup, --draws)"
+    return f"diagnostics: {numbers}: NOT converged (R-hat <= {RHAT_MAX}, ESS >= {ESS_MIN}){advice}"
 
 
 def _run(args) -> None:
@@ -25,7 +50,7 @@ def _run(args) -> None:
     require_extra("h5netcdf", "netcdf", "writing posterior.nc")
     import arviz_stats
 
-    from ..bayes import plot_check, posterior, posterior_mean_model, predictive_check
+    from ..bayes import plot_check, posterior, predictive_check
     from ..models import MarkovRandomField
     from ..plotting import MISSING_MATPLOTLIB, have_matplotlib
     from ..privacy import NoisyMarginals
@@ -48,18 +73,21 @@ def _run(args) -> None:
     )
     out = Path(args.out)
     idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
-    sites = [v for v in idata.posterior.data_vars if v.startswith("marginal:")]
-    arviz_stats.summary(idata, var_names=sites).to_csv(out / "summary.csv")
-    mean_model = posterior_mean_model(idata, mrf)  # the same posterior, not a second one
-    check = predictive_check(rel, mean_model, replicates=200, rng=args.seed)
+    sites = [v for v in idata.posterior.data_vars if v.startswith(("marginal:", "table:"))]
+    summary = arviz_stats.summary(idata, var_names=sites, round_to="none")
+    summary.to_csv(out / "summary.csv")
+    check = predictive_check(rel, idata)  # the posterior predictive: each draw's own replicate
     written = ["posterior.nc", "summary.csv"]
     if have_matplotlib():
-        plot_check(check, out / "ppc.png", title="posterior mean model")
+        plot_check(check, out / "ppc.png", title=f"posterior predictive check ({args.method})")
         written.append("ppc.png")
     else:
         say(f"note: no ppc.png ({MISSING_MATPLOTLIB})")
     for clique, p in check.p_values.items():
         say(f"predictive p-value {','.join(map(str, clique))}: {p:.3f}")
+    flagged = check.flagged()
+    say(f"tables with p < 0.01: {len(flagged)} of {len(check.p_values)}")
+    say(verdict(summary, args.method))
     for name in written:
         say(f"written: {out / name}")
 
