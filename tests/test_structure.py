@@ -10,7 +10,6 @@ import re
 import tomllib
 
 import networkx as nx
-import pytest
 
 import pgm_dp
 
@@ -263,13 +262,11 @@ def test_only_the_listed_modules_read_a_releases_per_clique_internals():
 
 
 def test_no_module_asks_a_backend_for_a_flat_layout():
-    """One flat layout for every backend (#38): no ``.flat`` switch outside the backends'
-    module. Skipped while the backends still declare ``flat`` (the layout change that
-    removes it lands separately)."""
+    """One flat layout for every backend (#38): backends declare no layout, and no ``.flat``
+    switch stands outside the backends' module."""
     from pgm_dp.inference.backend import Backend
 
-    if "flat" in getattr(Backend, "__annotations__", {}):
-        pytest.skip("the backends still declare .flat")
+    assert "flat" not in getattr(Backend, "__annotations__", {})
     uses = _source_lines(r"\.flat\b", outside=("inference/backend.py",))
     assert not uses, uses
 
