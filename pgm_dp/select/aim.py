@@ -280,8 +280,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     mechanism = options["mechanism"] or kinds[0]
     if mechanism not in kinds:
         raise PrivacyParameterError(
-            f"a {type(budget).__name__} budget measures with {kinds}, "
-            f"got mechanism={mechanism!r}"
+            f"a {type(budget).__name__} budget measures with {kinds}, got mechanism={mechanism!r}"
         )
     size = options["max_model_size"]
     if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..errors import PrivacyParameterError
-from ..privacy.budget import PureDP, ZCDP, notion_type
+from ..privacy.budget import ZCDP, PureDP, notion_type
 
 __all__ = ["Schedule", "MEASURE_SHARE", "float_below"]
 
