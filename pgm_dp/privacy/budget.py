@@ -20,7 +20,7 @@ fits, :meth:`ApproxDP.rho_within`), its ``amount`` in that unit, :meth:`~PureDP.
 share of itself), :meth:`~PureDP.scale_for` (the noise scale it buys directly),
 :meth:`~PureDP.pure_steps` (the ``ε`` of each of ``m`` pure-DP steps that compose to it) and
 :meth:`~PureDP.cost_of_pure` (``m`` pure-DP charges in its own notion). The notion's
-constants and formulas live on its type (:func:`notion_type`): ``is_pure``, the
+constants and formulas live on its type (:mod:`.notions`; :func:`notion_type`): ``is_pure``, the
 ``mechanisms`` it measures with (``default_mechanism``), the noise scale a cost buys
 (``noise_scale``), ``scale_of_variance``, ``expected_abs_noise``, ``halving_cost``, the
 exponential mechanism's ``selection_epsilon``/``selection_cost`` and
@@ -48,12 +48,13 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import PrivacyParameterError
+from .notions import PureAlgebra, ZCDPAlgebra
 
 __all__ = [
     "PureDP",
@@ -94,7 +95,7 @@ def _check_delta(delta: object) -> float:
 
 
 @dataclass(frozen=True)
-class PureDP:
+class PureDP(PureAlgebra):
     """``ε``-differential privacy (``ε > 0``, finite)."""
 
     epsilon: float
@@ -140,81 +141,12 @@ class PureDP:
         """``m`` charges of ``each`` in this notion: ``m ε`` (basic composition)."""
         return PureDP(m * each.epsilon)
 
-    #: The mechanisms that spend ``ε`` (the first is the default).
-    mechanisms: ClassVar[tuple[str, str]] = ("discrete_laplace", "laplace")
-    #: The mechanisms spend ``ε`` (pure DP).
-    is_pure: ClassVar[bool] = True
-    #: Factor of a cost that halves the noise scale: ``ε = Δ₁/b`` (Laplace) doubles.
-    halving_cost: ClassVar[float] = 2.0
-
-    @property
-    def default_mechanism(self) -> str:
-        """The mechanism a release takes when none is named: ``"discrete_laplace"``."""
-        return self.mechanisms[0]
-
-    @staticmethod
-    def noise_scale(cost: float) -> float:
-        """Laplace's ``b = 1/ε`` of a sensitivity-1 query bought by ``cost``.
-
-        Args:
-            cost: ``ε > 0`` spent on the query (Dwork et al. 2006, the Laplace mechanism).
-        """
-        return 1 / cost
-
-    @staticmethod
-    def scale_of_variance(variance: float) -> float:
-        """Laplace's ``b = sqrt(var/2)`` (the Laplace(b) variance is ``2b²``).
-
-        Args:
-            variance: the noise variance of a measured cell.
-        """
-        return math.sqrt(variance / 2)
-
-    @staticmethod
-    def expected_abs_noise(scale: float) -> float:
-        """``E|noise| = b`` of a Laplace(``b``) cell.
-
-        Args:
-            scale: Laplace's ``b``.
-        """
-        return scale
-
-    @staticmethod
-    def selection_epsilon(cost: float) -> float:
-        """``ε`` of an exponential mechanism charged ``cost``: the cost itself (McSherry &
-        Talwar 2007; AIM's pure variant, :mod:`pgm_dp.select.schedule`).
-
-        Args:
-            cost: ``ε`` budgeted for the selection.
-        """
-        return cost
-
-    @staticmethod
-    def selection_cost(epsilon: float) -> PureDP:
-        """The charge of an ``ε`` exponential mechanism: ``PureDP(ε)`` (McSherry & Talwar
-        2007), the charge the mechanism records itself.
-
-        Args:
-            epsilon: the exponential mechanism's ``ε``.
-        """
-        return PureDP(epsilon)
-
-    def measurements_within(self, abs_noise: float) -> float:
-        """How many sensitivity-1 Laplace measurements with ``E|noise| = abs_noise`` per cell
-        compose (basic) to this budget: ``ε · abs_noise`` (each costs ``1/b``, ``b =
-        abs_noise``; the inverse of :meth:`noise_scale` and :meth:`expected_abs_noise`).
-
-        Args:
-            abs_noise: the expected absolute noise allowed per cell (counts).
-        """
-        return self.epsilon * abs_noise
-
     def __add__(self, other: PureDP) -> PureDP:
         return compose(self, other)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
-class ZCDP:
+class ZCDP(ZCDPAlgebra):
     """``ρ``-zero-concentrated DP (Bun & Steinke 2016; Zhang et al. Def. 2.13), ``ρ > 0``."""
 
     rho: float
@@ -257,82 +189,6 @@ class ZCDP:
     def cost_of_pure(self, each: PureDP, m: int) -> ZCDP:
         """``m`` charges of ``each`` in this notion: ``m ε²/2`` (Lemma 2.14, 2.15)."""
         return ZCDP(m * each.epsilon**2 / 2)
-
-    #: The mechanisms that spend ``ρ`` (the first is the default).
-    mechanisms: ClassVar[tuple[str, str]] = ("discrete_gaussian", "gaussian")
-    #: The mechanisms spend ``ρ``, not ``ε``.
-    is_pure: ClassVar[bool] = False
-    #: Factor of a cost that halves the noise scale: ``ρ = Δ₂²/(2σ²)`` (Bun & Steinke 2016,
-    #: Prop. 1.6) quadruples.
-    halving_cost: ClassVar[float] = 4.0
-
-    @property
-    def default_mechanism(self) -> str:
-        """The mechanism a release takes when none is named: ``"discrete_gaussian"``."""
-        return self.mechanisms[0]
-
-    @staticmethod
-    def noise_scale(cost: float) -> float:
-        """The Gaussian's ``σ = sqrt(1/(2ρ))`` of a sensitivity-1 query bought by ``cost``
-        (Bun & Steinke 2016, Prop. 1.6).
-
-        Args:
-            cost: ``ρ > 0`` spent on the query.
-        """
-        return math.sqrt(1 / (2 * cost))
-
-    @staticmethod
-    def scale_of_variance(variance: float) -> float:
-        """The Gaussian's ``σ = sqrt(var)``.
-
-        Args:
-            variance: the noise variance of a measured cell.
-        """
-        return math.sqrt(variance)
-
-    @staticmethod
-    def expected_abs_noise(scale: float) -> float:
-        """``E|noise| = sqrt(2/π) σ`` of a Gaussian(``σ``) cell (half-normal mean).
-
-        Args:
-            scale: the Gaussian's ``σ``.
-        """
-        return math.sqrt(2 / math.pi) * scale
-
-    @staticmethod
-    def selection_epsilon(cost: float) -> float:
-        """``ε`` of an exponential mechanism charged ``cost``: ``sqrt(8ρ)``, rounded down so
-        that the charge ``ε²/8`` (:meth:`selection_cost`) is at most ``cost`` (McKenna et al.
-        2022, AIM Alg. 1).
-
-        Args:
-            cost: ``ρ`` budgeted for the selection.
-        """
-        eps = math.sqrt(8 * cost)
-        while eps > 0 and eps**2 / 8 > cost:
-            eps = math.nextafter(eps, 0.0)
-        return eps
-
-    @staticmethod
-    def selection_cost(epsilon: float) -> ZCDP:
-        """The charge of an ``ε`` exponential mechanism: ``ZCDP(ε²/8)`` (it is
-        ``ε``-bounded-range, Cesar & Rogers 2021, Lemma 3.2; McKenna et al. 2022, AIM).
-
-        Args:
-            epsilon: the exponential mechanism's ``ε``.
-        """
-        return ZCDP(epsilon**2 / 8)
-
-    def measurements_within(self, abs_noise: float) -> float:
-        """How many sensitivity-1 Gaussian measurements with ``E|noise| = abs_noise`` per
-        cell compose (Zhang et al. Lemma 2.15) to this ``ρ``: ``2ρ (abs_noise /
-        sqrt(2/π))²`` (each costs ``1/(2σ²)``, ``σ = abs_noise / sqrt(2/π)``; the inverse of
-        :meth:`noise_scale` and :meth:`expected_abs_noise`).
-
-        Args:
-            abs_noise: the expected absolute noise allowed per cell (counts).
-        """
-        return 2 * self.rho * (abs_noise / math.sqrt(2 / math.pi)) ** 2
 
     def __add__(self, other: ZCDP) -> ZCDP:
         return compose(self, other)  # type: ignore[return-value]
