@@ -204,7 +204,7 @@ def one_way_share(budget: Budget) -> float:
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
     (0.3333333333333333, 0.5, 0.5)
     """
-    if getattr(budget, "notion", None) != "pure":
+    if not getattr(budget, "is_pure", False):
         return ONE_WAY_SHARE
     return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
@@ -218,14 +218,14 @@ def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: in
     >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14)
     29
     """
+    from .select.aim import ROUNDS_PER_VARIABLE
+    from .select.schedule import MEASURE_SHARE
+
     n = float(np.median(cells)) if cells else 1.0
     allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / n  # E|noise| per cell allowed
-    if notion == "pure":  # b = T / (0.9 ε)
-        t = 0.9 * amount * allowed
-        top = 4 * d
-    else:  # sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho))
-        t = 2 * 0.9 * amount * (allowed / math.sqrt(2 / math.pi)) ** 2
-        top = 16 * d
+    # b = T / (0.9 ε) (pure) or sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho)) (zCDP)
+    t = budget_of(notion, amount).split(MEASURE_SHARE).measurements_within(allowed)
+    top = ROUNDS_PER_VARIABLE[notion] * d
     return int(min(max(math.floor(t), d), top))
 
 
@@ -324,7 +324,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     share = one_way_share(budget) if share is None else share
     notion, amount, first, rest = split_budget(budget, share)
-    if selection == "mst" and notion != "pure":
+    if selection == "mst" and not budget.is_pure:
         raise PrivacyParameterError("MST selection runs under pure epsilon-DP; drop delta")
     if not 0 < mst_fraction < 1:
         raise PrivacyParameterError(f"mst_fraction must be in (0, 1), got {mst_fraction!r}")
@@ -336,7 +336,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
     whole = budget_of(notion, amount)
     acc = accountant if accountant is not None else Accountant(whole)
     acc.check(whole, what="fit_table")
-    if notion == "zcdp" and acc.total.native() != acc.total:  # an (ε, δ) total
+    if not whole.is_pure and acc.total.native() != acc.total:  # an (ε, δ) total
         acc = _PlannedRun(whole, acc)  # the whole spend planned before the first charge
     return spec, (notion, amount, first, rest), acc
 

@@ -234,6 +234,19 @@ def test_budget_types_are_switched_on_only_where_their_algebra_lives():
     assert not switches, switches
 
 
+def test_notion_strings_are_compared_only_where_their_algebra_lives():
+    """A notion's constants and formulas live on its budget type (``is_pure``,
+    ``default_mechanism``, ``noise_scale``, ``selection_cost``, ... and ``notion_type``):
+    no ``== "pure"``, ``!= "zcdp"`` or ``in ("pure", ...)`` outside the budget module and
+    the accountant (#38). Docstrings and comments that name a notion do not match."""
+    compares = _source_lines(
+        r"(==|!=)\s*[\"'](pure|zcdp)[\"']|[\"'](pure|zcdp)[\"']\s*(==|!=)"
+        r"|\bin\s*[\(\[{]\s*[\"'](pure|zcdp)[\"']",
+        outside=("privacy/budget.py", "privacy/accountant.py"),
+    )
+    assert not compares, compares
+
+
 #: The modules outside the privacy layer that still read a release's per-clique tables or
 #: noise models (``release.noisy[c]``, ``release.noise[c]``) instead of its flat arrays. The
 #: list may only shrink: a new reader goes through the flat view (``flat_release``).

@@ -54,9 +54,7 @@ def private_steps(drafts, budget, compress, mechanism, share) -> tuple:
     b_m = None
     if compress:
         b_m = _scale(budget, 1 - share) if quant else budget
-        mechanism = mechanism or (
-            "discrete_laplace" if budget.notion == "pure" else "discrete_gaussian"
-        )
+        mechanism = mechanism or budget.default_mechanism
         if mechanism not in MECHANISMS:
             raise PrivacyParameterError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
         perturb([], kind=mechanism, sensitivity=1.0, budget=b_m)  # the notion fits the kind

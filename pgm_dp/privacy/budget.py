@@ -19,9 +19,14 @@ or ``"zcdp"`` ``ρ``; ``(ε, δ)`` with ``δ > 0`` is held as the largest ``ρ``
 fits, :meth:`ApproxDP.rho_within`), its ``amount`` in that unit, :meth:`~PureDP.split` (a
 share of itself), :meth:`~PureDP.scale_for` (the noise scale it buys directly),
 :meth:`~PureDP.pure_steps` (the ``ε`` of each of ``m`` pure-DP steps that compose to it) and
-:meth:`~PureDP.cost_of_pure` (``m`` pure-DP charges in its own notion). Call sites ask the
-budget instead of switching on its type; :func:`budget_of` builds one from a notion and an
-amount, :func:`require_budget` refuses a type a caller does not take.
+:meth:`~PureDP.cost_of_pure` (``m`` pure-DP charges in its own notion). The notion's
+constants and formulas live on its type (:mod:`.notions`; :func:`notion_type`): ``is_pure``, the
+``mechanisms`` it measures with (``default_mechanism``), the noise scale a cost buys
+(``noise_scale``), ``scale_of_variance``, ``expected_abs_noise``, ``halving_cost``, the
+exponential mechanism's ``selection_epsilon``/``selection_cost`` and
+``measurements_within``. Call sites ask the budget instead of switching on its type or
+comparing notion strings; :func:`budget_of` builds one from a notion and an amount,
+:func:`require_budget` refuses a type a caller does not take.
 
 Composition (:func:`compose`): zCDP parameters add (Zhang et al. Lemma 2.15); pure and
 approximate DP use basic composition (``ε`` and ``δ`` add). Mixing notions is the job of
@@ -49,6 +54,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import PrivacyParameterError
+from .notions import PureAlgebra, ZCDPAlgebra
 
 __all__ = [
     "PureDP",
@@ -59,6 +65,7 @@ __all__ = [
     "zcdp_to_approx_dp",
     "zcdp_rho_within",
     "budget_of",
+    "notion_type",
     "as_zcdp",
     "require_budget",
     "ConversionMethod",
@@ -88,7 +95,7 @@ def _check_delta(delta: object) -> float:
 
 
 @dataclass(frozen=True)
-class PureDP:
+class PureDP(PureAlgebra):
     """``ε``-differential privacy (``ε > 0``, finite)."""
 
     epsilon: float
@@ -139,7 +146,7 @@ class PureDP:
 
 
 @dataclass(frozen=True)
-class ZCDP:
+class ZCDP(ZCDPAlgebra):
     """``ρ``-zero-concentrated DP (Bun & Steinke 2016; Zhang et al. Def. 2.13), ``ρ > 0``."""
 
     rho: float
@@ -211,6 +218,21 @@ class ApproxDP:
         """``ε`` when ``δ = 0``, else the largest ``ρ`` that fits (:meth:`rho_within`)."""
         return self.native().amount
 
+    @property
+    def is_pure(self) -> bool:
+        """Whether the mechanisms spend ``ε``: ``δ = 0``."""
+        return self.delta == 0
+
+    @property
+    def mechanisms(self) -> tuple[str, str]:
+        """Those of its notion (:attr:`PureDP.mechanisms` or :attr:`ZCDP.mechanisms`)."""
+        return notion_type(self.notion).mechanisms
+
+    @property
+    def default_mechanism(self) -> str:
+        """The mechanism a release takes when none is named (that of its notion)."""
+        return self.mechanisms[0]
+
     def native(self) -> PureDP | ZCDP:
         """The budget in the unit the mechanisms spend: ``PureDP(ε)`` when ``δ = 0``, else
         ``ZCDP`` of the largest ``ρ`` whose CKS conversion fits (:meth:`rho_within`)."""
@@ -243,12 +265,26 @@ class ApproxDP:
 Budget = PureDP | ZCDP | ApproxDP
 
 
+def notion_type(notion: str) -> type[PureDP] | type[ZCDP]:
+    """The budget type whose mechanisms spend ``notion``: :class:`PureDP` (``"pure"``) or
+    :class:`ZCDP` (``"zcdp"``); its class attributes and static methods hold the notion's
+    constants and formulas (mechanisms, noise scale of a cost, selection cost, ...).
+
+    Args:
+        notion: ``"pure"`` or ``"zcdp"`` (a budget's :attr:`~PureDP.notion`).
+
+    >>> notion_type("zcdp").mechanisms
+    ('discrete_gaussian', 'gaussian')
+    """
+    if notion not in ("pure", "zcdp"):
+        raise PrivacyParameterError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
+    return PureDP if notion == "pure" else ZCDP
+
+
 def budget_of(notion: str, amount: float) -> PureDP | ZCDP:
     """The budget of ``amount`` in ``notion``: ``PureDP(ε)`` (``"pure"``) or ``ZCDP(ρ)``
     (``"zcdp"``), the inverse of ``(budget.notion, budget.amount)``."""
-    if notion not in ("pure", "zcdp"):
-        raise PrivacyParameterError(f"notion must be 'pure' or 'zcdp', got {notion!r}")
-    return PureDP(amount) if notion == "pure" else ZCDP(amount)
+    return notion_type(notion)(amount)
 
 
 def as_zcdp(rho: ZCDP | float) -> ZCDP:

@@ -53,7 +53,7 @@ from ..errors import PrivacyParameterError
 from ..inference.queries import calibrated
 from ..privacy.accountant import Accountant, check_accountant
 from ..privacy.argmax import exponential_mechanism
-from ..privacy.budget import ZCDP, Budget, PureDP, budget_of, require_budget
+from ..privacy.budget import Budget, PureDP, budget_of, notion_type, require_budget
 from ..privacy.measurements import Measurements
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
@@ -72,7 +72,6 @@ __all__ = [
     "model_marginals",
 ]
 
-_MECHANISMS = {"zcdp": ("discrete_gaussian", "gaussian"), "pure": ("discrete_laplace", "laplace")}
 #: Default ``T`` per variable: the paper's 16 (zCDP); 4 for the pure variant (:mod:`.schedule`).
 ROUNDS_PER_VARIABLE = {"zcdp": 16, "pure": 4}
 
@@ -157,7 +156,8 @@ def select_marginal(
     """AIM's selection step: the exponential mechanism with ``epsilon`` on
     ``q_r = w_r (||answers[r] - estimates[r]||_1 - noise_bias · n_r)``, sensitivity
     ``max_r w_r`` (``w_r = candidates[r]``; counts, not frequencies). The accountant is
-    charged ``ε² / 8`` zCDP (``notion="zcdp"``) or ``ε`` (``"pure"``) before the draw."""
+    charged ``ε² / 8`` zCDP (``notion="zcdp"``) or ``ε`` (``"pure"``) before the draw
+    (``selection_cost`` of :func:`~pgm_dp.privacy.budget.notion_type`)."""
     keys = list(candidates)
     scores = np.array(
         [
@@ -167,10 +167,11 @@ def select_marginal(
     )
     sens = max(candidates[r] for r in keys)
     pure = PureDP(epsilon)
-    if notion == "zcdp":
+    unit = notion_type(notion)
+    if not unit.is_pure:  # charged here; under pure DP the mechanism charges its own ε
         if check_accountant(accountant) is not None:
             accountant.charge(
-                ZCDP(epsilon**2 / 8),
+                unit.selection_cost(epsilon),
                 what=what,
                 mechanism="exponential (bounded range)",
                 scale=2 * sens / epsilon,
@@ -275,11 +276,11 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     if not isinstance(domain, Domain):
         raise PrivacyParameterError(f"domain must be a Domain, got {type(domain).__name__}")
     notion, amount = _notion(budget)
-    mechanism = options["mechanism"] or _MECHANISMS[notion][0]
-    if mechanism not in _MECHANISMS[notion]:
+    kinds = notion_type(notion).mechanisms
+    mechanism = options["mechanism"] or kinds[0]
+    if mechanism not in kinds:
         raise PrivacyParameterError(
-            f"a {type(budget).__name__} budget measures with {_MECHANISMS[notion]}, "
-            f"got mechanism={mechanism!r}"
+            f"a {type(budget).__name__} budget measures with {kinds}, got mechanism={mechanism!r}"
         )
     size = options["max_model_size"]
     if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
@@ -371,7 +372,7 @@ def aim(
     if setup["measured"] is not None:
         cliques = tuple(dict.fromkeys(setup["measured"].cliques))
         var = max(m.variance for m in setup["measured"].noise_models())
-        scale = math.sqrt(var if setup["notion"] == "zcdp" else var / 2)
+        scale = sched.unit.scale_of_variance(var)
         log.append(AIMRound(0, cliques, scale, None, 0.0, 0.0, 0.0))
     elif setup["one_way"]:
         _measure(state, setup["one_way"], costs[0], 0)

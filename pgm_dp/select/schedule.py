@@ -32,10 +32,11 @@ pure DP (our variant: zCDP does not imply pure DP)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..errors import PrivacyParameterError
+from ..privacy.budget import ZCDP, PureDP, notion_type
 
 __all__ = ["Schedule", "MEASURE_SHARE", "float_below"]
 
@@ -60,22 +61,23 @@ def float_below(x: Fraction | float) -> float:
 @dataclass(frozen=True)
 class Schedule:
     """AIM's annealing plan for a total ``budget`` (``ρ`` for ``"zcdp"``, ``ε`` for
-    ``"pure"``) and ``rounds`` ``T`` (module docstring)."""
+    ``"pure"``) and ``rounds`` ``T`` (module docstring). The notion's formulas are those of
+    its budget type, ``unit`` (:func:`~pgm_dp.privacy.budget.notion_type`)."""
 
     notion: str
     budget: float
     rounds: int
+    unit: type[PureDP] | type[ZCDP] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.notion not in ("zcdp", "pure"):
-            raise PrivacyParameterError(f"notion must be 'zcdp' or 'pure', got {self.notion!r}")
+        object.__setattr__(self, "unit", notion_type(self.notion))
         if not (math.isfinite(self.budget) and self.budget > 0):
             raise PrivacyParameterError(f"budget must be finite and > 0, got {self.budget!r}")
 
     @property
     def growth(self) -> float:
-        """Factor of both costs when annealing: 4 (zCDP), 2 (pure DP)."""
-        return 4.0 if self.notion == "zcdp" else 2.0
+        """Factor of both costs when annealing: 4 (zCDP), 2 (pure DP); ``halving_cost``."""
+        return self.unit.halving_cost
 
     def initial(self) -> tuple[float, float]:
         """Costs ``(measure, select)`` of a first round: ``0.9 B / T``, ``0.1 B / T``."""
@@ -106,19 +108,13 @@ class Schedule:
 
     def scale(self, measure: float) -> float:
         """Noise scale bought by a measurement cost: ``σ = sqrt(1/(2ρ))`` or ``b = 1/ε``."""
-        return math.sqrt(1 / (2 * measure)) if self.notion == "zcdp" else 1 / measure
+        return self.unit.noise_scale(measure)
 
     def selection_epsilon(self, select: float) -> float:
         """``ε`` of the exponential mechanism: ``sqrt(8 ρ)`` (zCDP; rounded down so that the
-        charge ``ε² / 8`` is at most ``select``) or the cost itself."""
-        if self.notion != "zcdp":
-            return select
-        eps = math.sqrt(8 * select)
-        while eps > 0 and eps**2 / 8 > select:
-            eps = math.nextafter(eps, 0.0)
-        return eps
+        charge ``ε² / 8`` is at most ``select``) or the cost itself (``selection_epsilon``)."""
+        return self.unit.selection_epsilon(select)
 
     def expected_abs_noise(self, measure: float) -> float:
         """``E|noise|`` of one cell: ``sqrt(2/π) σ`` (Gaussian) or ``b`` (Laplace)."""
-        s = self.scale(measure)
-        return math.sqrt(2 / math.pi) * s if self.notion == "zcdp" else s
+        return self.unit.expected_abs_noise(self.scale(measure))

@@ -145,3 +145,26 @@ def test_require_budget_refuses_another_notion_with_the_callers_message():
         require_budget(PureDP(1.0), ZCDP, "needs zCDP")
     with pytest.raises(TypeError, match="typed"):
         require_budget(0.5, ApproxDP, "typed", TypeError)
+
+
+def test_each_notion_holds_its_formulas():
+    """The notion's constants and formulas on its type (issue #38): mechanisms, the scale a
+    cost buys, the exponential mechanism's charge, and measurements_within as the inverse."""
+    from pgm_dp.privacy.budget import notion_type
+
+    assert notion_type("pure") is PureDP and notion_type("zcdp") is ZCDP
+    with pytest.raises(PrivacyParameterError):
+        notion_type("approx")
+    assert ApproxDP(1.0, 0.0).is_pure and not ApproxDP(1.0, 1e-6).is_pure
+    assert ApproxDP(1.0, 0.0).default_mechanism == PureDP(1.0).default_mechanism
+    assert ApproxDP(1.0, 1e-6).default_mechanism == ZCDP(1.0).default_mechanism
+    assert PureDP.noise_scale(0.5) == 2.0 and ZCDP.noise_scale(0.5) == 1.0
+    assert PureDP.selection_cost(0.3) == PureDP(0.3)
+    for rho in (1e-3, 0.01, 0.37):
+        eps = ZCDP.selection_epsilon(rho)
+        assert ZCDP.selection_cost(eps).rho <= rho
+    for unit in (PureDP(0.8), ZCDP(0.8)):
+        m = unit.measurements_within(3.0)  # m measurements of amount/m each: E|noise| = 3
+        scale = unit.noise_scale(unit.amount / m)
+        assert unit.expected_abs_noise(scale) == pytest.approx(3.0)
+        assert unit.noise_scale(0.2 * unit.halving_cost) == pytest.approx(unit.noise_scale(0.2) / 2)
