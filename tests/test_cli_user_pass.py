@@ -321,7 +321,9 @@ def test_predictive_check_repr_is_a_summary():
 
     table = np.zeros((200, 7, 7))
     check = PredictiveCheck({("a", "b"): 1.0}, {("a", "b"): table}, {("a", "b"): 0.25})
-    assert repr(check) == "PredictiveCheck(p_values={a,b: 0.25}, min_p=0.25, replicates=200)"
+    assert repr(check) == "PredictiveCheck(1 tables, min_p=0.25, p<0.01: [])"
+    flagged = PredictiveCheck({("a", "b"): 1.0}, {("a", "b"): table}, {("a", "b"): 0.001})
+    assert repr(flagged) == "PredictiveCheck(1 tables, min_p=0.001, p<0.01: [a,b])"
 
 
 def test_a_record_learner_gets_what_the_preparation_left():
