@@ -205,7 +205,7 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
         return None
     share = fit_options.get("prepare_share") or one_way_share(budget)
     notion, amount, _, _ = split_budget(budget, share)
-    left = 1.0 - _amount(plan.budget_spent, notion) / amount
+    left = 1.0 - _amount(plan.budget_spent) / amount
     b = budget_for(spec, budget.epsilon * left, n)
     if hasattr(b, "delta") and hasattr(budget, "delta"):  # (ε, δ) both: the user's δ
         return ApproxDP(b.epsilon, budget.delta)

@@ -345,10 +345,7 @@ def _rest(charges, notion: str, amount: float) -> Budget:
     """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
     from .select.schedule import float_below
 
-    parts = [
-        c.cost.to_zcdp().rho if c.cost.notion != notion else _amount(c.cost, notion)
-        for c in charges
-    ]
+    parts = [c.cost.to_zcdp().rho if c.cost.notion != notion else c.cost.amount for c in charges]
     left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(0)))
     return budget_of(notion, left)
 
@@ -416,10 +413,9 @@ def fit_table(
     return TableFit(fit, plan, release, report, chosen)
 
 
-def _amount(b: Budget | None, notion: str) -> float:
-    if b is None:
-        return 0.0
-    return b.amount
+def _amount(b: Budget | None) -> float:
+    """``b``'s amount in its own notion (``0`` for nothing spent)."""
+    return 0.0 if b is None else b.amount
 
 
 def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
@@ -456,7 +452,7 @@ def _one_way_only(plan, measured, rest, notion):
     one = plan.one_way
     release = merged_release(measured, budget=one.budget, mechanism=one.mechanism)
     log = (AIMRound(0, tuple(dict.fromkeys(measured.cliques)), 0.0, None, 0.0, 0.0, 0.0),)
-    return AIMResult((), release, log, None, rest, notion, _amount(rest, notion), measured)
+    return AIMResult((), release, log, None, rest, notion, rest.amount, measured)
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
