@@ -64,8 +64,9 @@ class PredictiveCheck:
     def __repr__(self) -> str:
         """Short: the number of tables, the smallest p-value and the tables below 0.01 (the
         replicated discrepancies, hundreds of numbers per table, are left out)."""
-        flagged = ", ".join(",".join(map(str, c)) for c in self.flagged()[:5])
-        more = "" if len(self.flagged()) <= 5 else ", ..."
+        low = self.flagged()
+        flagged = ", ".join(",".join(map(str, c)) for c in low[:5])
+        more = "" if len(low) <= 5 else ", ..."
         return (
             f"PredictiveCheck({len(self.p_values)} tables, min_p={self.min_p:.3g}, "
             f"p<0.01: [{flagged}{more}])"
