@@ -67,8 +67,9 @@ from ...models.mrf import MarkovRandomField
 from ...models.tables import unflatten_tables
 from ..base import Fit
 from ..mle import fit_marginals
-from .compiled import em_programs
+from .compiled import direct_programs, em_programs
 from .conditioning import bethe_naive
+from .direct import direct_objective
 from .nlbp import clique_statistics, nlbp_programs, start_statistics
 from .noise import noise_curvature, noise_gradient, noise_log_density
 from .problem import EMProblem, EMState, em_init, gradient_small
@@ -137,7 +138,7 @@ class CGMEM:
     prior_precision: float = DEFAULT_PRIOR_PRECISION
     prior_cells: float | None = DEFAULT_PRIOR_CELLS
     pseudo_count: float | Literal["auto"] = "auto"
-    solver: Literal["lbfgs", "em"] = "lbfgs"
+    solver: Literal["direct", "lbfgs", "em"] = "lbfgs"
     tol: float = 1e-5
     count_tol: float = 0.01
     max_iters: int = 3000
@@ -166,8 +167,10 @@ class CGMEM:
             raise ValueError(f"pseudo_count must be 'auto' or a finite number >= 0, got {a!r}")
         if not self.count_tol > 0:
             raise ValueError(f"count_tol must be > 0, got {self.count_tol}")
-        if self.solver not in ("lbfgs", "em"):
-            raise ValueError(f"solver must be 'lbfgs' or 'em', got {self.solver!r}")
+        if self.solver not in ("direct", "lbfgs", "em"):
+            raise ValueError(f"solver must be 'direct', 'lbfgs' or 'em', got {self.solver!r}")
+        if self.solver == "direct" and not backend.exact:
+            raise ValueError('solver="direct" needs exact inference (the junction tree)')
         if not 0 <= self.nlbp_forcing < 1:
             raise ValueError(f"nlbp_forcing must be in [0, 1), got {self.nlbp_forcing}")
         if self.init not in ("auto", "naive", "uniform"):
@@ -235,7 +238,8 @@ class CGMEM:
         ``docs/design/cgm_em_solver.md``); with little noise it is the sampling rule (a
         per-record ``1e-5`` is 10 counts at ``N = 1e6``). Where L-BFGS runs the gradient is
         taken in the directions it moves (gauge-projected, ``state.pgrad``)."""
-        return bool(gradient_small(problem, state.n, state.pgrad, np))
+        direct = self.solver == "direct"
+        return bool(gradient_small(problem, state.n, state.pgrad, np, direct))
 
     def _start(self, problem: EMProblem, mrf: MarkovRandomField, backend) -> MarkovRandomField:
         """The first ``theta`` (``init``, module docstring), from ``problem.targets``.
@@ -312,7 +316,14 @@ class CGMEM:
         return state._replace(iterations=jnp.asarray(len(history)))
 
     def programs(self, problem: EMProblem, mrf: MarkovRandomField, backend: Backend):
-        """The compiled programs of ``problem``'s structure (:func:`.compiled.em_programs`)."""
+        """The compiled programs of ``problem``'s structure (:func:`.compiled.em_programs`,
+        or :func:`.compiled.direct_programs` for ``solver="direct"``)."""
+        if self.solver == "direct":
+            objective = direct_objective(
+                mrf.domain, mrf.cliques, mrf.max_cells, problem.kinds, float(self.smoothing),
+                backend,
+            )  # fmt: skip
+            return direct_programs(objective, mrf.domain, mrf.cliques)
         _, objective = nlbp_programs(
             mrf.domain, mrf.cliques, mrf.max_cells, problem.kinds, float(self.smoothing),
             float(self.damping), int(self.nlbp_max_iters), backend, int(self.nlbp_anderson),
@@ -331,7 +342,7 @@ class CGMEM:
         theta = np.concatenate([np.ravel(t) for t in start.log_potentials])
         state = em_init(theta, n0, self.nlbp_anderson, self.damping)
         history: list = []
-        if self.solver == "lbfgs":  # L-BFGS's coordinates: gauge projection and scaling
+        if self.solver != "em":  # L-BFGS's coordinates: gauge projection and scaling
             problem = problem.conditioned(np.asarray(n0) / float(problem.total))
             state = self._lbfgs(programs, problem, state, history)
         else:

@@ -76,7 +76,7 @@ class EMProblem:
         ``docs/design/cgm_em_solver.md``)."""
         check_release_matches(release, mrf)
         view = flat_release(release, mrf.cliques)
-        estep = options.estep
+        estep = "nlbp" if options.solver == "direct" else options.estep  # direct: no E-step
         if estep == "auto":  # CGMEM._estep: the stiffness is public (release and scales)
             stiff = float(np.max(view.y / view.scale**2))
             estep = "newton" if stiff > _VERY_STIFF and backend.exact else "nlbp"
@@ -167,16 +167,23 @@ def em_init(theta, n0, anderson: int, damping: float) -> EMState:
     )  # fmt: skip
 
 
-def gradient_small(problem: EMProblem, n, pgrad, xp=jnp):
+def gradient_small(problem: EMProblem, n, pgrad, xp=jnp, direct: bool = False):
     """Both stopping criteria: the per-record EM gradient ``pgrad`` below ``tol`` and, in
     counts, ``N |grad_i|`` below ``count_tol`` standard deviations ``sqrt(floor_i + n_i)``
     of the cell's released count (:meth:`~pgm_dp.learners.cgm.em.CGMEM.done`). ``xp``: the
-    array module (``jax.numpy`` traced, NumPy on the host)."""
+    array module (``jax.numpy`` traced, NumPy on the host). ``direct``: ``pgrad`` is the
+    direct objective's gradient (:mod:`.direct`, ``n = N mu``), taken to the EM gradient it
+    implies to first order: times ``v / (n (1 - n / N) + v)`` per cell (``v`` the noise
+    variance), the shrinkage of the E-step's posterior mean towards the model's count."""
     total, tol, count_tol = problem.total, problem.tol, problem.count_tol
     if xp is np:  # host scalars: no device operation
         total, tol, count_tol = float(total), float(tol), float(count_tol)
     grad = xp.abs(xp.asarray(pgrad))
-    floor = xp.asarray(problem.floor) + xp.maximum(xp.asarray(n), 0.0)
+    counts = xp.maximum(xp.asarray(n), 0.0)
+    if direct:
+        noise = xp.asarray(problem.floor) - 1.0
+        grad = grad * noise / (counts * xp.maximum(1.0 - counts / total, 0.0) + noise)
+    floor = xp.asarray(problem.floor) + counts
     in_counts = total * grad / xp.sqrt(floor)
     return (xp.max(grad) <= tol) & (xp.max(in_counts) <= count_tol)
 
