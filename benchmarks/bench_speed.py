@@ -14,6 +14,9 @@ mbi's includes its 50-step warm-up run). The JSON rows also give the second fit'
 iterations, CGM-EM's E-step passes and ``tvd2``: the mean total variation distance to the
 data over all 91 pairs of attributes.
 
+Learners: ``cgm`` (CGM-EM's default), ``cgm-direct`` (``CGMEM(solver="direct")``: no
+E-steps), ``naive``, ``mbi``.
+
 Run: ``python benchmarks/bench_speed.py [--eps 0.3 1 3] [--learners cgm naive mbi]
 [--mbi-iters 1000] [--warm-cache]``; ``--table FILE`` prints the table of a saved run's
 output. Needs the ``bench`` extra (mbi).
@@ -84,9 +87,12 @@ def child(learner: str, eps: float, mbi_iters: int) -> dict:
         row.update(first_s=first.compile_seconds + first.seconds, second_s=second.seconds)
         row["second_cpu_s"] = time.process_time() - cpu  # with mbi's 50-step warm-up
         return row
+    import functools
+
     from pgm_dp.learners import CGMEM, NaiveMLE
 
-    make = {"cgm": CGMEM, "naive": NaiveMLE}[learner]
+    direct = functools.partial(CGMEM, solver="direct")
+    make = {"cgm": CGMEM, "cgm-direct": direct, "naive": NaiveMLE}[learner]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence is reported below
         start, cpu = time.perf_counter(), time.process_time()

@@ -28,17 +28,13 @@ from ..._config import jit_program
 from ...domain import Domain
 from ...models.gauge import projection_plan, shared_components, unflat_shared
 from ...models.tables import table_layout
-from ..lbfgs import MEMORY, lbfgs_loop
+from ..lbfgs import lbfgs_loop
 from .problem import gradient_small
 
 __all__ = ["EMPrograms", "direct_programs", "em_programs", "traced_gauge_projector"]
 
 _LOOSEST = 1e-4  # loosest NLBP tolerance of an inexact E-step (as in .em)
 _NEWTON_TOL = 1e-10  # E-step tolerance of the dual Newton E-step (as in .em)
-#: L-BFGS memory of ``solver="direct"`` (our choice): its Hessian ``J C J`` couples the cells
-#: of overlapping cliques through the model's covariance ``J`` twice, and more pairs cut its
-#: iterations (``docs/design/cgm_em_solver.md``).
-DIRECT_MEMORY = 50
 
 
 class EMPrograms(NamedTuple):
@@ -120,7 +116,7 @@ def direct_programs(objective, domain: Domain, cliques) -> EMPrograms:
     """:func:`em_programs` for ``solver="direct"``: ``objective`` is
     :func:`.direct.direct_objective`'s (no E-step: its value and gradient come from one
     inference pass and its reverse), ``evaluate`` one evaluation at ``state.x`` and ``run``
-    the same L-BFGS loop (memory :data:`DIRECT_MEMORY`), conditioning and stopping rule
+    the same L-BFGS loop, conditioning and stopping rule
     (on the EM gradient the direct one implies, :func:`~.problem.gradient_small`);
     ``state.n`` is the model's counts ``N mu(theta)``, ``state.passes`` the evaluations."""
     project = traced_gauge_projector(domain, cliques)
@@ -134,13 +130,13 @@ def direct_programs(objective, domain: Domain, cliques) -> EMPrograms:
             shifted=theta, last=jnp.max(jnp.abs(grad)), passes=state.passes + 1,
         )  # fmt: skip
 
-    return _programs(evaluation, project, direct=True, memory=DIRECT_MEMORY)
+    return _programs(evaluation, project, direct=True)
 
 
-def _programs(evaluation, project, direct: bool = False, memory: int = MEMORY) -> EMPrograms:
+def _programs(evaluation, project, direct: bool = False) -> EMPrograms:
     """``evaluate`` and ``run`` (:func:`em_programs`) around ``evaluation(problem, state,
     theta, projected) -> state``, compiled; ``direct``: the stopping rule reads the direct
-    objective's gradient (:func:`~.problem.gradient_small`); ``memory``: L-BFGS's."""
+    objective's gradient (:func:`~.problem.gradient_small`)."""
 
     def evaluate(problem, state):
         return evaluation(problem, state, state.x, problem.zscale is not None)
@@ -156,8 +152,8 @@ def _programs(evaluation, project, direct: bool = False, memory: int = MEMORY) -
             return gradient_small(problem, st.n, st.pgrad, direct=direct)
 
         left = problem.max_iters - state.iterations
-        res = lbfgs_loop(value_and_grad, scale * project(state.x), (), None, left, memory,
-                         aux0=state, done=done)  # fmt: skip
+        res = lbfgs_loop(value_and_grad, scale * project(state.x), (), None, left, aux0=state,
+                         done=done)  # fmt: skip
         x = jnp.where(res.iterations > 0, project(res.x / scale), state.x)
         return res.aux._replace(x=x, iterations=state.iterations + res.iterations)
 

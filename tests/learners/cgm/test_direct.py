@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import pytest
 
-from pgm_dp import Domain, MarkovRandomField, PureDP, ZCDP, release_marginals
+from pgm_dp import ZCDP, Domain, MarkovRandomField, PureDP, release_marginals
 from pgm_dp.learners.cgm import CGMEM
 from pgm_dp.learners.naive_mle import project_to_simplex
 from pgm_dp.metrics import kl_divergence
