@@ -38,7 +38,13 @@ Our choices where the paper leaves them open (measurements: ``docs/cgm_em.md``):
    objective and fixed points), the whole loop with its E-steps and stopping rule one
    compiled program per structure (:mod:`.compiled`), mapping the problem the release is
    read into once (:meth:`.problem.EMProblem.build`) and the solver's state to the next
-   state; ``solver="em"`` is Alg. 2 as written.
+   state; ``solver="em"`` is Alg. 2 as written. ``solver="direct"``
+   (:mod:`.direct`, exact inference only) drops the E-step: without priors EM's fixed
+   point maximises ``G(theta) = log p(y | N mu(theta))`` (the same optimum, tested), so it
+   maximises ``G`` plus the same log-prior by the same L-BFGS loop, each evaluation one
+   inference pass and its reverse. With a prior its optimum differs from ``F``'s: ``G``
+   has no KL term, the model's counts carry no sampling error (fits and timings:
+   ``docs/design/cgm_em_solver.md``).
 3. **The start**: ``init="uniform"`` (zero potentials), ``"naive"`` (the naive MLE) or
    ``"auto"``: the MLE of the release's tables shrunk by one noise scale per cell
    (:func:`.conditioning.shrunk_marginals`), solved loosely. With loopy BP, ``"naive"`` and
@@ -109,7 +115,9 @@ class CGMEM:
     ``a`` of the conjugate prior ``beta (u^T theta - A(theta))``, ``beta = a`` times the
     cells of the largest clique, or ``"auto"``: ``a = 0.1 min(1, b^2 / N)``
     (:meth:`pseudo_records`; module docstring); ``solver``:
-    ``"lbfgs"`` (quasi-Newton on the EM objective) or ``"em"`` (Alg. 2 as written);
+    ``"lbfgs"`` (quasi-Newton on the EM objective), ``"em"`` (Alg. 2 as written) or
+    ``"direct"`` (quasi-Newton on the noise likelihood at the model's counts, no E-steps;
+    module docstring; ``info["inferred_statistics"]`` are then ``N mu(theta)``);
     ``tol``, ``count_tol``: stop when the per-record EM gradient is below ``tol`` and, in
     counts, below ``count_tol`` standard deviations of each cell's released count
     (sampling and noise, :meth:`done`);
