@@ -29,7 +29,6 @@ from ...domain import Domain
 from ...models.gauge import projection_plan, shared_components, unflat_shared
 from ...models.tables import table_layout
 from ..lbfgs import lbfgs_loop
-from .metric import entropy_hessian
 from .problem import gradient_small
 
 __all__ = ["EMPrograms", "direct_programs", "em_programs", "traced_gauge_projector"]
@@ -131,46 +130,31 @@ def direct_programs(objective, domain: Domain, cliques) -> EMPrograms:
             shifted=theta, last=jnp.max(jnp.abs(grad)), passes=state.passes + 1,
         )  # fmt: skip
 
-    return _programs(evaluation, project, entropy_hessian(domain, cliques))
+    return _programs(evaluation, project, direct=True)
 
 
-def _coordinates(problem, state, project, hessian):
-    """L-BFGS's coordinates ``z``: ``(to_theta, to_z_grad, z0)``. The diagonal scaling
-    ``theta = P z / s`` (:mod:`.conditioning`), or with ``problem.metric`` the direct
-    solver's ``theta = P x + P A P D^{-1/2} z`` (:mod:`.metric`)."""
-    if problem.metric is None:
-        scale = problem.zscale
-        return (lambda z: project(z / scale)), (lambda g: g / scale), scale * project(state.x)
-    mu, weights = problem.metric
-    start = project(state.x)
-    to_theta = lambda z: start + project(hessian(project(weights * z), mu))  # noqa: E731
-    to_grad = lambda g: weights * project(hessian(g, mu))  # noqa: E731  (g projected)
-    return to_theta, to_grad, jnp.zeros_like(state.x)
-
-
-def _programs(evaluation, project, hessian=None) -> EMPrograms:
+def _programs(evaluation, project, direct: bool = False) -> EMPrograms:
     """``evaluate`` and ``run`` (:func:`em_programs`) around ``evaluation(problem, state,
-    theta, projected) -> state``, compiled; ``hessian``: the direct solver's
-    (:func:`.metric.entropy_hessian`), whose stopping rule reads the direct objective's
-    gradient (:func:`~.problem.gradient_small`)."""
-    direct = hessian is not None
+    theta, projected) -> state``, compiled; ``direct``: the stopping rule reads the direct
+    objective's gradient (:func:`~.problem.gradient_small`)."""
 
     def evaluate(problem, state):
         return evaluation(problem, state, state.x, problem.zscale is not None)
 
     def run(problem, state):
-        to_theta, to_grad, z0 = _coordinates(problem, state, project, hessian)
+        scale = problem.zscale
 
         def value_and_grad(z, st):
-            st = evaluation(problem, st, to_theta(z), True)
-            return st.value, to_grad(st.pgrad), st
+            st = evaluation(problem, st, project(z / scale), True)
+            return st.value, st.pgrad / scale, st
 
         def done(_, st):
             return gradient_small(problem, st.n, st.pgrad, direct=direct)
 
         left = problem.max_iters - state.iterations
-        res = lbfgs_loop(value_and_grad, z0, (), None, left, aux0=state, done=done)
-        x = jnp.where(res.iterations > 0, to_theta(res.x), state.x)
+        res = lbfgs_loop(value_and_grad, scale * project(state.x), (), None, left, aux0=state,
+                         done=done)  # fmt: skip
+        x = jnp.where(res.iterations > 0, project(res.x / scale), state.x)
         return res.aux._replace(x=x, iterations=state.iterations + res.iterations)
 
     return EMPrograms(jit_program(evaluate), jit_program(run))

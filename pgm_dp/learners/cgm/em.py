@@ -287,10 +287,7 @@ class CGMEM:
         E-steps. Returns the state at the last iterate after an exact E-step there."""
         for forcing in dict.fromkeys((self.nlbp_forcing, 0.0)):
             used = int(state.iterations)
-            if problem.metric is not None:
-                state = self._refreshed(programs, problem, state)
-            else:
-                state = programs.run(problem.replace(forcing=jnp.float64(forcing)), state)
+            state = programs.run(problem.replace(forcing=jnp.float64(forcing)), state)
             history.append(
                 {"iteration": int(state.iterations), "nlbp_iterations": int(state.passes)}
             )
@@ -300,19 +297,6 @@ class CGMEM:
             if int(state.iterations) >= self.max_iters or self.done(problem, state):
                 break
         return state
-
-    def _refreshed(self, programs, problem, state):
-        """The direct solver's L-BFGS, its metric (:mod:`.metric`) refreshed at the
-        current marginals every ``_REFRESH`` iterations (L-BFGS restarted there)."""
-        import os
-        every = int(os.environ.get("REFRESH", "50"))
-        total = float(problem.total)
-        while True:
-            cap = min(self.max_iters, int(state.iterations) + every)
-            state = programs.run(problem.replace(max_iters=jnp.asarray(cap)), state)
-            if int(state.iterations) < cap or cap >= self.max_iters:
-                return state
-            problem = problem.conditioned(np.asarray(state.n) / total, metric=True)
 
     def _em(self, programs, problem, state, history, mrf):
         """Alg. 2 as written; each M-step is the shared MLE solver started from NLBP's
@@ -367,8 +351,7 @@ class CGMEM:
         state = em_init(theta, n0, self.nlbp_anderson, self.damping)
         history: list = []
         if self.solver != "em":  # L-BFGS's coordinates: gauge projection and scaling
-            mu0 = np.asarray(n0) / float(problem.total)
-            problem = problem.conditioned(mu0, metric=self.solver == "direct" and not __import__("os").environ.get("NOMETRIC"))
+            problem = problem.conditioned(np.asarray(n0) / float(problem.total))
             state = self._lbfgs(programs, problem, state, history)
         else:
             state = self._em(programs, problem, state, history, mrf)

@@ -25,11 +25,9 @@ from ...privacy.measurements import flat_release
 from ..base import check_release_matches
 from .anderson import AndersonState, anderson_init
 from .conditioning import diagonal_scale, shrunk_targets
-from .metric import metric_weights
 
 __all__ = ["EMProblem", "EMState", "check_nlbp_options", "em_init", "gradient_small"]
 
-_MU_FLOOR = 1e-12  # smallest start marginal the direct solver's metric divides by
 _VERY_STIFF = 1e3  # largest released count / b^2 above which estep="auto" takes Newton
 
 
@@ -44,8 +42,7 @@ class EMProblem:
     ``N``, ``rho = beta / N`` the conjugate prior; ``tol``, ``estep_tol``: the per-record
     tolerances of the EM gradient and of an exact E-step, ``count_tol`` that in counts,
     ``forcing`` the inexact E-steps' forcing term, ``max_iters`` the outer iterations;
-    ``zscale``: L-BFGS's diagonal scaling (:mod:`.conditioning`; ``None`` for EM's maps),
-    ``metric``: the direct solver's ``(mu, D^{-1/2})`` (:mod:`.metric`; ``None`` for EM's).
+    ``zscale``: L-BFGS's diagonal scaling (:mod:`.conditioning`; ``None`` for EM's maps).
     ``kinds``: the noise kind per clique; ``estep``: ``"nlbp"`` or ``"newton"``."""
 
     y: jax.Array
@@ -62,7 +59,6 @@ class EMProblem:
     forcing: jax.Array
     max_iters: jax.Array
     zscale: jax.Array | None = None
-    metric: tuple | None = None
     kinds: tuple[str, ...] = ()
     estep: str = "nlbp"
 
@@ -114,17 +110,9 @@ class EMProblem:
     def replace(self, **changes) -> EMProblem:
         return dataclasses.replace(self, **changes)
 
-    def conditioned(self, mu: np.ndarray, metric: bool = False) -> EMProblem:
+    def conditioned(self, mu: np.ndarray) -> EMProblem:
         """The problem with L-BFGS's diagonal scaling at the start marginals ``mu`` (flat;
-        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`); ``metric``: with the
-        direct solver's Gauss-Newton metric there too (:mod:`.metric`)."""
-        if metric:
-            mu = np.maximum(np.asarray(mu, dtype=np.float64), _MU_FLOOR)
-            weights = metric_weights(
-                mu, np.asarray(self.scale), float(self.total), np.asarray(self.lam), float(self.rho),
-                np.asarray(self.y), self.laplace,
-            )
-            return self.conditioned(mu).replace(metric=(jnp.asarray(mu), jnp.asarray(weights)))
+        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`)."""
         scale = diagonal_scale(
             mu, np.asarray(self.scale), self.laplace, float(self.total),
             np.asarray(self.lam), float(self.rho),
