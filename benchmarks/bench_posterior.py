@@ -229,8 +229,11 @@ def main() -> None:
     parser.add_argument("--draws-unmeasured", type=int, default=100)
     parser.add_argument("--columns", nargs="+", default=COLUMNS, help="Adult's columns")
     parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
-    parser.add_argument("--twice", action="store_true",
-                        help="time a second posterior of the release (compiled programs reused)")
+    parser.add_argument(
+        "--twice",
+        action="store_true",
+        help="time a second posterior of the release (compiled programs reused)",
+    )
     a = parser.parse_args()
     if a.quick:
         for k, v in QUICK.items():
