@@ -124,6 +124,9 @@ def _unsupported(result: AIMResult, r: Clique, level: float) -> ErrorBound:
         + l1_noise_bound(noise_t, y_t.size, fail)
         - scored.noise_bias * y_t.size
     )
+    # the mechanism samples on utilities rounded to a lattice of step g <= sens 2^-20, with
+    # sensitivity g (ceil(sens / g) + 1) (pgm_dp.privacy.argmax): both covered by 2^-18
+    sens *= 1.0 + 2.0**-18
     em = 2.0 * sens / last.selection_epsilon * (math.log(len(w)) + math.log(1.0 / fail))
     l1 = scored.noise_bias * size + (q_t + em) / w[r]
     # the bound is about N̂_{T-1} m_r; its change to the release's N̂ is added (exact)
