@@ -124,5 +124,7 @@ def workload_intervals(
         lo_b, hi_b = (np.transpose(a, [bound.clique.index(v) for v in r])
                       for a in bound_intervals(bound))  # fmt: skip
         lo_f, hi_f = _frechet(idata, cliques, r, level, lo_b.shape)
-        out[r] = Interval(np.maximum(lo_b, lo_f), np.minimum(hi_b, hi_f), False)
+        lo, hi = np.maximum(lo_b, lo_f), np.minimum(hi_b, hi_f)
+        empty = lo > hi  # the two disagree (one of them failed): AIM's bound alone there
+        out[r] = Interval(np.where(empty, lo_b, lo), np.where(empty, hi_b, hi), False)
     return out
