@@ -14,8 +14,8 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
   ``--draws-unmeasured`` draws per seed, 0 to skip), which covers the model's quantity;
 * **AIM's per-query bounds** (McKenna et al. 2022 Sec. 5,
   :func:`pgm_dp.select.bounds.aim_error_bounds` at 90 %, turned into per-cell
-  intervals): their coverage, and the median over cells of our interval's width over theirs (``width_over_aim``), measured and
-  unmeasured apart;
+  intervals): their coverage, and the median over cells of our interval's width over
+  theirs (``width_over_aim``), measured and unmeasured apart;
 * the largest R-hat and smallest bulk / tail ESS of the ``marginal:`` and ``table:`` sites;
 * the posterior predictive check (:func:`pgm_dp.bayes.predictive_check` of the posterior):
   the smallest p-value and the tables below 0.01;
