@@ -4,12 +4,18 @@ Per seed: :func:`pgm_dp.workflow.fit_table` on 10 columns of Adult (the categori
 with their public codes, age and hours-per-week in fixed public bins; AIM's selection, pure
 ε, naive MLE), then :func:`pgm_dp.bayes.posterior` of the release. Reports:
 
-* **coverage** of the 90 % equal-tailed intervals of every cell of every 2-way marginal of
-  the workload (all pairs of the 10 columns) for the *data's own table* (the proportions of
-  Adult's records, not a super-population's): a measured pair from its ``table:`` site, an
-  unmeasured pair from the model's marginal (linearised at the MAP for the Laplace method,
-  ``mu(theta)`` per draw for NUTS; ``--draws-unmeasured`` draws per seed), the two pooled
-  apart;
+* **coverage** of the 90 % intervals of every cell of every 2-way marginal of the workload
+  (all pairs of the 10 columns) for the *data's own table* (the proportions of Adult's
+  records, not a super-population's), :func:`pgm_dp.bayes.workload_intervals`: a measured
+  pair from its ``table:`` site, an unmeasured pair from AIM's error bound intersected with
+  the one-way tables' Fréchet bounds; pooled apart and together. For contrast
+  (``model_cover_unmeasured``), the model's own marginal of an unmeasured pair (linearised
+  at the MAP for the Laplace method, ``mu(theta)`` per draw for NUTS;
+  ``--draws-unmeasured`` draws per seed, 0 to skip), which covers the model's quantity;
+* **AIM's per-query bounds** (McKenna et al. 2022 Sec. 5,
+  :func:`pgm_dp.select.bounds.aim_error_bounds` at 90 %, turned into per-cell
+  intervals): their coverage, and the median over cells of our interval's width over
+  theirs (``width_over_aim``), measured and unmeasured apart;
 * the largest R-hat and smallest bulk / tail ESS of the ``marginal:`` and ``table:`` sites;
 * the posterior predictive check (:func:`pgm_dp.bayes.predictive_check` of the posterior):
   the smallest p-value and the tables below 0.01;
@@ -18,10 +24,14 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
 * the median width of a measured pair's interval over the noise's own 90 % interval of a
   count (``width_over_noise``; the error a measured query has without a model);
 * CPU seconds of the posterior (compilation included) against the fit's (the learner's
-  CPU seconds, as ``fit_table`` reports them).
+  CPU seconds, as ``fit_table`` reports them); with ``--twice`` a second posterior of the
+  same release, its programs compiled (``cpu_ratio_compiled``; the difference is the
+  compilation, ``compile_cpu_s``).
 
 Run: ``python benchmarks/bench_posterior.py [--eps 1.0] [--seeds 0 1 2] [--method laplace]
-[--draws 500] [--chains 2]``.
+[--draws 500] [--chains 2]``; ``--quick``: one seed, six columns, short chains (a GPU smoke
+run in a few minutes, e.g. ``JAX_PLATFORMS=cuda python benchmarks/bench_posterior.py --quick
+--method nuts``).
 """
 
 from __future__ import annotations
@@ -34,10 +44,11 @@ import arviz_stats
 import numpy as np
 
 from pgm_dp import load_adult
-from pgm_dp.bayes import posterior, predictive_check
+from pgm_dp.bayes import posterior, predictive_check, workload_intervals
 from pgm_dp.bayes.model import table_name
 from pgm_dp.models import MarkovRandomField
 from pgm_dp.privacy import PureDP
+from pgm_dp.select.bounds import aim_error_bounds, bound_intervals
 from pgm_dp.workflow import fit_table
 
 COLUMNS = ["age", "workclass", "education-num", "marital-status", "occupation",
@@ -104,33 +115,34 @@ def covered(draws: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return (lo - 1e-12 <= truth) & (truth <= hi + 1e-12)
 
 
-def one_seed(eps: float, seed: int, a) -> dict:
-    df, tf = adult_release(eps, seed, a.columns)
+def _coverage(idata, tf, codes, pairs, measured) -> dict:
+    """Hits of our intervals and of AIM's, and width ratios, measured and unmeasured apart."""
     rel, dom = tf.release, tf.release.domain
-    codes = np.asarray(tf.plan.encode(df))
-    mrf = MarkovRandomField(dom, rel.cliques)
-    cpu = time.process_time()
-    idata = posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
-                      num_chains=a.chains, rng=seed)  # fmt: skip
-    post_cpu = time.process_time() - cpu
-    measured = {tuple(sorted(c, key=a.columns.index)): c for c in rel.cliques if len(c) == 2}
-    hits_m, pairs_u, widths = [], [], []
-    for pair in itertools.combinations(a.columns, 2):
-        c = measured.get(pair)
-        if c is None:
-            pairs_u.append(pair)
-            continue
-        d = idata.posterior[table_name(c)].values.reshape(-1, dom.size(c))
-        hits_m.append(covered(d, true_table(codes, c, dom).ravel()))
-        lo, hi = np.quantile(d, [0.05, 0.95], axis=0)
-        widths.append((hi - lo) * rel.total / (2 * noise_halfwidth(rel.noise[c])))
-    hits_u = []
-    if pairs_u and a.draws_unmeasured:
-        for p, d in unmeasured_draws(idata, mrf, pairs_u, a.method, a.draws_unmeasured).items():
-            hits_u.append(covered(d, true_table(codes, p, dom).ravel()))
-    sites = [v for v in idata.posterior.data_vars if v.startswith(("marginal:", "table:"))]
-    summ = arviz_stats.summary(idata, var_names=sites, round_to="none")
-    check = predictive_check(rel, idata)
+    bounds = aim_error_bounds(tf.selection, tf.selection.model, level=0.9, cliques=pairs)
+    ours = workload_intervals(idata, rel.cliques, pairs, bounds, level=0.9)
+    out = {k: [] for k in ("hit_m", "hit_u", "aim_m", "aim_u", "ratio_m", "ratio_u", "width")}
+    for pair in pairs:
+        truth = true_table(codes, pair, dom)
+        iv, bd = ours[pair], bounds[pair]
+        lo_a, hi_a = (np.transpose(x, [bd.clique.index(v) for v in pair])
+                      for x in bound_intervals(bd))  # fmt: skip
+        tag = "m" if pair in measured else "u"
+        out[f"hit_{tag}"].append(
+            np.ravel((iv.lower - 1e-12 <= truth) & (truth <= iv.upper + 1e-12))
+        )
+        out[f"aim_{tag}"].append(np.ravel((lo_a <= truth) & (truth <= hi_a)))
+        out[f"ratio_{tag}"].append(
+            np.ravel((iv.upper - iv.lower) / np.maximum(hi_a - lo_a, 1e-300))
+        )
+        if tag == "m":
+            c = measured[pair]
+            half = (iv.upper - iv.lower) * rel.total / (2 * noise_halfwidth(rel.noise[c]))
+            out["width"].append(np.ravel(half))
+    return {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+
+
+def _absent(idata, rel, codes, dom) -> float:
+    """The largest posterior mean count of an absent one-way state over its bound."""
     worst = 0.0
     for c in rel.cliques:
         if len(c) != 1:
@@ -140,24 +152,70 @@ def one_seed(eps: float, seed: int, a) -> dict:
         mean = idata.posterior[table_name(c)].values.reshape(-1, t.size).mean(0) * rel.total
         for j in np.flatnonzero(t == 0):
             worst = max(worst, mean[j] / (max(float(rel.noisy[c][j]), 0.0) + 2 * sd))
+    return worst
+
+
+def one_seed(eps: float, seed: int, a) -> dict:
+    df, tf = adult_release(eps, seed, a.columns)
+    rel, dom = tf.release, tf.release.domain
+    codes = np.asarray(tf.plan.encode(df))
+    mrf = MarkovRandomField(dom, rel.cliques)
+    cpu = time.process_time()
+    idata = posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
+                      num_chains=a.chains, rng=seed)  # fmt: skip
+    post_cpu = time.process_time() - cpu
+    again = float("nan")
+    if a.twice:  # the same structure again: compiled programs reused
+        cpu = time.process_time()
+        posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
+                  num_chains=a.chains, rng=seed + 1000)  # fmt: skip
+        again = time.process_time() - cpu
+    measured = {tuple(sorted(c, key=a.columns.index)): c for c in rel.cliques if len(c) == 2}
+    pairs = list(itertools.combinations(a.columns, 2))
+    cov = _coverage(idata, tf, codes, pairs, measured)
+    model_u = []
+    unmeasured = [p for p in pairs if p not in measured]
+    if unmeasured and a.draws_unmeasured:
+        draws = unmeasured_draws(idata, mrf, unmeasured, a.method, a.draws_unmeasured)
+        model_u = [covered(d, true_table(codes, p, dom).ravel()) for p, d in draws.items()]
+    sites = [v for v in idata.posterior.data_vars if v.startswith(("marginal:", "table:"))]
+    summ = arviz_stats.summary(idata, var_names=sites, round_to="none")
+    check = predictive_check(rel, idata)
+    nan = float("nan")
     return {
         "seed": seed,
         "tables": len(rel.cliques),
         "cells": int(sum(dom.size(c) for c in rel.cliques)),
-        "cover_measured": float(np.concatenate(hits_m).mean()),
-        "cells_measured": int(sum(h.size for h in hits_m)),
-        "width_over_noise": float(np.median(np.concatenate(widths))),
-        "cover_unmeasured": float(np.concatenate(hits_u).mean()) if hits_u else float("nan"),
-        "cells_unmeasured": int(sum(h.size for h in hits_u)),
+        "cover_measured": float(cov["hit_m"].mean()) if cov["hit_m"].size else nan,
+        "cells_measured": int(cov["hit_m"].size),
+        "cover_unmeasured": float(cov["hit_u"].mean()) if cov["hit_u"].size else nan,
+        "cells_unmeasured": int(cov["hit_u"].size),
+        "model_cover_unmeasured": float(np.concatenate(model_u).mean()) if model_u else nan,
+        "aim_cover_measured": float(cov["aim_m"].mean()) if cov["aim_m"].size else nan,
+        "aim_cover_unmeasured": float(cov["aim_u"].mean()) if cov["aim_u"].size else nan,
+        "width_over_aim_measured": float(np.median(cov["ratio_m"])) if cov["ratio_m"].size else nan,
+        "width_over_aim_unmeasured": (
+            float(np.median(cov["ratio_u"])) if cov["ratio_u"].size else nan
+        ),
+        "width_over_noise": float(np.median(cov["width"])) if cov["width"].size else nan,
         "max_rhat": float(summ["r_hat"].max()),
         "min_ess_bulk": float(summ["ess_bulk"].min()),
         "min_ess_tail": float(summ["ess_tail"].min()),
         "min_ppc_p": check.min_p,
         "ppc_below_0.01": len(check.flagged()),
-        "absent_mean_over_bound": worst,
+        "absent_mean_over_bound": _absent(idata, rel, codes, dom),
         "fit_cpu_s": float(tf.report["fit_cpu_s"]),
         "posterior_cpu_s": post_cpu,
+        "cpu_ratio": post_cpu / max(float(tf.report["fit_cpu_s"]), 1e-9),
+        "posterior_again_cpu_s": again,
+        "compile_cpu_s": post_cpu - again,
+        "cpu_ratio_compiled": again / max(float(tf.report["fit_cpu_s"]), 1e-9),
     }
+
+
+QUICK = {"seeds": [0], "columns": ["age", "workclass", "education-num", "marital-status",
+                                   "sex", "income>50K"],
+         "warmup": 200, "draws": 200, "chains": 2, "draws_unmeasured": 50}  # fmt: skip
 
 
 def main() -> None:
@@ -168,20 +226,35 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--draws-unmeasured", type=int, default=200)
+    parser.add_argument("--draws-unmeasured", type=int, default=100)
     parser.add_argument("--columns", nargs="+", default=COLUMNS, help="Adult's columns")
+    parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
+    parser.add_argument(
+        "--twice",
+        action="store_true",
+        help="time a second posterior of the release (compiled programs reused)",
+    )
     a = parser.parse_args()
+    if a.quick:
+        for k, v in QUICK.items():
+            setattr(a, k, v)
     rows = []
     for seed in a.seeds:
         rows.append(one_seed(a.eps, seed, a))
         print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                         for k, v in rows[-1].items()), flush=True)  # fmt: skip
-    cm = sum(r["cover_measured"] * r["cells_measured"] for r in rows)
-    cu = sum(np.nan_to_num(r["cover_unmeasured"]) * r["cells_unmeasured"] for r in rows)
-    nm, nu = sum(r["cells_measured"] for r in rows), sum(r["cells_unmeasured"] for r in rows)
+
+    def pooled(key, cells):
+        hits = sum(np.nan_to_num(r[key]) * r[cells] for r in rows)
+        return hits / max(sum(r[cells] for r in rows), 1), sum(r[cells] for r in rows)
+
+    (cm, nm), (cu, nu) = (
+        pooled("cover_measured", "cells_measured"),
+        pooled("cover_unmeasured", "cells_unmeasured"),
+    )
     print(
-        f"pooled coverage (90 % intervals): measured pairs {cm / nm:.3f} over {nm} cells, "
-        f"unmeasured pairs {cu / max(nu, 1):.3f} over {nu} cells, all {(cm + cu) / (nm + nu):.3f}"
+        f"pooled coverage (90 % intervals): measured pairs {cm:.3f} over {nm} cells, "
+        f"unmeasured pairs {cu:.3f} over {nu} cells, all {(cm * nm + cu * nu) / (nm + nu):.3f}"
     )
 
 

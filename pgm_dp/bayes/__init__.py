@@ -10,6 +10,8 @@
 * :mod:`~pgm_dp.bayes.linear`: the Laplace method's marginals (linearised at the MAP) and
   the data's own tables (``table:`` sites).
 * :mod:`~pgm_dp.bayes.checks`: posterior predictive checks of any fitted model.
+* :mod:`~pgm_dp.bayes.intervals`: :func:`workload_intervals`, intervals of the data's
+  marginals, measured (the posterior) or not (AIM's error bounds).
 * :mod:`~pgm_dp.bayes.ising`: :func:`prising_posterior`, the posterior of PrIsing's ``β``.
 
 The learner is listed in :mod:`pgm_dp.learners` by reference (``"pgm_dp.bayes:PosteriorMean"``),
@@ -18,12 +20,14 @@ so the registry names it without importing NumPyro; this package is imported on 
 
 from .batch import marginal_draws
 from .checks import PredictiveCheck, plot_check, predictive_check, replicate_releases
+from .intervals import Interval, workload_intervals
 from .ising import ScoreReference, prising_posterior, score_reference
 from .mean import PosteriorMean, posterior_marginals, posterior_mean_model
 from .model import PRIOR_SCALE, Problem, prepare, release_model, site_name
 from .posterior import posterior
 
 __all__ = [
+    "Interval",
     "PRIOR_SCALE",
     "PredictiveCheck",
     "plot_check",
@@ -38,6 +42,7 @@ __all__ = [
     "prepare",
     "release_model",
     "site_name",
+    "workload_intervals",
     "ScoreReference",
     "prising_posterior",
     "score_reference",

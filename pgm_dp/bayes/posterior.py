@@ -4,7 +4,10 @@ Contract: :func:`posterior` returns an ArviZ ``xarray.DataTree`` (``arviz_base.f
 diagnostics with ``arviz_stats``) with groups ``posterior`` (``theta``, ``noise_var`` for
 Laplace-kind releases under the exact covariance, one ``marginal:A,B`` table per clique: the
 model's probabilities, and one ``table:A,B``: the data's own table, the proportions of the
-released records, :func:`~pgm_dp.bayes.linear.table_draws`),
+released records, :func:`~pgm_dp.bayes.linear.table_draws`; for a marginal that no
+clique holds, the intervals of the data's table are those of
+:func:`~pgm_dp.bayes.intervals.workload_intervals`: the model's marginal covers the
+model's quantity only),
 ``posterior_predictive`` (replicated noisy releases ``y``), ``observed_data`` and, for NUTS,
 ``sample_stats`` (divergences, tree depth, ...).
 :class:`~.mean.PosteriorMean` (in :mod:`.mean`) is the registered release learner (name

@@ -1,6 +1,7 @@
 """Private choice of the marginals to measure: workload-aware (AIM) or a tree of pairs (MST).
 
 * :mod:`.aim`: AIM (McKenna, Mullins, Sheldon & Miklau 2022), :func:`aim`.
+* :mod:`.bounds`: AIM's per-query error bounds (its Sec. 5), :func:`aim_error_bounds`.
 * :mod:`.mst`: MST's maximum spanning tree of pairs (McKenna, Miklau & Sheldon 2021),
   :func:`select_cliques`.
 * :mod:`.workload`: workloads, the candidate set and the model-size filter.
@@ -15,7 +16,16 @@ round) and below the workflow. Its MLE stays apart from the compiled solver of
 round would outweigh the solve, and the two solvers' optima agree only to their tolerances.
 """
 
-from .aim import AIMResult, AIMRound, aim, model_marginals, select_marginal, should_anneal
+from .aim import (
+    AIMResult,
+    AIMRound,
+    ScoredRound,
+    aim,
+    model_marginals,
+    select_marginal,
+    should_anneal,
+)
+from .bounds import ErrorBound, aim_error_bounds, bound_intervals
 from .estimators import LearnerEstimator, NaiveMLEEstimator, merged_release
 from .mle import fit_tables
 from .mst import Selection, pair_scores, select_cliques, with_one_way
@@ -34,6 +44,10 @@ __all__ = [
     "aim",
     "AIMResult",
     "AIMRound",
+    "ScoredRound",
+    "ErrorBound",
+    "aim_error_bounds",
+    "bound_intervals",
     "select_marginal",
     "should_anneal",
     "model_marginals",

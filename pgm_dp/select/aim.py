@@ -65,6 +65,7 @@ from .workload import candidate_weights, filter_candidates, workload_cliques
 __all__ = [
     "AIMRound",
     "AIMResult",
+    "ScoredRound",
     "ROUNDS_PER_VARIABLE",
     "aim",
     "select_marginal",
@@ -99,6 +100,20 @@ class AIMRound:
 
 
 @dataclass(frozen=True)
+class ScoredRound:
+    """What the last round's selection scored (post-processing of earlier releases; AIM
+    Sec. 5's error bounds, :mod:`~pgm_dp.select.bounds`): ``model``, the estimate
+    ``p̂_{T-1}`` the scores compared with, ``total``, the ``N`` its counts used,
+    ``candidates``, ``{r: w_r}`` over the candidates ``C_T`` that passed the size limit, and
+    ``noise_bias``, the ``E|noise|`` per cell the scores subtracted."""
+
+    model: Any
+    total: float
+    candidates: Mapping[Clique, float]
+    noise_bias: float
+
+
+@dataclass(frozen=True)
 class AIMResult:
     """What :func:`aim` returns. ``cliques``: the marginals selected, in order (round 1
     on); ``release``: every measurement as one release (the one-way tables first; cliques
@@ -107,7 +122,9 @@ class AIMResult:
     (``None`` if it returned none); ``notion``: ``"zcdp"`` or ``"pure"``, the unit of the
     costs in ``rounds``; ``total``: the ``ρ`` (zCDP; from ``(ε, δ)`` by the CKS bound) or
     ``ε`` (pure) they add up to; ``measurements``: the noisy tables one by one, in the
-    order measured (repeated cliques kept apart; their rounds are in ``rounds``)."""
+    order measured (repeated cliques kept apart; their rounds are in ``rounds``);
+    ``last_scored``: what the last round's selection scored (:class:`ScoredRound`;
+    ``None`` without rounds)."""
 
     cliques: tuple[Clique, ...]
     release: NoisyMarginals
@@ -117,6 +134,7 @@ class AIMResult:
     notion: str
     total: float
     measurements: Measurements
+    last_scored: ScoredRound | None = None
 
 
 def _notion(budget: Budget) -> tuple[str, float]:
@@ -201,6 +219,7 @@ class _State:
     model: Any = None
     release: NoisyMarginals | None = None
     used: Fraction = Fraction(0)  # the exact sum of the costs charged (no rounding)
+    scored: ScoredRound | None = None  # what the latest selection scored
 
 
 def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> None:
@@ -248,6 +267,7 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     small = filter_candidates(s["candidates"], s["domain"], state.release.cliques, limit)
     bias = sched.expected_abs_noise(measure)
     eps = sched.selection_epsilon(select)
+    state.scored = ScoredRound(state.model, state.release.total, small, bias)
     clique = select_marginal(
         small,
         s["answers"],
@@ -399,4 +419,5 @@ def aim(
         notion=setup["notion"],
         total=sched.budget,
         measurements=state.measurements,
+        last_scored=state.scored,
     )

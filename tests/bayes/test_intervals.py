@@ -1,0 +1,112 @@
+"""AIM's per-query error bounds and the intervals of the data's workload marginals.
+
+Brute force: the data's own tables are counted and compared with the bounds; no posterior is
+fitted (the ``table:`` sites are made by hand), so the file runs in a few seconds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from arviz_base import from_dict
+
+from pgm_dp import Domain
+from pgm_dp.bayes import workload_intervals
+from pgm_dp.bayes.labels import posterior_dims
+from pgm_dp.bayes.model import table_name
+from pgm_dp.errors import DomainError
+from pgm_dp.privacy import ZCDP, PureDP
+from pgm_dp.privacy.noise import NoiseModel
+from pgm_dp.select import aim
+from pgm_dp.select.bounds import aim_error_bounds, bound_intervals, l1_noise_bound
+
+DOM = Domain(["A", "B", "C", "D"], [3, 3, 2, 2])
+
+
+def _data(seed: int, n: int = 4000) -> pd.DataFrame:
+    """A chain A - B - C with a strong A - C dependence besides, D independent."""
+    gen = np.random.default_rng(seed)
+    a = gen.integers(0, 3, n)
+    b = (a + gen.integers(0, 2, n)) % 3
+    c = np.where(gen.random(n) < 0.7, a % 2, (b + (gen.random(n) < 0.2)) % 2)
+    return pd.DataFrame({"A": a, "B": b, "C": c, "D": gen.integers(0, 2, n)})
+
+
+def _table(df: pd.DataFrame, r) -> np.ndarray:
+    t = np.zeros(DOM.sizes(r))
+    np.add.at(t, tuple(df[v].to_numpy() for v in r), 1.0)
+    return t
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_l1_noise_bound_fails_at_most_as_often_as_stated(kind):
+    """Monte Carlo: ``||z||_1`` of 12 cells exceeds the 90 % bound in at most 10 % of 20,000
+    draws (plus 1 % for the simulation's own error; seeded)."""
+    gen = np.random.default_rng(0)
+    noise = NoiseModel(kind, 3.0)
+    z = gen.laplace(0, 3.0, (20_000, 12)) if kind == "laplace" else gen.normal(0, 3.0, (20_000, 12))
+    bound = l1_noise_bound(noise, 12, 0.1)
+    assert np.mean(np.abs(z).sum(1) > bound) <= 0.11
+    assert np.mean(np.abs(z).sum(1) > 0.7 * bound) > 0.05  # not vacuous
+
+
+@pytest.mark.parametrize("budget", [PureDP(1.0), ZCDP(0.05)])
+def test_aim_bounds_hold_for_measured_and_unmeasured_marginals(budget):
+    """On a tiny model whose selection leaves a real dependence out: every workload pair's
+    L1 error of the model AIM's bound is about is within the bound (seeds 0-2), so the
+    per-cell intervals contain the data's proportions; the unmeasured bounds are not
+    trivial (below ``2 N``)."""
+    unmeasured = 0
+    for seed in range(3):
+        df = _data(seed)
+        res = aim(df, DOM, budget, rng=seed, max_rounds=6)
+        bounds = aim_error_bounds(res, res.model)
+        for r, b in bounds.items():
+            truth = _table(df, b.clique)
+            assert np.abs(truth - b.total * b.center).sum() <= b.l1, (seed, r)
+            lo, hi = bound_intervals(b)
+            assert np.all((lo <= truth / len(df) + 1e-9) & (truth / len(df) <= hi + 1e-9))
+            if not b.supported:
+                unmeasured += 1
+                assert b.l1 < 2 * b.total
+    assert unmeasured > 0
+
+
+def _idata(tables: dict, draws: int = 400, seed: int = 0):
+    """A posterior-like DataTree with ``table:`` sites drawn around ``tables`` (proportions),
+    Dirichlet draws of concentration 4000."""
+    gen = np.random.default_rng(seed)
+    post = {}
+    for c, t in tables.items():
+        d = gen.dirichlet(4000 * np.ravel(t) + 1e-3, size=(1, draws))
+        post[table_name(c)] = d.reshape(1, draws, *t.shape)
+    dims, coords = posterior_dims(DOM, list(tables), list(post))
+    return from_dict({"posterior": post}, dims=dims, coords=coords)
+
+
+def test_unmeasured_intervals_contain_the_data_marginal_a_model_lacks():
+    """The model of A-B, B-C (the chain) lacks A-C: its intervals for A-C come from AIM's
+    bound and the one-way tables' Fréchet bounds, lie inside both, and contain the data's
+    A-C table; a measured pair's interval is its ``table:`` site's quantiles."""
+    df = _data(0)
+    n = len(df)
+    res = aim(df, DOM, PureDP(1.0), rng=0, max_rounds=6)
+    cliques = [("A",), ("B",), ("C",), ("D",), ("A", "B"), ("B", "C")]
+    idata = _idata({c: _table(df, c) / n for c in cliques})
+    bounds = aim_error_bounds(res, res.model, cliques=[("C", "A")])
+    out = workload_intervals(idata, cliques, [("C", "A"), ("A", "B")], bounds)
+    iv = out[("C", "A")]
+    truth = _table(df, ("C", "A")) / n
+    assert not iv.supported and iv.lower.shape == (2, 3)
+    assert np.all((iv.lower <= truth) & (truth <= iv.upper))
+    lo_b, hi_b = bound_intervals(bounds[("C", "A")])
+    order = [bounds[("C", "A")].clique.index(v) for v in ("C", "A")]
+    assert np.all(iv.upper <= np.transpose(hi_b, order) + 1e-12)
+    assert np.all(iv.lower >= np.transpose(lo_b, order) - 1e-12)
+    draws = idata.posterior[table_name(("A", "B"))].values.reshape(-1, 3, 3)
+    assert out[("A", "B")].supported
+    np.testing.assert_allclose(out[("A", "B")].lower, np.quantile(draws, 0.05, axis=0))
+    with pytest.raises(DomainError, match="AIM bound"):
+        workload_intervals(idata, cliques, [("A", "D")])
+    with pytest.raises(DomainError, match="level"):
+        workload_intervals(idata, cliques, [("A", "B")], level=1.5)
