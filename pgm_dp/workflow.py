@@ -17,9 +17,14 @@ The steps, each charged to one accountant before any noise is drawn:
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
    The model is then expanded back to the full domain (:func:`expand_model`): a merged
    state gets an even share of its group, as decoding draws it.
-4. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
-   expected error, and a :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the
-   model explains the noisy tables worse than the private independent model does.
+4. **Check** (:mod:`pgm_dp.workload_check`): ``check_share`` of the budget (2 %), held out
+   from step 2, measures how much worse the fitted model is on the workload than the
+   private independent model (one noisy number); when it looks worse, the independent
+   model is returned instead (post-processing).
+5. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
+   expected error, the check, and a
+   :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the model explains the
+   noisy tables, or the workload (step 4), worse than the private independent model does.
 
 Budget split (data-independent, decided before anything is read):
 
@@ -316,7 +321,7 @@ class _PlannedRun(Accountant):
         return super().charge(cost, **kwargs)
 
 
-def _check(budget, selection, learner, share, mst_fraction, accountant):
+def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0):
     from . import learners
     from .privacy.accountant import check_accountant
 
@@ -324,6 +329,10 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     share = one_way_share(budget) if share is None else share
     notion, amount, first, rest = split_budget(budget, share)
+    if share + held >= 1:
+        raise PrivacyParameterError(
+            f"the one-way share {share!r} and the check's share {held!r} leave nothing to select"
+        )
     if selection == "mst" and not budget.is_pure:
         raise PrivacyParameterError("MST selection runs under pure epsilon-DP; drop delta")
     if not 0 < mst_fraction < 1:
@@ -341,13 +350,15 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
     return spec, (notion, amount, first, rest), acc
 
 
-def _rest(charges, notion: str, amount: float) -> Budget:
-    """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
+def _rest(charges, notion: str, amount: float, held: float = 0.0) -> tuple[Budget, Budget | None]:
+    """What is left of ``amount`` after ``charges`` and the check's share ``held`` of it,
+    rounded down (the exact sum <= budget), and the check's budget (``None``: no check)."""
     from .select.schedule import float_below
 
     parts = [c.cost.to_zcdp().rho if c.cost.notion != notion else c.cost.amount for c in charges]
-    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(0)))
-    return budget_of(notion, left)
+    check = float_below(Fraction(amount) * Fraction(held))
+    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(check)))
+    return budget_of(notion, left), budget_of(notion, check) if check > 0 else None
 
 
 def fit_table(
@@ -364,6 +375,7 @@ def fit_table(
     estimator: Any = None,
     prepare_share: float | None = None,
     mst_fraction: float = 0.5,
+    check_share: float | None = None,
     accountant: Accountant | None = None,
     progress: bool = False,
     **prepare_options: Any,
@@ -374,16 +386,24 @@ def fit_table(
     ``prepare_share`` of the budget (default :func:`one_way_share`); ``workload``,
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
-    is a registered release learner. Every input error is raised before the budget is
-    touched; when the prepared domain leaves AIM nothing to select, the one-way tables are
-    fitted, with a note in the report. ``rng``: ``None`` for a real release (seeds: tests).
+    is a registered release learner. ``check_share`` (default
+    :data:`~pgm_dp.workload_check.CHECK_SHARE`; 0: no check) of the budget is held out for
+    the private check against the independent model on the workload
+    (:mod:`pgm_dp.workload_check`): when the fitted model looks worse, the independent model
+    is returned instead and the report says so. Every input error is raised before the
+    budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
+    tables are fitted, with a note in the report. ``rng``: ``None`` for a real release
+    (seeds: tests).
     """
     from .fit_report import build_report
     from .models import MarkovRandomField
     from .prepare import prepare_plan
+    from .workload_check import apply_check, fit_check
+    from .workload_check import check_share as _held_share
 
+    held = _held_share(check_share)
     spec_l, (notion, amount, first, rest), acc = _check(
-        budget, selection, learner, prepare_share, mst_fraction, accountant
+        budget, selection, learner, prepare_share, mst_fraction, accountant, held
     )
     options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
@@ -391,23 +411,26 @@ def fit_table(
     gen = as_generator(rng)
     before = len(acc.charges)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
-    rest = _rest(acc.charges[before:], notion, amount)
+    rest, held_budget = _rest(acc.charges[before:], notion, amount, held)
     codes = plan.encode(df)
     dom = plan.domain
     notes: list[str] = []
     if selection == "aim":
-        chosen, notes = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        chosen, notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         release = chosen.release
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
     fit = spec_l.make().fit(release, MarkovRandomField(dom, release.cliques))
     seconds = time.process_time() - start
+    check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
     report = {
         **build_report(fit.model, release, plan, chosen, acc, learner, budget),
         "fit_cpu_s": seconds,
         "notes": notes,
     }
+    if check is not None:
+        fit = apply_check(fit, check, report, learner)
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
@@ -465,7 +488,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     measured = one_way_measurements(plan) if plan.one_way is not None else None
     ok, workload, notes = _usable_workload(dom, workload)
     if not ok and measured:
-        return _one_way_only(plan, measured, rest, notion), notes
+        return _one_way_only(plan, measured, rest, notion), notes, workload
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
@@ -474,7 +497,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
                  max_rounds=rounds, measured=measured, progress=progress,
                  estimator=estimator)  # fmt: skip
-    return result, notes
+    return result, notes, workload
 
 
 def _mst(codes, dom, eps, fraction, gen, acc):

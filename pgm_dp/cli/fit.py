@@ -161,6 +161,14 @@ def _add_table_arguments(p) -> None:
         "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
     )
     p.add_argument(
+        "--check-share",
+        type=float,
+        default=None,
+        help="share of the budget held out to check the model against the private "
+        "independent model on the workload (the independent model is returned when it is "
+        "better); default 0.02, 0 turns the check off (pgm_dp.workload_check)",
+    )
+    p.add_argument(
         "--drop-identifiers",
         action="store_true",
         help="drop identifier-like columns (row numbers, ids) instead of refusing",
