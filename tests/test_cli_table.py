@@ -144,15 +144,15 @@ def test_mst_selection_and_its_refusals():
 
 
 def test_one_way_share_rule():
-    """MST's third, at least 0.15 of a pure epsilon up to half of it; zCDP keeps the third."""
+    """MST's third, at least 0.15 of a pure epsilon up to half of it; zCDP: 0.15."""
     assert one_way_share(PureDP(1.0)) == pytest.approx(1 / 3)
     assert one_way_share(PureDP(3.0)) == pytest.approx(1 / 3)
     assert one_way_share(PureDP(0.3)) == pytest.approx(0.5)
     assert one_way_share(PureDP(0.4)) == pytest.approx(0.375)
     assert one_way_share(PureDP(0.01)) == pytest.approx(0.5)  # never more than half
     assert one_way_share(ApproxDP(0.3, 0.0)) == pytest.approx(0.5)  # delta = 0 is pure
-    assert one_way_share(ApproxDP(0.3, 1e-9)) == pytest.approx(1 / 3)
-    assert one_way_share(ZCDP(0.001)) == pytest.approx(1 / 3)
+    assert one_way_share(ApproxDP(0.3, 1e-9)) == pytest.approx(0.15)
+    assert one_way_share(ZCDP(0.001)) == pytest.approx(0.15)
 
 
 def test_fit_table_default_share_follows_the_rule():
