@@ -46,8 +46,9 @@ Budget split (data-independent, decided before anything is read):
   noise (about 6 % of ``ρ`` with ``16 d`` rounds): there the one-way tables get
   ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, which lowered the 2-way TVD on the real tables
   (``benchmarks/results/realdata``). The constants are our choice, set from these
-  measurements, not derived. When some numeric column needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays
-  for them. The share depends on ε only, never on the data, and is never near zero.
+  measurements, not derived. When some numeric column needs private quantiles,
+  ``prepare_plan``'s ``quantile_share`` (half) of that share pays for them. The share
+  depends on the budget only, never on the data, and is never near zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
