@@ -44,11 +44,13 @@ Budget split (data-independent, decided before anything is read):
   of them, are worth more than the one-way tables. **Under zCDP** (``--delta``) the
   tables compose as squares and AIM itself measures the one-way tables at its rounds'
   noise (about 6 % of ``ρ`` with ``16 d`` rounds): there the one-way tables get
-  ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, which lowered the 2-way TVD on the real tables
-  (``benchmarks/results/realdata``). The constants are our choice, set from these
-  measurements, not derived. When some numeric column needs private quantiles,
-  ``prepare_plan``'s ``quantile_share`` (half) of that share pays for them. The share
-  depends on the budget only, never on the data, and is never near zero.
+  ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at least ``ONE_WAY_RHO`` up to a third (at
+  (0.3, 1e-9) a third, from (1, 1e-9) on 0.15), which lowered the 2-way TVD on the real
+  tables at ε >= 1, where a third did better at ε = 0.3 (``benchmarks/results/realdata``).
+  The constants are our choice, set from these measurements, not derived. When some numeric
+  column needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share
+  pays for them. The share depends on the budget only, never on the data, and is never near
+  zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
@@ -105,8 +107,10 @@ ONE_WAY_SHARE = 1 / 3
 ONE_WAY_EPSILON = 0.15
 #: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
 MAX_ONE_WAY_SHARE = 1 / 2
-#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables.
+#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables, at least.
 ZCDP_ONE_WAY_SHARE = 0.15
+#: ``ρ`` that :func:`one_way_share` gives the one-way tables at least, within a third.
+ONE_WAY_RHO = 5e-4
 #: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
 TARGET_TVD = 0.05
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
@@ -212,14 +216,19 @@ def one_way_share(budget: Budget) -> float:
     """The default share of ``budget`` for the one-way tables (module docstring): MST's
     third, raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``) to
     ``ONE_WAY_EPSILON / ε`` when that is more, and to at most :data:`MAX_ONE_WAY_SHARE`.
-    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``) gives them :data:`ZCDP_ONE_WAY_SHARE`
-    (module docstring). Depends on the budget only, never on the data.
+    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``, as the ``ρ`` it converts to) gives them
+    :data:`ZCDP_ONE_WAY_SHARE`, raised to ``ONE_WAY_RHO / ρ`` up to a third (module
+    docstring). Depends on the budget only, never on the data.
 
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
     (0.3333333333333333, 0.5, 0.5)
+    >>> from pgm_dp.privacy import ZCDP
+    >>> one_way_share(ZCDP(0.1)), one_way_share(ZCDP(0.002)), one_way_share(ZCDP(0.001))
+    (0.15, 0.25, 0.3333333333333333)
     """
     if not getattr(budget, "is_pure", False):
-        return ZCDP_ONE_WAY_SHARE
+        rho = budget.native().amount
+        return min(ONE_WAY_SHARE, max(ZCDP_ONE_WAY_SHARE, ONE_WAY_RHO / rho))
     return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 

@@ -23,13 +23,15 @@ accountant before the noise is drawn. In units of the weighted mean total variat
 ``D = T / (2 N̂ sum_W c_W)`` has noise ``b = 1 / (N̂ ε_c)`` (Laplace) or
 ``σ = 1 / (N̂ sqrt(2 ρ_c))``.
 
-When ``D > 0`` (the fitted model looks worse) the fit falls back to the independent model
-(post-processing: a choice between two released models by a released number) and the
-report says so. Expected loss of the decision: when the true gap is ``g``, the wrong model
-is kept with probability ``exp(-|g|/b)/2`` (Laplace), so the expected loss is at most
-``b / (2e)``. The share is our choice (the paper-free part of the workflow): 2 % of the
-budget, which at ``N̂ = 40 000`` and pure ``ε = 0.3`` gives ``b ≈ 0.004`` in total
-variation, against the 4 % more noise it costs AIM's rounds.
+The check is not run (and its share is left unspent, a note in the report) when its
+nominal noise is above :data:`MAX_CHECK_NOISE`: with few records or a tiny budget its
+verdict would be a coin flip. When ``D > 0`` (the fitted model looks worse) the fit falls
+back to the independent model (post-processing: a choice between two released models by a
+released number) and the report says so. Expected loss of the decision: when the true gap is
+``g``, the wrong model is kept with probability ``exp(-|g|/b)/2`` (Laplace), so the expected
+loss is at most ``b / (2e)``. The share is our choice (the paper-free part of the workflow):
+2 % of the budget, which at ``N̂ = 40 000`` and pure ``ε = 0.3`` gives ``b ≈ 0.004`` in
+total variation, against the 4 % more noise it costs AIM's rounds.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from .privacy.mechanisms import perturb
 
 __all__ = [
     "CHECK_SHARE",
+    "MAX_CHECK_NOISE",
+    "check_noise",
     "check_share",
     "one_way_probabilities",
     "independent_model",
@@ -56,6 +60,17 @@ __all__ = [
 
 #: Share of the whole budget held out for the check (module docstring).
 CHECK_SHARE = 0.02
+#: Largest nominal noise of the check (mean total variation, :func:`check_noise`) worth
+#: running it: noisier, its verdict would be a coin flip, and it is not run (our choice).
+MAX_CHECK_NOISE = 0.01
+
+
+def check_noise(budget, n_hat: float) -> float:
+    """The nominal noise scale of ``D`` (module docstring) with ``budget`` and ``N̂``
+    records: ``1 / (N̂ ε)`` (Laplace) or ``1 / (N̂ sqrt(2 ρ))`` (Gaussian), from public
+    quantities only."""
+    amount = budget.amount if budget.is_pure else math.sqrt(2 * budget.amount)
+    return 1.0 / (max(n_hat, 1.0) * amount)
 
 
 def check_share(share: Any) -> float:
@@ -147,14 +162,20 @@ def release_check(codes, domain, workload, fitted, release, budget, *, rng, acco
 
 
 def fit_check(codes, dom, workload, model, release, budget, gen, acc):
-    """The held-out check (:func:`pgm_dp.workload_check.release_check`), or ``None`` (nothing
-    charged) with no check budget, no multi-way table (the model is the independent one)
-    or no usable workload on the prepared domain."""
+    """The held-out check (:func:`release_check`), or ``None`` (nothing charged) with no
+    check budget, no multi-way table (the model is the independent one) or no usable
+    workload on the prepared domain; ``{"skipped": why}`` (nothing charged; the share is
+    left unspent) when its nominal noise (:func:`check_noise`) is above
+    :data:`MAX_CHECK_NOISE`."""
     from .errors import DomainError
     from .select import workload_cliques
 
     if budget is None or all(len(c) == 1 for c in release.cliques):
         return None
+    noise = check_noise(budget, float(release.total))
+    if noise > MAX_CHECK_NOISE:
+        return {"skipped": f"its noise ({noise:.3g} in total variation, N about "
+                f"{float(release.total):,.0f}) would be above {MAX_CHECK_NOISE}"}  # fmt: skip
     try:
         wl = workload_cliques(dom, workload)
     except DomainError:
@@ -167,6 +188,9 @@ def apply_check(fit, check, report, learner):
     when the fitted one looks worse on the workload."""
     from .fit_report import warn_workload_check
 
+    if "skipped" in check:
+        report["notes"] = [*report["notes"], f"the workload check was not run: {check['skipped']}"]
+        return fit
     independent = check.pop("model")
     check["fallback"] = bool(check["worse_than_independent"])
     report["workload_check"] = check

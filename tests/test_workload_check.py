@@ -69,9 +69,9 @@ def test_a_good_fit_keeps_its_model_and_says_no_worse():
     assert "no worse than the private independent model" in format_report(tf.report)
 
 
-@pytest.mark.parametrize("budget", [PureDP(1.0), ApproxDP(1.0, 1e-6)])
+@pytest.mark.parametrize("budget", [PureDP(2.0), ApproxDP(2.0, 1e-6)])
 def test_the_held_out_share_is_one_charge_within_the_budget(budget):
-    df, spec = _copied_table(3000, seed=4)
+    df, spec = _copied_table(6000, seed=4)
     acc = Accountant(budget.native())
     tf = fit_table(df, spec, budget=budget, rng=0, accountant=acc, compress=False, max_rounds=3)
     checks = [c for c in acc.charges if c.what.startswith("fit check")]
@@ -118,3 +118,14 @@ def test_bad_check_shares_are_refused_before_anything_is_spent(options):
     with pytest.raises(ValueError, match="share"):
         fit_table(df, spec, budget=PureDP(1.0), accountant=acc, **options)
     assert acc.charges == ()
+
+
+def test_a_check_too_noisy_to_say_anything_is_not_run():
+    df, spec = _copied_table(1000, seed=6)  # 1 / (1000 * 0.02) = 0.05 > MAX_CHECK_NOISE
+    acc = Accountant(PureDP(1.0))
+    tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, accountant=acc, compress=False,
+                   max_rounds=3)  # fmt: skip
+    assert "workload_check" not in tf.report
+    assert any("workload check was not run" in n for n in tf.report["notes"])
+    assert not any(c.what.startswith("fit check") for c in acc.charges)
+    assert acc.spent.epsilon <= 1.0 - CHECK_SHARE + 1e-12  # the share is left unspent
