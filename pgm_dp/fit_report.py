@@ -158,7 +158,7 @@ def warn_workload_check(check: dict, learner: str) -> None:
             f"independent model (held-out check: mean total variation {check['gap']:+.4f} "
             f"± {check['noise_scale']:.4f} noise); the independent model is returned instead",
             WorseThanIndependentWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
 
 

@@ -76,12 +76,12 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .errors import PrivacyParameterError
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
+from .synth import _decode_full, expand_model, full_codes, sample_fit
 
 __all__ = [
     "TableFit",
@@ -141,65 +141,6 @@ class TableFit:
     def sample(self, n: int, rng: RngLike = None):
         """``n`` synthetic records in the user's own values (``"<rare>"`` expanded)."""
         return _decode_full(self.plan, self.fit.model.sample(n, rng=rng))
-
-
-def expand_model(model, plan):
-    """``model`` (on ``plan.domain``, rare states merged) as a model on ``plan.full_domain``:
-    a full state in a ``"<rare>"`` group of ``m`` states gets ``1/m`` of the group's
-    probability, exactly the distribution that decoding (uniform expansion, MST's
-    ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
-    and ``-log m`` is added to the merged states in one clique of each variable."""
-    from .models import MarkovRandomField
-
-    maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
-    done: set = set()
-    tables = []
-    for clique, table in zip(model.cliques, model.log_potentials, strict=True):
-        t = np.asarray(table, dtype=np.float64)[np.ix_(*(maps[v] for v in clique))].copy()
-        for axis, v in enumerate(clique):
-            c = plan.column(v)
-            if v in done or not c.merged:
-                continue
-            shift = np.zeros(len(c.states))
-            shift[list(c.merged)] = -math.log(len(c.merged))
-            shape = [1] * len(clique)
-            shape[axis] = len(c.states)
-            t = t + shift.reshape(shape)
-            done.add(v)
-        tables.append(t)
-    return MarkovRandomField(plan.full_domain, model.cliques, tables)
-
-
-def full_codes(plan, df) -> np.ndarray:
-    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
-    from .prepare._spec import check_frame
-
-    df = check_frame(df)
-    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
-
-
-def _decode_full(plan, codes) -> pd.DataFrame:
-    arr = np.asarray(codes)
-    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
-    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
-
-
-def sample_fit(fit, n: int, rng: RngLike = None):
-    """``n`` records drawn from a saved fit of :func:`fit_table` (``pgm-dp fit --data``), in
-    the user's own values: the fit keeps its preparation (``fit.info["preparation"]``), which
-    decodes the codes (``"<rare>"`` expanded, bins as intervals, ``"<missing>"`` as NaN).
-
-    ``fit``: a :class:`~pgm_dp.learners.Fit` or the path of its ``.npz`` file."""
-    from .errors import DataValidationError
-    from .io import load
-    from .prepare import Preparation
-
-    if not hasattr(fit, "info"):
-        fit = load(fit)
-    text = getattr(fit, "info", {}).get("preparation")
-    if text is None:
-        raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
-    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))
 
 
 def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
@@ -413,10 +354,8 @@ def fit_table(
     tables are fitted, with a note in the report. ``rng``: ``None`` for a real release
     (seeds: tests).
     """
-    from .fit_report import build_report
-    from .models import MarkovRandomField
+    from .fit_report import build_report, warn_workload_check
     from .prepare import prepare_plan
-    from .select.estimators import refine_noise_weighted
     from .workload_check import apply_check, fit_check
     from .workload_check import check_share as _held_share
 
@@ -440,11 +379,7 @@ def fit_table(
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
-    fit = spec_l.make().fit(release, MarkovRandomField(dom, release.cliques))
-    refined = None
-    if learner == "naive" and notion == "zcdp":  # Gaussian noise: weigh tables by it
-        model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
-        fit = replace(fit, model=model)
+    fit, refined = _fit_release(spec_l, learner, notion, release, dom)
     seconds = time.process_time() - start
     check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
     report = {
@@ -454,10 +389,27 @@ def fit_table(
         "notes": notes,
     }
     if check is not None:
-        fit = apply_check(fit, check, report, learner)
+        fit = apply_check(fit, check, report)
+        if "workload_check" in report:
+            warn_workload_check(report["workload_check"], learner)
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
+
+
+def _fit_release(spec, learner, notion, release, dom):
+    """The learner's fit of every table measured; under zCDP the naive MLE is then refined
+    by Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps). Returns the
+    fit and the refinement's info (``None`` when not refined)."""
+    from .models import MarkovRandomField
+    from .privacy.budget import notion_type
+    from .select.estimators import refine_noise_weighted
+
+    fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
+    if learner != "naive" or notion_type(notion).is_pure:  # Gaussian: weigh tables by it
+        return fit, None
+    model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
+    return replace(fit, model=model), refined
 
 
 def _amount(b: Budget | None) -> float:

@@ -183,18 +183,15 @@ def fit_check(codes, dom, workload, model, release, budget, gen, acc):
     return release_check(codes, dom, wl, model, release, budget, rng=gen, accountant=acc)
 
 
-def apply_check(fit, check, report, learner):
+def apply_check(fit, check, report):
     """Record the check in ``report`` and fall back to the independent model (post-processing)
     when the fitted one looks worse on the workload."""
-    from .fit_report import warn_workload_check
-
     if "skipped" in check:
         report["notes"] = [*report["notes"], f"the workload check was not run: {check['skipped']}"]
         return fit
     independent = check.pop("model")
     check["fallback"] = bool(check["worse_than_independent"])
     report["workload_check"] = check
-    warn_workload_check(check, learner)
     if check["fallback"]:
         report["notes"] = [*report["notes"], "the independent model was returned (fit check)"]
         return replace(fit, model=independent, info={**fit.info, "fallback": "independent"})

@@ -140,6 +140,13 @@ def _run(args) -> None:
     say(f"written: {args.out}")
 
 
+def _add_check_argument(p) -> None:
+    p.add_argument("--check-share", type=float, default=None,
+                   help="budget share held out to check the model against the private "
+                   "independent model on the workload, which replaces a worse model; "
+                   "default 0.02, 0: no check (pgm_dp.workload_check)")  # fmt: skip
+
+
 def _add_table_arguments(p) -> None:
     """The preparation and selection flags of ``--data`` without ``--cliques``."""
     out = _args.output_file
@@ -159,14 +166,6 @@ def _add_table_arguments(p) -> None:
         help="share of the budget for the one-way tables that decide the "
         "compression (and private quantiles); default MST's third, at least 0.15 of a "
         "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
-    )
-    p.add_argument(
-        "--check-share",
-        type=float,
-        default=None,
-        help="share of the budget held out to check the model against the private "
-        "independent model on the workload (the independent model is returned when it is "
-        "better); default 0.02, 0 turns the check off (pgm_dp.workload_check)",
     )
     p.add_argument(
         "--drop-identifiers",
@@ -252,5 +251,6 @@ def add_parser(subparsers) -> None:
     )
     add_budget_arguments(p)
     _add_table_arguments(p)
+    _add_check_argument(p)
     p.add_argument("--out", type=_args.output_file, default="model.npz", help="fit file (.npz)")
     p.set_defaults(func=_run)
