@@ -10,9 +10,9 @@ layout, shared numerics) → ``inference`` (pure functions of tables; its backen
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
 marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
 codes; its ``prepare._frames`` sits beside ``domain``, ``prepare._dask`` beside ``stats``)
-→ ``synth`` (synthetic records of a fit) → ``fit_report`` → ``workflow`` (a table end to
-end) → ``compare`` / ``compare_data`` (learners on one budget) → ``peers`` (Private-PGM's
-MST and AIM, where mbi is installed) → ``cli``.
+→ ``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
+``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
+→ ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -112,6 +112,7 @@ LAYERS = (
     ("select",),
     ("io", "bayes", "prepare"),
     ("synth",),
+    ("workload_check",),
     ("fit_report",),
     ("workflow",),
     ("compare", "compare_data"),

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DomainError
+from .workload_check import independent_model
 
 __all__ = [
     "DataComparison", "compare_on_table", "record_budget", "split_table", "heldout_scores",
@@ -105,19 +106,6 @@ def heldout_scores(model, test_codes: np.ndarray) -> dict:
     return {"loglik_test": float(np.mean(logp)), "tvd2_test": float(np.mean(tvd))}
 
 
-def independent_model(release):
-    """The private independent model: the product of the release's noisy one-way tables
-    (clipped at 0, normalised), as a :class:`~pgm_dp.models.MarkovRandomField`."""
-    from .models import MarkovRandomField
-
-    dom = release.domain
-    tables = []
-    for a in dom.attributes:
-        y = np.maximum(np.asarray(release.noisy[(a,)], dtype=np.float64), 0) + 1e-9
-        tables.append(np.log(y / y.sum()))
-    return MarkovRandomField(dom, [(a,) for a in dom.attributes], tables)
-
-
 def compare_on_table(
     df: pd.DataFrame,
     spec: Mapping | None = None,
@@ -137,8 +125,11 @@ def compare_on_table(
     :func:`~pgm_dp.workflow.fit_table`. Release learners fit the release of
     :func:`~pgm_dp.workflow.fit_table`; a record learner (PSGD, ...) fits the same prepared
     training codes and the same cliques with its own budget: what the preparation left of
-    ``epsilon`` (:func:`record_budget`). Writes ``compare_data.csv`` (and, when matplotlib
-    is present or ``plot=True``, ``compare_data.png``) to ``out_dir``."""
+    ``epsilon`` (:func:`record_budget`). The fit's held-out check against the independent
+    model (:mod:`pgm_dp.workload_check`) is off unless ``check_share`` is given: each
+    learner is scored as it is, beside the independent model's row. Writes
+    ``compare_data.csv`` (and, when matplotlib is present or ``plot=True``,
+    ``compare_data.png``) to ``out_dir``."""
     from . import learners as registry
     from .models import MarkovRandomField
     from .privacy import ApproxDP, PureDP
@@ -151,7 +142,7 @@ def compare_on_table(
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
         tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=driver,
-                       **fit_options)  # fmt: skip
+                       **{"check_share": 0, **fit_options})  # fmt: skip
         codes, left_out = _encodable(tf.plan, test)
         mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
         models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]

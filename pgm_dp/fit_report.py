@@ -13,7 +13,10 @@ constant, i.e. how well ``q`` explains what was measured. The fitted model was f
 the ``y_C`` and the independent model only to the one-way ones, so the comparison favours
 the fitted model on the multi-way tables: when even so ``S(fitted) > S(independent)``, the
 fit is worse than the independent model and :class:`WorseThanIndependentWarning` is
-raised (a Python warning; the command line prints it too). Expected error: for each
+raised (a Python warning; the command line prints it too). That score cannot see
+the unselected marginals; the held-out check of :mod:`pgm_dp.workload_check` (a share of
+the budget) can, and its verdict is reported and warned the same way (:func:`warn_workload_check`).
+Expected error: for each
 measured table the noise's expected total variation ``n_C · E|noise| / (2 N̂)`` (``n_C``
 cells), the error a table would have if used as is.
 """
@@ -27,7 +30,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WorseThanIndependentWarning", "build_report", "format_report", "independent_check"]
+__all__ = [
+    "WorseThanIndependentWarning",
+    "build_report",
+    "format_report",
+    "independent_check",
+    "warn_workload_check",
+]
 
 
 class WorseThanIndependentWarning(UserWarning):
@@ -43,6 +52,7 @@ _GROUPS = [
     (r"^select_cliques: one-way", "MST: one-way marginals"),
     (r"^select_cliques: edge", "MST: selections (exponential mechanism)"),
     (r"^mst: measure", "MST: measurements of the selected pairs"),
+    (r"^fit check", "fit check: workload error against the independent model (held out)"),
 ]
 
 
@@ -72,11 +82,11 @@ def _expected_abs(noise) -> float:
 def independent_check(model, release) -> dict | None:
     """``S(fitted)``, ``S(independent)`` (module docstring) and the verdict, or ``None``
     when some variable has no one-way table to build the independent model from."""
-    attrs = release.domain.attributes
-    one = {c[0]: np.asarray(release.noisy[c], float) for c in release.cliques if len(c) == 1}
-    if set(one) != set(attrs):
+    from .workload_check import one_way_probabilities
+
+    probs = one_way_probabilities(release)
+    if probs is None:
         return None
-    probs = {a: np.maximum(y, 0) / max(np.maximum(y, 0).sum(), 1e-300) for a, y in one.items()}
     n_hat = float(release.total)
     cliques = list(release.cliques)
     tables = model.marginals(cliques)
@@ -139,6 +149,31 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
     return report
 
 
+def warn_workload_check(check: dict, learner: str) -> None:
+    """Warn :class:`WorseThanIndependentWarning` when the held-out check
+    (:mod:`pgm_dp.workload_check`) found the fitted model worse on the workload."""
+    if check["worse_than_independent"]:
+        warnings.warn(
+            f"the fitted model ({learner}) is worse on the workload than the private "
+            f"independent model (held-out check: mean total variation {check['gap']:+.4f} "
+            f"± {check['noise_scale']:.4f} noise); the independent model is returned instead",
+            WorseThanIndependentWarning,
+            stacklevel=3,
+        )
+
+
+def _check_line(check: dict) -> str:
+    """The report line of the held-out workload check."""
+    verdict = "WORSE than" if check["worse_than_independent"] else "no worse than"
+    line = (
+        f"Workload check ({check['cost']}, held out): the fitted model is {verdict} the "
+        f"private independent model on the {check['workload_marginals']} workload marginals "
+        f"(mean total variation, fitted minus independent: {check['gap']:+.4f}, noise scale "
+        f"{check['noise_scale']:.4f})"
+    )
+    return line + ("; the independent model was returned" if check["fallback"] else "")
+
+
 def format_report(report: dict) -> str:
     """The report as lines for a terminal."""
     lines = [f"Selected ({report['selection']}, {len(report['selected'])}):"]
@@ -165,4 +200,6 @@ def format_report(report: dict) -> str:
             f"squared error / noise variance, lower is better: {check['fitted']:.4g} vs "
             f"{check['independent']:.4g})"
         )
+    if report.get("workload_check") is not None:
+        lines.append(_check_line(report["workload_check"]))
     return "\n".join(lines)

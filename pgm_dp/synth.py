@@ -29,6 +29,7 @@ records for the same seed, and ``numbers`` changes how a bin is written, not whi
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +42,9 @@ from .errors import DataValidationError, DomainError
 from .rng import RngLike, as_generator
 
 __all__ = [
+    "expand_model",
+    "full_codes",
+    "sample_fit",
     "Synthesizer",
     "sample_table",
     "iter_table",
@@ -341,3 +345,62 @@ def sample_dask(
     return dd.from_map(
         lambda b: synth.chunk(entropy, *b), bounds, meta=synth.meta(), divisions=divisions
     )
+
+
+def expand_model(model, plan):
+    """``model`` (on ``plan.domain``, rare states merged) as a model on ``plan.full_domain``:
+    a full state in a ``"<rare>"`` group of ``m`` states gets ``1/m`` of the group's
+    probability, exactly the distribution that decoding (uniform expansion, MST's
+    ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
+    and ``-log m`` is added to the merged states in one clique of each variable."""
+    from .models import MarkovRandomField
+
+    maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
+    done: set = set()
+    tables = []
+    for clique, table in zip(model.cliques, model.log_potentials, strict=True):
+        t = np.asarray(table, dtype=np.float64)[np.ix_(*(maps[v] for v in clique))].copy()
+        for axis, v in enumerate(clique):
+            c = plan.column(v)
+            if v in done or not c.merged:
+                continue
+            shift = np.zeros(len(c.states))
+            shift[list(c.merged)] = -math.log(len(c.merged))
+            shape = [1] * len(clique)
+            shape[axis] = len(c.states)
+            t = t + shift.reshape(shape)
+            done.add(v)
+        tables.append(t)
+    return MarkovRandomField(plan.full_domain, model.cliques, tables)
+
+
+def full_codes(plan, df) -> np.ndarray:
+    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
+    from .prepare._spec import check_frame
+
+    df = check_frame(df)
+    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
+
+
+def _decode_full(plan, codes) -> pd.DataFrame:
+    arr = np.asarray(codes)
+    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
+    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
+
+
+def sample_fit(fit, n: int, rng: RngLike = None):
+    """``n`` records drawn from a saved fit of :func:`fit_table` (``pgm-dp fit --data``), in
+    the user's own values: the fit keeps its preparation (``fit.info["preparation"]``), which
+    decodes the codes (``"<rare>"`` expanded, bins as intervals, ``"<missing>"`` as NaN).
+
+    ``fit``: a :class:`~pgm_dp.learners.Fit` or the path of its ``.npz`` file."""
+    from .errors import DataValidationError
+    from .io import load
+    from .prepare import Preparation
+
+    if not hasattr(fit, "info"):
+        fit = load(fit)
+    text = getattr(fit, "info", {}).get("preparation")
+    if text is None:
+        raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
+    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))

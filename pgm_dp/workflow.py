@@ -17,9 +17,14 @@ The steps, each charged to one accountant before any noise is drawn:
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
    The model is then expanded back to the full domain (:func:`expand_model`): a merged
    state gets an even share of its group, as decoding draws it.
-4. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
-   expected error, and a :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the
-   model explains the noisy tables worse than the private independent model does.
+4. **Check** (:mod:`pgm_dp.workload_check`): ``check_share`` of the budget (2 %), held out
+   from step 2, measures how much worse the fitted model is on the workload than the
+   private independent model (one noisy number); when it looks worse, the independent
+   model is returned instead (post-processing).
+5. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
+   expected error, the check, and a
+   :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the model explains the
+   noisy tables, or the workload (step 4), worse than the private independent model does.
 
 Budget split (data-independent, decided before anything is read):
 
@@ -36,10 +41,16 @@ Budget split (data-independent, decided before anything is read):
   from 0.101 to 0.087 on Adult, 0.036 to 0.031 on ``nass`` and 0.098 to 0.085 on
   ``fair`` (``mpls``: 0.033 to 0.034), while at ε = 1 half did worse than the third
   (``nass`` 0.015 to 0.019, ``fair`` 0.050 to 0.055, seed 0): there AIM's rounds, more
-  of them, are worth more than the one-way tables. The constants are our choice, set
-  from these measurements, not derived. When some numeric column
-  needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays
-  for them. The share depends on ε only, never on the data, and is never near zero.
+  of them, are worth more than the one-way tables. **Under zCDP** (``--delta``) the
+  tables compose as squares and AIM itself measures the one-way tables at its rounds'
+  noise (about 6 % of ``ρ`` with ``16 d`` rounds): there the one-way tables get
+  ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at least ``ONE_WAY_RHO`` up to a third (at
+  (0.3, 1e-9) a third, from (1, 1e-9) on 0.15), which lowered the 2-way TVD on the real
+  tables at ε >= 1, where a third did better at ε = 0.3 (``benchmarks/results/realdata``).
+  The constants are our choice, set from these measurements, not derived. When some numeric
+  column needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share
+  pays for them. The share depends on the budget only, never on the data, and is never near
+  zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
@@ -65,12 +76,12 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .errors import PrivacyParameterError
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
+from .synth import _decode_full, expand_model, full_codes, sample_fit
 
 __all__ = [
     "TableFit",
@@ -96,11 +107,18 @@ ONE_WAY_SHARE = 1 / 3
 ONE_WAY_EPSILON = 0.15
 #: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
 MAX_ONE_WAY_SHARE = 1 / 2
+#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables, at least.
+ZCDP_ONE_WAY_SHARE = 0.15
+#: ``ρ`` that :func:`one_way_share` gives the one-way tables at least, within a third.
+ONE_WAY_RHO = 5e-4
 #: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
 TARGET_TVD = 0.05
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
+#: Mirror-descent steps that refine the naive MLE on Gaussian (zCDP) measurements
+#: (:func:`pgm_dp.select.estimators.refine_noise_weighted`).
+REFINE_ITERS = 1000
 #: The selection mechanisms of :func:`fit_table`.
 SELECTIONS = ("aim", "mst")
 
@@ -125,65 +143,6 @@ class TableFit:
         return _decode_full(self.plan, self.fit.model.sample(n, rng=rng))
 
 
-def expand_model(model, plan):
-    """``model`` (on ``plan.domain``, rare states merged) as a model on ``plan.full_domain``:
-    a full state in a ``"<rare>"`` group of ``m`` states gets ``1/m`` of the group's
-    probability, exactly the distribution that decoding (uniform expansion, MST's
-    ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
-    and ``-log m`` is added to the merged states in one clique of each variable."""
-    from .models import MarkovRandomField
-
-    maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
-    done: set = set()
-    tables = []
-    for clique, table in zip(model.cliques, model.log_potentials, strict=True):
-        t = np.asarray(table, dtype=np.float64)[np.ix_(*(maps[v] for v in clique))].copy()
-        for axis, v in enumerate(clique):
-            c = plan.column(v)
-            if v in done or not c.merged:
-                continue
-            shift = np.zeros(len(c.states))
-            shift[list(c.merged)] = -math.log(len(c.merged))
-            shape = [1] * len(clique)
-            shape[axis] = len(c.states)
-            t = t + shift.reshape(shape)
-            done.add(v)
-        tables.append(t)
-    return MarkovRandomField(plan.full_domain, model.cliques, tables)
-
-
-def full_codes(plan, df) -> np.ndarray:
-    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
-    from .prepare._spec import check_frame
-
-    df = check_frame(df)
-    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
-
-
-def _decode_full(plan, codes) -> pd.DataFrame:
-    arr = np.asarray(codes)
-    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
-    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
-
-
-def sample_fit(fit, n: int, rng: RngLike = None):
-    """``n`` records drawn from a saved fit of :func:`fit_table` (``pgm-dp fit --data``), in
-    the user's own values: the fit keeps its preparation (``fit.info["preparation"]``), which
-    decodes the codes (``"<rare>"`` expanded, bins as intervals, ``"<missing>"`` as NaN).
-
-    ``fit``: a :class:`~pgm_dp.learners.Fit` or the path of its ``.npz`` file."""
-    from .errors import DataValidationError
-    from .io import load
-    from .prepare import Preparation
-
-    if not hasattr(fit, "info"):
-        fit = load(fit)
-    text = getattr(fit, "info", {}).get("preparation")
-    if text is None:
-        raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
-    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))
-
-
 def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
     """``(notion, amount, first, rest)``: the budget in AIM's unit (``"pure"`` ε or
     ``"zcdp"`` ρ; ``(ε, δ)`` converted) cut into ``share`` and ``1 - share``."""
@@ -198,14 +157,19 @@ def one_way_share(budget: Budget) -> float:
     """The default share of ``budget`` for the one-way tables (module docstring): MST's
     third, raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``) to
     ``ONE_WAY_EPSILON / ε`` when that is more, and to at most :data:`MAX_ONE_WAY_SHARE`.
-    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``) keeps the third. Depends on the budget
-    only, never on the data.
+    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``, as the ``ρ`` it converts to) gives them
+    :data:`ZCDP_ONE_WAY_SHARE`, raised to ``ONE_WAY_RHO / ρ`` up to a third (module
+    docstring). Depends on the budget only, never on the data.
 
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
     (0.3333333333333333, 0.5, 0.5)
+    >>> from pgm_dp.privacy import ZCDP
+    >>> one_way_share(ZCDP(0.1)), one_way_share(ZCDP(0.002)), one_way_share(ZCDP(0.001))
+    (0.15, 0.25, 0.3333333333333333)
     """
     if not getattr(budget, "is_pure", False):
-        return ONE_WAY_SHARE
+        rho = budget.native().amount
+        return min(ONE_WAY_SHARE, max(ZCDP_ONE_WAY_SHARE, ONE_WAY_RHO / rho))
     return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 
@@ -316,7 +280,7 @@ class _PlannedRun(Accountant):
         return super().charge(cost, **kwargs)
 
 
-def _check(budget, selection, learner, share, mst_fraction, accountant):
+def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0):
     from . import learners
     from .privacy.accountant import check_accountant
 
@@ -324,6 +288,10 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
     share = one_way_share(budget) if share is None else share
     notion, amount, first, rest = split_budget(budget, share)
+    if share + held >= 1:
+        raise PrivacyParameterError(
+            f"the one-way share {share!r} and the check's share {held!r} leave nothing to select"
+        )
     if selection == "mst" and not budget.is_pure:
         raise PrivacyParameterError("MST selection runs under pure epsilon-DP; drop delta")
     if not 0 < mst_fraction < 1:
@@ -341,13 +309,15 @@ def _check(budget, selection, learner, share, mst_fraction, accountant):
     return spec, (notion, amount, first, rest), acc
 
 
-def _rest(charges, notion: str, amount: float) -> Budget:
-    """What is left of ``amount`` after ``charges``, rounded down: the exact sum <= budget."""
+def _rest(charges, notion: str, amount: float, held: float = 0.0) -> tuple[Budget, Budget | None]:
+    """What is left of ``amount`` after ``charges`` and the check's share ``held`` of it,
+    rounded down (the exact sum <= budget), and the check's budget (``None``: no check)."""
     from .select.schedule import float_below
 
     parts = [c.cost.to_zcdp().rho if c.cost.notion != notion else c.cost.amount for c in charges]
-    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(0)))
-    return budget_of(notion, left)
+    check = float_below(Fraction(amount) * Fraction(held))
+    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(check)))
+    return budget_of(notion, left), budget_of(notion, check) if check > 0 else None
 
 
 def fit_table(
@@ -364,6 +334,7 @@ def fit_table(
     estimator: Any = None,
     prepare_share: float | None = None,
     mst_fraction: float = 0.5,
+    check_share: float | None = None,
     accountant: Accountant | None = None,
     progress: bool = False,
     **prepare_options: Any,
@@ -374,16 +345,23 @@ def fit_table(
     ``prepare_share`` of the budget (default :func:`one_way_share`); ``workload``,
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
-    is a registered release learner. Every input error is raised before the budget is
-    touched; when the prepared domain leaves AIM nothing to select, the one-way tables are
-    fitted, with a note in the report. ``rng``: ``None`` for a real release (seeds: tests).
+    is a registered release learner. ``check_share`` (default
+    :data:`~pgm_dp.workload_check.CHECK_SHARE`; 0: no check) of the budget is held out for
+    the private check against the independent model on the workload
+    (:mod:`pgm_dp.workload_check`): when the fitted model looks worse, the independent model
+    is returned instead and the report says so. Every input error is raised before the
+    budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
+    tables are fitted, with a note in the report. ``rng``: ``None`` for a real release
+    (seeds: tests).
     """
-    from .fit_report import build_report
-    from .models import MarkovRandomField
+    from .fit_report import build_report, warn_workload_check
     from .prepare import prepare_plan
+    from .workload_check import apply_check, fit_check
+    from .workload_check import check_share as _held_share
 
+    held = _held_share(check_share)
     spec_l, (notion, amount, first, rest), acc = _check(
-        budget, selection, learner, prepare_share, mst_fraction, accountant
+        budget, selection, learner, prepare_share, mst_fraction, accountant, held
     )
     options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
@@ -391,26 +369,47 @@ def fit_table(
     gen = as_generator(rng)
     before = len(acc.charges)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
-    rest = _rest(acc.charges[before:], notion, amount)
+    rest, held_budget = _rest(acc.charges[before:], notion, amount, held)
     codes = plan.encode(df)
     dom = plan.domain
     notes: list[str] = []
     if selection == "aim":
-        chosen, notes = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        chosen, notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         release = chosen.release
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
-    fit = spec_l.make().fit(release, MarkovRandomField(dom, release.cliques))
+    fit, refined = _fit_release(spec_l, learner, notion, release, dom)
     seconds = time.process_time() - start
+    check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
     report = {
         **build_report(fit.model, release, plan, chosen, acc, learner, budget),
         "fit_cpu_s": seconds,
+        "refined": refined,
         "notes": notes,
     }
+    if check is not None:
+        fit = apply_check(fit, check, report)
+        if "workload_check" in report:
+            warn_workload_check(report["workload_check"], learner)
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
+
+
+def _fit_release(spec, learner, notion, release, dom):
+    """The learner's fit of every table measured; under zCDP the naive MLE is then refined
+    by Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps). Returns the
+    fit and the refinement's info (``None`` when not refined)."""
+    from .models import MarkovRandomField
+    from .privacy.budget import notion_type
+    from .select.estimators import refine_noise_weighted
+
+    fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
+    if learner != "naive" or notion_type(notion).is_pure:  # Gaussian: weigh tables by it
+        return fit, None
+    model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
+    return replace(fit, model=model), refined
 
 
 def _amount(b: Budget | None) -> float:
@@ -465,7 +464,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     measured = one_way_measurements(plan) if plan.one_way is not None else None
     ok, workload, notes = _usable_workload(dom, workload)
     if not ok and measured:
-        return _one_way_only(plan, measured, rest, notion), notes
+        return _one_way_only(plan, measured, rest, notion), notes, workload
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
@@ -474,7 +473,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
                  max_rounds=rounds, measured=measured, progress=progress,
                  estimator=estimator)  # fmt: skip
-    return result, notes
+    return result, notes, workload
 
 
 def _mst(codes, dom, eps, fraction, gen, acc):

@@ -215,5 +215,6 @@ def _fit(data, spec, budget, args):
         selection=args.selection, workload=_workload(args.workload),
         max_model_size=args.max_model_size, max_rounds=args.max_rounds,
         prepare_share=args.prepare_share, mst_fraction=args.selection_fraction,
+        check_share=getattr(args, "check_share", None),
         **_prepare_options(args),
     )  # fmt: skip

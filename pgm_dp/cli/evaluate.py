@@ -45,9 +45,9 @@ def _prepared_loglik(model, text: str, data) -> tuple[float, float | None]:
     (already paid for; ``None`` without them)."""
     import numpy as np
 
-    from ..compare_data import independent_model
     from ..prepare import Preparation
     from ..workflow import full_codes
+    from ..workload_check import independent_model
 
     plan = Preparation.from_json(text)
     codes = full_codes(plan, data)

@@ -140,6 +140,13 @@ def _run(args) -> None:
     say(f"written: {args.out}")
 
 
+def _add_check_argument(p) -> None:
+    p.add_argument("--check-share", type=float, default=None,
+                   help="budget share held out to check the model against the private "
+                   "independent model on the workload, which replaces a worse model; "
+                   "default 0.02, 0: no check (pgm_dp.workload_check)")  # fmt: skip
+
+
 def _add_table_arguments(p) -> None:
     """The preparation and selection flags of ``--data`` without ``--cliques``."""
     out = _args.output_file
@@ -244,5 +251,6 @@ def add_parser(subparsers) -> None:
     )
     add_budget_arguments(p)
     _add_table_arguments(p)
+    _add_check_argument(p)
     p.add_argument("--out", type=_args.output_file, default="model.npz", help="fit file (.npz)")
     p.set_defaults(func=_run)

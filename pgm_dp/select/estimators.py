@@ -25,6 +25,7 @@ Sec. 3.1, on the merged tables, which weighs each clique's table alike whatever 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "NaiveMLEEstimator",
     "LearnerEstimator",
     "call_estimator",
+    "refine_noise_weighted",
 ]
 
 
@@ -134,3 +136,23 @@ class LearnerEstimator:
         from ..models.mrf import MarkovRandomField
 
         return self.learner.fit(release, MarkovRandomField(domain, cliques)).model
+
+
+def refine_noise_weighted(model, release, iters: int):
+    """``model`` (an MRF on the release's cliques, e.g. the naive MLE) refined by ``iters``
+    steps of Private-PGM's mirror descent on the noise-weighted L2 loss
+    (:func:`~.mle.mirror_descent`, McKenna et al. 2019, Alg. 1), warm-started from it: the
+    estimate AIM itself makes. Post-processing of ``release``. Returns ``(model, info)``."""
+    from .mle import mirror_descent
+
+    cliques = [tuple(c) for c in model.cliques]
+    tables, info = mirror_descent(
+        model.domain,
+        cliques,
+        [release.noisy[c] for c in cliques],
+        [math.sqrt(release.noise[c].variance) for c in cliques],
+        float(release.total),
+        init=[np.asarray(t, dtype=np.float64) for t in model.log_potentials],
+        iters=iters,
+    )
+    return model.replace(tables), info
