@@ -28,17 +28,22 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
   same release, its programs compiled (``cpu_ratio_compiled``; the difference is the
   compilation, ``compile_cpu_s``).
 
-Run: ``python benchmarks/bench_posterior.py [--eps 1.0] [--seeds 0 1 2] [--method laplace]
-[--draws 500] [--chains 2]``; ``--quick``: one seed, six columns, short chains (a GPU smoke
-run in a few minutes, e.g. ``JAX_PLATFORMS=cuda python benchmarks/bench_posterior.py --quick
---method nuts``).
+``--data``: another real table of ``bench_realdata.py`` (``fair``, ``nass``, ``mpls``;
+``_realdata_data.py``'s fixed public codes, every column) in place of Adult.
+
+Run: ``python benchmarks/bench_posterior.py [--data adult] [--eps 1.0] [--seeds 0 1 2]
+[--method laplace] [--draws 500] [--chains 2]``; ``--quick``: one seed, six columns (another
+table: all), short chains (a GPU smoke run in a few minutes, e.g. ``JAX_PLATFORMS=cuda python
+benchmarks/bench_posterior.py --quick --method nuts``).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
+from pathlib import Path
 
 import arviz_stats
 import numpy as np
@@ -51,6 +56,9 @@ from pgm_dp.privacy import PureDP
 from pgm_dp.select.bounds import aim_error_bounds, bound_intervals
 from pgm_dp.workflow import fit_table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the real tables' loader
+from _realdata_data import DATASETS, load  # noqa: E402
+
 COLUMNS = ["age", "workclass", "education-num", "marital-status", "occupation",
            "relationship", "race", "sex", "hours-per-week", "income>50K"]  # fmt: skip
 BINS = {"age": [10, 25, 35, 45, 55, 65], "hours-per-week": [20, 35, 41, 50]}
@@ -61,6 +69,18 @@ def adult_release(eps: float, seed: int, columns=COLUMNS):
     df, dom = load_adult(columns)
     spec = {c: {"categories": list(range(dom.size([c])))} for c in columns}
     spec |= {c: {"bins": b} for c, b in BINS.items() if c in columns}
+    return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
+
+
+def table_release(name: str, eps: float, seed: int, columns=None):
+    """``(frame, fit)`` of real table ``name``: UCI Adult as :func:`adult_release`, another
+    table of ``bench_realdata.py`` (``_realdata_data.py``: its fixed public codes, every
+    column unless ``columns``) with each column's public code list as its categories."""
+    if name == "adult":
+        return adult_release(eps, seed, columns or COLUMNS)
+    codes, sizes = load(name)
+    df = codes[list(columns or sizes)]
+    spec = {c: {"categories": list(range(sizes[c]))} for c in df.columns}
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
 
 
@@ -156,7 +176,7 @@ def _absent(idata, rel, codes, dom) -> float:
 
 
 def one_seed(eps: float, seed: int, a) -> dict:
-    df, tf = adult_release(eps, seed, a.columns)
+    df, tf = table_release(a.data, eps, seed, a.columns)
     rel, dom = tf.release, tf.release.domain
     codes = np.asarray(tf.plan.encode(df))
     mrf = MarkovRandomField(dom, rel.cliques)
@@ -170,8 +190,9 @@ def one_seed(eps: float, seed: int, a) -> dict:
         posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
                   num_chains=a.chains, rng=seed + 1000)  # fmt: skip
         again = time.process_time() - cpu
-    measured = {tuple(sorted(c, key=a.columns.index)): c for c in rel.cliques if len(c) == 2}
-    pairs = list(itertools.combinations(a.columns, 2))
+    columns = list(df.columns)
+    measured = {tuple(sorted(c, key=columns.index)): c for c in rel.cliques if len(c) == 2}
+    pairs = list(itertools.combinations(columns, 2))
     cov = _coverage(idata, tf, codes, pairs, measured)
     model_u = []
     unmeasured = [p for p in pairs if p not in measured]
@@ -227,7 +248,10 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-unmeasured", type=int, default=100)
-    parser.add_argument("--columns", nargs="+", default=COLUMNS, help="Adult's columns")
+    parser.add_argument("--data", choices=sorted(DATASETS), default="adult",
+                        help="the real table (bench_realdata.py's)")  # fmt: skip
+    parser.add_argument("--columns", nargs="+", default=None,
+                        help="its columns (default: Adult's ten; another table: all)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
     parser.add_argument(
         "--twice",
@@ -237,7 +261,8 @@ def main() -> None:
     a = parser.parse_args()
     if a.quick:
         for k, v in QUICK.items():
-            setattr(a, k, v)
+            if k != "columns" or a.data == "adult":  # another table: all its columns
+                setattr(a, k, v)
     rows = []
     for seed in a.seeds:
         rows.append(one_seed(a.eps, seed, a))
