@@ -102,8 +102,7 @@ __all__ = [
 
 #: Share of the budget for the one-way tables (and private quantiles): MST's third, at least.
 ONE_WAY_SHARE = 1 / 3
-#: Pure ε that the one-way tables get at least (:func:`one_way_share`), within
-#: :data:`MAX_ONE_WAY_SHARE` of the budget.
+#: Pure ε that the one-way tables get at least, within :data:`MAX_ONE_WAY_SHARE` of it.
 ONE_WAY_EPSILON = 0.15
 #: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
 MAX_ONE_WAY_SHARE = 1 / 2
@@ -116,8 +115,7 @@ TARGET_TVD = 0.05
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
-#: Mirror-descent steps that refine the naive MLE on Gaussian (zCDP) measurements
-#: (:func:`pgm_dp.select.estimators.refine_noise_weighted`).
+#: Mirror-descent steps refining the naive MLE of Gaussian measurements (``select``'s).
 REFINE_ITERS = 1000
 #: The selection mechanisms of :func:`fit_table`.
 SELECTIONS = ("aim", "mst")
@@ -320,6 +318,19 @@ def _rest(charges, notion: str, amount: float, held: float = 0.0) -> tuple[Budge
     return budget_of(notion, left), budget_of(notion, check) if check > 0 else None
 
 
+def _selection_budget(charges, notion: str, amount: float, held: float, plan):
+    """``(rest, check, notes)`` (:func:`_rest`); a check not worth running, judged from the
+    released one-way tables (else later, by ``fit_check``), gives its share to selection."""
+    from .workload_check import check_skipped
+
+    rest, check = _rest(charges, notion, amount, held)
+    skipped = plan.one_way is not None and check_skipped(check, plan.one_way.total)
+    if skipped:
+        rest, check = _rest(charges, notion, amount, 0.0)
+    note = f"the workload check was not run: {skipped}; its share went to selection"
+    return rest, check, [note] if skipped else []
+
+
 def fit_table(
     df: Any,
     spec: Mapping | None = None,
@@ -369,12 +380,12 @@ def fit_table(
     gen = as_generator(rng)
     before = len(acc.charges)
     plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
-    rest, held_budget = _rest(acc.charges[before:], notion, amount, held)
+    rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
     codes = plan.encode(df)
     dom = plan.domain
-    notes: list[str] = []
     if selection == "aim":
-        chosen, notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        chosen, aim_notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        notes += aim_notes
         release = chosen.release
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)

@@ -23,9 +23,10 @@ accountant before the noise is drawn. In units of the weighted mean total variat
 ``D = T / (2 N̂ sum_W c_W)`` has noise ``b = 1 / (N̂ ε_c)`` (Laplace) or
 ``σ = 1 / (N̂ sqrt(2 ρ_c))``.
 
-The check is not run (and its share is left unspent, a note in the report) when its
-nominal noise is above :data:`MAX_CHECK_NOISE`: with few records or a tiny budget its
-verdict would be a coin flip. When ``D > 0`` (the fitted model looks worse) the fit falls
+The check is not run (a note in the report) when its nominal noise is above
+:data:`MAX_CHECK_NOISE`: with few records or a tiny budget its verdict would be a coin flip.
+Where the one-way tables are released before selection, this is decided from their ``N̂``
+and the share goes to selection; otherwise after selection, and the share is left unspent. When ``D > 0`` (the fitted model looks worse) the fit falls
 back to the independent model (post-processing: a choice between two released models by a
 released number) and the report says so. Expected loss of the decision: when the true gap is
 ``g``, the wrong model is kept with probability ``exp(-|g|/b)/2`` (Laplace), so the expected
@@ -49,6 +50,7 @@ __all__ = [
     "CHECK_SHARE",
     "MAX_CHECK_NOISE",
     "check_noise",
+    "check_skipped",
     "check_share",
     "one_way_probabilities",
     "independent_model",
@@ -71,6 +73,20 @@ def check_noise(budget, n_hat: float) -> float:
     quantities only."""
     amount = budget.amount if budget.is_pure else math.sqrt(2 * budget.amount)
     return 1.0 / (max(n_hat, 1.0) * amount)
+
+
+def check_skipped(budget, n_hat: float) -> str | None:
+    """Why the check with ``budget`` (``None``: no check) and ``N̂`` records is not worth
+    running (its nominal noise, :func:`check_noise`, above :data:`MAX_CHECK_NOISE`), or
+    ``None``. Public quantities only: :func:`~pgm_dp.workflow.fit_table` asks once the
+    one-way tables are released, so that a skipped check's share goes to selection."""
+    if budget is None:
+        return None
+    noise = check_noise(budget, n_hat)
+    if noise <= MAX_CHECK_NOISE:
+        return None
+    return (f"its noise ({noise:.3g} in total variation, N about {n_hat:,.0f}) would be above "
+            f"{MAX_CHECK_NOISE}")  # fmt: skip
 
 
 def check_share(share: Any) -> float:
@@ -172,10 +188,9 @@ def fit_check(codes, dom, workload, model, release, budget, gen, acc):
 
     if budget is None or all(len(c) == 1 for c in release.cliques):
         return None
-    noise = check_noise(budget, float(release.total))
-    if noise > MAX_CHECK_NOISE:
-        return {"skipped": f"its noise ({noise:.3g} in total variation, N about "
-                f"{float(release.total):,.0f}) would be above {MAX_CHECK_NOISE}"}  # fmt: skip
+    skipped = check_skipped(budget, float(release.total))
+    if skipped:
+        return {"skipped": skipped}
     try:
         wl = workload_cliques(dom, workload)
     except DomainError:

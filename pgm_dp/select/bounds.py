@@ -89,18 +89,18 @@ def _marginalise(table: np.ndarray, clique: Clique, r: Clique) -> np.ndarray:
 
 def _supported(result: AIMResult, r: Clique, model, level: float) -> ErrorBound | None:
     """The measured case (module docstring), from the clique with the smallest noise."""
-    rel = result.release
+    rel = result.release.merged()  # a repeated clique as its inverse-variance merge
     best = None
-    for c in rel.cliques:
+    for c, table, noise in zip(rel.cliques, rel.tables(), rel.noise_models(), strict=True):
         if set(r) <= set(c):
-            q = l1_noise_bound(rel.noise[c], int(np.asarray(rel.noisy[c]).size), 1.0 - level)
+            q = l1_noise_bound(noise, int(table.size), 1.0 - level)
             if best is None or q < best[0]:
-                best = (q, c)
+                best = (q, c, table)
     if best is None:
         return None
-    q, c = best
+    q, c, table = best
     center = model_marginals(model, [r])[0]
-    noisy = _marginalise(np.asarray(rel.noisy[c], dtype=float), c, r)
+    noisy = _marginalise(np.asarray(table, dtype=float), c, r)
     l1 = float(np.abs(noisy - rel.total * center).sum()) + q
     return ErrorBound(r, l1, rel.total, center, True, level)
 
