@@ -26,7 +26,8 @@ accountant before the noise is drawn. In units of the weighted mean total variat
 The check is not run (a note in the report) when its nominal noise is above
 :data:`MAX_CHECK_NOISE`: with few records or a tiny budget its verdict would be a coin flip.
 Where the one-way tables are released before selection, this is decided from their ``N̂``
-and the share goes to selection; otherwise after selection, and the share is left unspent. When ``D > 0`` (the fitted model looks worse) the fit falls
+and the share goes to selection; otherwise after selection, and the share is left unspent.
+When ``D > 0`` (the fitted model looks worse) the fit falls
 back to the independent model (post-processing: a choice between two released models by a
 released number) and the report says so. Expected loss of the decision: when the true gap is
 ``g``, the wrong model is kept with probability ``exp(-|g|/b)/2`` (Laplace), so the expected
