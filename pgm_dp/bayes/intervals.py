@@ -32,7 +32,7 @@ import numpy as np
 
 from ..domain import Clique
 from ..errors import DomainError
-from ..select.bounds import ErrorBound, bound_intervals
+from ..select.bounds import ErrorBound, bound_intervals, marginalise
 from .labels import dim_name
 from .model import table_name
 
@@ -53,10 +53,7 @@ def _table_draws(idata, clique: Clique, r: Clique) -> np.ndarray:
     """Draws ``(n, *shape of r)`` of the data's table of ``r`` from ``clique``'s site."""
     site = idata.posterior[table_name(clique)]
     site = site.transpose("chain", "draw", *[dim_name(v) for v in clique]).values
-    draws = site.reshape(-1, *site.shape[2:])
-    drop = tuple(1 + i for i, v in enumerate(clique) if v not in r)
-    kept = [v for v in clique if v in r]
-    return np.transpose(draws.sum(axis=drop), [0, *(1 + kept.index(v) for v in r)])
+    return marginalise(site.reshape(-1, *site.shape[2:]), clique, r)
 
 
 def _measured(cliques: Sequence[Clique], r: Clique) -> Clique | None:

@@ -46,7 +46,7 @@ from ..privacy.noise import NoiseModel
 from .aim import AIMResult, model_marginals
 from .workload import candidate_weights, workload_cliques
 
-__all__ = ["ErrorBound", "aim_error_bounds", "bound_intervals", "l1_noise_bound"]
+__all__ = ["ErrorBound", "aim_error_bounds", "bound_intervals", "l1_noise_bound", "marginalise"]
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,13 @@ def l1_noise_bound(noise: NoiseModel, cells: int, failure: float) -> float:
     return math.sqrt(2.0 / math.pi) * sigma * cells + lam * sigma * math.sqrt(cells)
 
 
-def _marginalise(table: np.ndarray, clique: Clique, r: Clique) -> np.ndarray:
-    """``table`` (axes in ``clique``'s order) summed to ``r`` (axes in ``r``'s order)."""
-    drop = tuple(i for i, v in enumerate(clique) if v not in r)
+def marginalise(table: np.ndarray, clique: Clique, r: Clique) -> np.ndarray:
+    """``table``, whose last axes are ``clique``'s (in its order; any leading axes, e.g.
+    draws, are kept), summed to ``r`` (axes in ``r``'s order)."""
+    lead = table.ndim - len(clique)
+    drop = tuple(lead + i for i, v in enumerate(clique) if v not in r)
     kept = [v for v in clique if v in r]
-    return np.transpose(table.sum(axis=drop), [kept.index(v) for v in r])
+    return np.transpose(table.sum(axis=drop), [*range(lead), *(lead + kept.index(v) for v in r)])
 
 
 def _supported(result: AIMResult, r: Clique, model, level: float) -> ErrorBound | None:
@@ -100,7 +102,7 @@ def _supported(result: AIMResult, r: Clique, model, level: float) -> ErrorBound 
         return None
     q, c, table = best
     center = model_marginals(model, [r])[0]
-    noisy = _marginalise(np.asarray(table, dtype=float), c, r)
+    noisy = marginalise(np.asarray(table, dtype=float), c, r)
     l1 = float(np.abs(noisy - rel.total * center).sum()) + q
     return ErrorBound(r, l1, rel.total, center, True, level)
 
