@@ -9,10 +9,12 @@ The steps, each charged to one accountant before any noise is drawn:
    ``compress_domain``).
 2. **Select and measure** with the rest. ``selection="aim"`` (default): AIM (McKenna,
    Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.select.aim`) chooses marginals
-   against ``workload`` (default every pair) round by round, starting from step 1's one-way
-   tables (already paid for: AIM's round 0 is not run again). ``selection="mst"``: MST's
-   spanning tree (:func:`pgm_dp.select.select_cliques`, ``mst_fraction`` of the rest),
-   then one release of the chosen pairs (pure ε only).
+   against ``workload`` round by round, starting from step 1's one-way tables (already paid
+   for: AIM's round 0 is not run again). The default workload (:func:`default_workload`)
+   is every pair under zCDP; under pure ε, where each table measured divides ε, every
+   triple when triples have few cells: a triple answers three pairs for one table's price.
+   ``selection="mst"``: MST's spanning tree (:func:`pgm_dp.select.select_cliques`,
+   ``mst_fraction`` of the rest), then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
    The model is then expanded back to the full domain (:func:`expand_model`): a merged
@@ -28,36 +30,26 @@ The steps, each charged to one accountant before any noise is drawn:
 
 Budget split (data-independent, decided before anything is read):
 
-* **One-way tables: a third of the budget** (``ONE_WAY_SHARE``), MST's rule (McKenna,
-  Miklau & Sheldon 2021, Alg. 1 and private-pgm ``mechanisms/mst.py``: ``ρ/3`` measures
-  the one-way marginals, which also decide the compression), **and at least**
-  ``ONE_WAY_EPSILON`` **of a pure ε, up to half of it** (:func:`one_way_share`). Under pure
-  DP every table measured divides ε (noise grows linearly with the number of tables, not as
-  its square root as under zCDP), so at a small ε a third leaves the one-way tables so
-  noisy that the compression merges states that carry real mass (expanded back evenly)
-  and the model's one-way marginals are worse than the private independent model's (which
-  spends all of ε on them). On the real tables of ``benchmarks/bench_realdata.py`` at
-  ε = 0.3, half of ε on the one-way tables took the mean 2-way TVD (median of 3 seeds)
-  from 0.101 to 0.087 on Adult, 0.036 to 0.031 on ``nass`` and 0.098 to 0.085 on
-  ``fair`` (``mpls``: 0.033 to 0.034), while at ε = 1 half did worse than the third
-  (``nass`` 0.015 to 0.019, ``fair`` 0.050 to 0.055, seed 0): there AIM's rounds, more
-  of them, are worth more than the one-way tables. **Under zCDP** (``--delta``) the
-  tables compose as squares and AIM itself measures the one-way tables at its rounds'
-  noise (about 6 % of ``ρ`` with ``16 d`` rounds): there the one-way tables get
-  ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at least ``ONE_WAY_RHO`` up to a third (at
-  (0.3, 1e-9) a third, from (1, 1e-9) on 0.15), which lowered the 2-way TVD on the real
-  tables at ε >= 1, where a third did better at ε = 0.3 (``benchmarks/results/realdata``).
-  The constants are our choice, set from these measurements, not derived. When some numeric
-  column needs private quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share
-  pays for them. The share depends on the budget only, never on the data, and is never near
-  zero.
+* **One-way tables** (:func:`one_way_share`; they also decide the compression): MST gives
+  them a third (McKenna, Miklau & Sheldon 2021, Alg. 1, private-pgm ``mechanisms/mst.py``:
+  ``ρ/3``), kept for ``selection="mst"``. With AIM, whose later rounds are worth more, they
+  get ``AIM_ONE_WAY_SHARE`` (0.15) of the budget (ε or ρ), raised to ``ONE_WAY_EPSILON``
+  of a pure ε up to half of it, or to ``ONE_WAY_RHO`` of ``ρ`` up to a third: at a small
+  budget a small share leaves the one-way tables so noisy that the compression merges
+  states that carry real mass and the model's one-way marginals are worse than the private
+  independent model's. (AIM itself measures them at its rounds' noise, about 6 % of
+  ``ρ`` with ``16 d`` rounds.) The constants are our choice, set from the real tables of
+  ``benchmarks/bench_realdata.py`` (its README has the measurements), not derived. When
+  some numeric column needs private quantiles, ``prepare_plan``'s ``quantile_share``
+  (half) of that share pays for them. The share depends on the budget only, never on the
+  data, and is never near zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
   a typical workload marginal (median cells ``n``) below ``TARGET_TVD`` in total
   variation, ``n · E|noise| / (2 N̂) <= TARGET_TVD``, at least one per variable (a
   spanning tree needs ``d - 1`` pairs) and at most AIM's default (``16 d`` for zCDP,
-  ``4 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
+  ``2 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
   (its Sec. 4) then adapts within them.
 
 Budgets: ``PureDP(ε)`` runs AIM's pure variant (discrete Laplace); ``ApproxDP(ε, δ)``
@@ -75,12 +67,11 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from .errors import PrivacyParameterError
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
+from .select.plan import TARGET_TVD, aim_rounds, default_workload
 from .synth import _decode_full, expand_model, full_codes, sample_fit
 
 __all__ = [
@@ -90,32 +81,32 @@ __all__ = [
     "expand_model",
     "full_codes",
     "aim_rounds",
+    "default_workload",
     "one_way_share",
     "split_budget",
     "one_way_measurements",
     "ONE_WAY_SHARE",
+    "AIM_ONE_WAY_SHARE",
     "ONE_WAY_EPSILON",
     "MAX_ONE_WAY_SHARE",
     "TARGET_TVD",
     "SELECTIONS",
 ]
 
-#: Share of the budget for the one-way tables (and private quantiles): MST's third, at least.
+#: Share of the budget for the one-way tables (and private quantiles) with MST selection.
 ONE_WAY_SHARE = 1 / 3
+#: Share of the budget (ε or ρ) for the one-way tables with AIM selection, at least.
+AIM_ONE_WAY_SHARE = 0.15
 #: Pure ε that the one-way tables get at least, within :data:`MAX_ONE_WAY_SHARE` of it.
 ONE_WAY_EPSILON = 0.15
 #: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
 MAX_ONE_WAY_SHARE = 1 / 2
-#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables, at least.
-ZCDP_ONE_WAY_SHARE = 0.15
 #: ``ρ`` that :func:`one_way_share` gives the one-way tables at least, within a third.
 ONE_WAY_RHO = 5e-4
-#: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
-TARGET_TVD = 0.05
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
-#: Mirror-descent steps refining the naive MLE of Gaussian measurements (``select``'s).
+#: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
 REFINE_ITERS = 1000
 #: The selection mechanisms of :func:`fit_table`.
 SELECTIONS = ("aim", "mst")
@@ -151,44 +142,27 @@ def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budg
     return b.notion, b.amount, b.split(share), b.split(1 - share)
 
 
-def one_way_share(budget: Budget) -> float:
-    """The default share of ``budget`` for the one-way tables (module docstring): MST's
-    third, raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``) to
-    ``ONE_WAY_EPSILON / ε`` when that is more, and to at most :data:`MAX_ONE_WAY_SHARE`.
-    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``, as the ``ρ`` it converts to) gives them
-    :data:`ZCDP_ONE_WAY_SHARE`, raised to ``ONE_WAY_RHO / ρ`` up to a third (module
-    docstring). Depends on the budget only, never on the data.
+def one_way_share(budget: Budget, selection: str = "aim") -> float:
+    """The default share of ``budget`` for the one-way tables (module docstring):
+    :data:`AIM_ONE_WAY_SHARE` with AIM selection (:data:`ONE_WAY_SHARE`, MST's third, with
+    ``selection="mst"``), raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``)
+    to ``ONE_WAY_EPSILON / ε`` up to :data:`MAX_ONE_WAY_SHARE`, under zCDP (or ``(ε, δ)``
+    with ``δ > 0``, as the ``ρ`` it converts to) to ``ONE_WAY_RHO / ρ`` up to a third.
+    Depends on the budget only, never on the data.
 
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
-    (0.3333333333333333, 0.5, 0.5)
+    (0.15, 0.5, 0.5)
+    >>> one_way_share(PureDP(1.0), selection="mst")
+    0.3333333333333333
     >>> from pgm_dp.privacy import ZCDP
     >>> one_way_share(ZCDP(0.1)), one_way_share(ZCDP(0.002)), one_way_share(ZCDP(0.001))
     (0.15, 0.25, 0.3333333333333333)
     """
+    floor = ONE_WAY_SHARE if selection == "mst" else AIM_ONE_WAY_SHARE
     if not getattr(budget, "is_pure", False):
         rho = budget.native().amount
-        return min(ONE_WAY_SHARE, max(ZCDP_ONE_WAY_SHARE, ONE_WAY_RHO / rho))
-    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
-
-
-def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
-    """AIM's ``T`` (module docstring): the largest ``T`` whose first rounds measure a
-    marginal of the median size in ``cells`` with expected total-variation noise at most
-    :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount`` (ε or ρ),
-    clipped to ``[d, 16 d]`` (zCDP) or ``[d, 4 d]`` (pure).
-
-    >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14)
-    29
-    """
-    from .select.aim import ROUNDS_PER_VARIABLE
-    from .select.schedule import MEASURE_SHARE
-
-    n = float(np.median(cells)) if cells else 1.0
-    allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / n  # E|noise| per cell allowed
-    # b = T / (0.9 ε) (pure) or sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho)) (zCDP)
-    t = budget_of(notion, amount).split(MEASURE_SHARE).measurements_within(allowed)
-    top = ROUNDS_PER_VARIABLE[notion] * d
-    return int(min(max(math.floor(t), d), top))
+        return min(ONE_WAY_SHARE, max(floor, ONE_WAY_RHO / rho))
+    return min(MAX_ONE_WAY_SHARE, max(floor, ONE_WAY_EPSILON / budget.amount))
 
 
 def one_way_measurements(plan) -> NoisyMarginals:
@@ -284,7 +258,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0
 
     if selection not in SELECTIONS:
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    share = one_way_share(budget) if share is None else share
+    share = one_way_share(budget, selection) if share is None else share
     notion, amount, first, rest = split_budget(budget, share)
     if share + held >= 1:
         raise PrivacyParameterError(
@@ -390,7 +364,7 @@ def fit_table(
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
-    fit, refined = _fit_release(spec_l, learner, notion, release, dom)
+    fit, refined = _fit_release(spec_l, learner, release, dom)
     seconds = time.process_time() - start
     check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
     report = {
@@ -408,16 +382,18 @@ def fit_table(
     return TableFit(fit, plan, release, report, chosen)
 
 
-def _fit_release(spec, learner, notion, release, dom):
-    """The learner's fit of every table measured; under zCDP the naive MLE is then refined
-    by Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps). Returns the
-    fit and the refinement's info (``None`` when not refined)."""
+def _fit_release(spec, learner, release, dom):
+    """The learner's fit of every table measured; the naive MLE is then refined by
+    Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps), which weighs each
+    table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
+    likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
+    matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
+    Returns the fit and the refinement's info (``None`` when not refined)."""
     from .models import MarkovRandomField
-    from .privacy.budget import notion_type
     from .select.estimators import refine_noise_weighted
 
     fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
-    if learner != "naive" or notion_type(notion).is_pure:  # Gaussian: weigh tables by it
+    if learner != "naive":
         return fit, None
     model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
     return replace(fit, model=model), refined
@@ -469,6 +445,8 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     from .select import NaiveMLEEstimator, aim, workload_cliques
 
     workload, size, rounds, estimator = options
+    if workload is None:
+        workload = default_workload(plan.domain, notion)
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
     dom = plan.domain

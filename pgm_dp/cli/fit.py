@@ -164,8 +164,9 @@ def _add_table_arguments(p) -> None:
         type=_args.probability,
         default=None,
         help="share of the budget for the one-way tables that decide the "
-        "compression (and private quantiles); default MST's third, at least 0.15 of a "
-        "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
+        "compression (and private quantiles); default 0.15 (MST's third with --selection "
+        "mst), at least 0.15 of a pure epsilon up to half of it "
+        "(pgm_dp.workflow.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",
@@ -205,7 +206,8 @@ def _add_table_arguments(p) -> None:
     p.add_argument(
         "--workload",
         default=None,
-        help="AIM's workload: 2way (default), 3way or a JSON list of cliques",
+        help="AIM's workload: 2way, 3way or a JSON list of cliques (default 2way; under "
+        "pure epsilon 3way when triples have few cells: pgm_dp.workflow.default_workload)",
     )
     p.add_argument(
         "--max-model-size",

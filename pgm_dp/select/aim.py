@@ -73,8 +73,8 @@ __all__ = [
     "model_marginals",
 ]
 
-#: Default ``T`` per variable: the paper's 16 (zCDP); 4 for the pure variant (:mod:`.schedule`).
-ROUNDS_PER_VARIABLE = {"zcdp": 16, "pure": 4}
+#: Default ``T`` per variable: the paper's 16 (zCDP); 2 for the pure variant (:mod:`.schedule`).
+ROUNDS_PER_VARIABLE = {"zcdp": 16, "pure": 2}
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,7 @@ def aim(
     guarantee, so a pure budget is never converted. ``workload``: see
     :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
     weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
-    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``; ``4 d`` in the pure
+    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``; ``2 d`` in the pure
     variant); ``estimator``: see :mod:`.estimators` (default
     :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``

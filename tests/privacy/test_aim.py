@@ -146,11 +146,11 @@ def test_pure_variant_uses_laplace_and_pure_selection_costs():
     acc = Accountant(PureDP(2.0))
     res = run(PureDP(2.0), acc=acc)
     assert all(isinstance(c.cost, PureDP) for c in acc.charges)
-    b0 = 4 * 3 / (0.9 * 2.0)  # T = 4 d by default in the pure variant
+    b0 = 2 * 3 / (0.9 * 2.0)  # T = 2 d by default in the pure variant
     assert res.rounds[0].scale == pytest.approx(b0)
     noise = res.measurements.noise_models()[0]  # the exact sampler's rational scale >= b0
     assert noise.kind == "discrete_laplace" and b0 <= noise.scale <= b0 * (1 + 1e-6)
-    assert res.rounds[1].selection_epsilon == pytest.approx(0.1 * 2.0 / 12)
+    assert res.rounds[1].selection_epsilon == pytest.approx(0.1 * 2.0 / 6)
 
 
 # -- selection, annealing, filter --------------------------------------------------------
