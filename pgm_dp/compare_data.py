@@ -194,9 +194,7 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
 
     if not spec.private:
         return None
-    share = fit_options.get("prepare_share") or one_way_share(
-        budget, fit_options.get("selection", "aim")
-    )
+    share = fit_options.get("prepare_share") or one_way_share(budget)
     notion, amount, _, _ = split_budget(budget, share)
     left = 1.0 - _amount(plan.budget_spent) / amount
     b = budget_for(spec, budget.epsilon * left, n)

@@ -30,19 +30,21 @@ The steps, each charged to one accountant before any noise is drawn:
 
 Budget split (data-independent, decided before anything is read):
 
-* **One-way tables** (:func:`one_way_share`; they also decide the compression): MST gives
-  them a third (McKenna, Miklau & Sheldon 2021, Alg. 1, private-pgm ``mechanisms/mst.py``:
-  ``ρ/3``), kept for ``selection="mst"``. With AIM, whose later rounds are worth more, they
-  get ``AIM_ONE_WAY_SHARE`` (0.15) of the budget (ε or ρ), raised to ``ONE_WAY_EPSILON``
-  of a pure ε up to half of it, or to ``ONE_WAY_RHO`` of ``ρ`` up to a third: at a small
-  budget a small share leaves the one-way tables so noisy that the compression merges
-  states that carry real mass and the model's one-way marginals are worse than the private
-  independent model's. (AIM itself measures them at its rounds' noise, about 6 % of
-  ``ρ`` with ``16 d`` rounds.) The constants are our choice, set from the real tables of
-  ``benchmarks/bench_realdata.py`` (its README has the measurements), not derived. When
-  some numeric column needs private quantiles, ``prepare_plan``'s ``quantile_share``
-  (half) of that share pays for them. The share depends on the budget only, never on the
-  data, and is never near zero.
+* **One-way tables: a third of the budget** (``ONE_WAY_SHARE``), MST's rule (McKenna,
+  Miklau & Sheldon 2021, Alg. 1 and private-pgm ``mechanisms/mst.py``: ``ρ/3`` measures
+  the one-way marginals, which also decide the compression), **and at least**
+  ``ONE_WAY_EPSILON`` **of a pure ε, up to half of it** (:func:`one_way_share`): at a
+  small ε a third leaves the one-way tables so noisy that the compression merges states
+  that carry real mass (expanded back evenly) and the model's one-way marginals are worse
+  than the private independent model's. **Under zCDP** (``--delta``) the tables compose
+  as squares and AIM itself measures the one-way tables at its rounds' noise (about 6 % of
+  ``ρ`` with ``16 d`` rounds): there they get ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at
+  least ``ONE_WAY_RHO`` up to a third. A smaller pure share helped the tables with few
+  states per column but coarsened the compression of Adult's many-state columns. The
+  constants are our choice, set from the real tables of ``benchmarks/bench_realdata.py``
+  (its README has the measurements), not derived. When some numeric column needs private
+  quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays for them.
+  The share depends on the budget only, never on the data, and is never near zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
   AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
@@ -86,17 +88,16 @@ __all__ = [
     "split_budget",
     "one_way_measurements",
     "ONE_WAY_SHARE",
-    "AIM_ONE_WAY_SHARE",
     "ONE_WAY_EPSILON",
     "MAX_ONE_WAY_SHARE",
     "TARGET_TVD",
     "SELECTIONS",
 ]
 
-#: Share of the budget for the one-way tables (and private quantiles) with MST selection.
+#: Share of the budget for the one-way tables (and private quantiles): MST's third, at least.
 ONE_WAY_SHARE = 1 / 3
-#: Share of the budget (ε or ρ) for the one-way tables with AIM selection, at least.
-AIM_ONE_WAY_SHARE = 0.15
+#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables, at least.
+ZCDP_ONE_WAY_SHARE = 0.15
 #: Pure ε that the one-way tables get at least, within :data:`MAX_ONE_WAY_SHARE` of it.
 ONE_WAY_EPSILON = 0.15
 #: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
@@ -142,27 +143,24 @@ def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budg
     return b.notion, b.amount, b.split(share), b.split(1 - share)
 
 
-def one_way_share(budget: Budget, selection: str = "aim") -> float:
-    """The default share of ``budget`` for the one-way tables (module docstring):
-    :data:`AIM_ONE_WAY_SHARE` with AIM selection (:data:`ONE_WAY_SHARE`, MST's third, with
-    ``selection="mst"``), raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``)
-    to ``ONE_WAY_EPSILON / ε`` up to :data:`MAX_ONE_WAY_SHARE`, under zCDP (or ``(ε, δ)``
-    with ``δ > 0``, as the ``ρ`` it converts to) to ``ONE_WAY_RHO / ρ`` up to a third.
-    Depends on the budget only, never on the data.
+def one_way_share(budget: Budget) -> float:
+    """The default share of ``budget`` for the one-way tables (module docstring): MST's
+    third, raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``) to
+    ``ONE_WAY_EPSILON / ε`` when that is more, and to at most :data:`MAX_ONE_WAY_SHARE`.
+    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``, as the ``ρ`` it converts to) gives them
+    :data:`ZCDP_ONE_WAY_SHARE`, raised to ``ONE_WAY_RHO / ρ`` up to a third (module
+    docstring). Depends on the budget only, never on the data.
 
     >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
-    (0.15, 0.5, 0.5)
-    >>> one_way_share(PureDP(1.0), selection="mst")
-    0.3333333333333333
+    (0.3333333333333333, 0.5, 0.5)
     >>> from pgm_dp.privacy import ZCDP
     >>> one_way_share(ZCDP(0.1)), one_way_share(ZCDP(0.002)), one_way_share(ZCDP(0.001))
     (0.15, 0.25, 0.3333333333333333)
     """
-    floor = ONE_WAY_SHARE if selection == "mst" else AIM_ONE_WAY_SHARE
     if not getattr(budget, "is_pure", False):
         rho = budget.native().amount
-        return min(ONE_WAY_SHARE, max(floor, ONE_WAY_RHO / rho))
-    return min(MAX_ONE_WAY_SHARE, max(floor, ONE_WAY_EPSILON / budget.amount))
+        return min(ONE_WAY_SHARE, max(ZCDP_ONE_WAY_SHARE, ONE_WAY_RHO / rho))
+    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 
 def one_way_measurements(plan) -> NoisyMarginals:
@@ -258,7 +256,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0
 
     if selection not in SELECTIONS:
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    share = one_way_share(budget, selection) if share is None else share
+    share = one_way_share(budget) if share is None else share
     notion, amount, first, rest = split_budget(budget, share)
     if share + held >= 1:
         raise PrivacyParameterError(

@@ -127,7 +127,7 @@ def test_fit_table_spends_exactly_its_budget_in_named_steps():
     assert whats[0].startswith("prepare: one-way marginals") and "aim round 0" not in " ".join(
         whats
     )
-    assert acc.charges[0].cost.epsilon == pytest.approx(0.15)  # AIM_ONE_WAY_SHARE
+    assert acc.charges[0].cost.epsilon == pytest.approx(1 / 3)  # MST's third
     assert tf.report["learner"] == "naive" and tf.report["selection"] == "aim"
     assert set(tf.release.cliques) >= {(c,) for c in spec}  # one-way tables reused
     assert tf.fit.info["budget"] == acc.spent
@@ -146,14 +146,12 @@ def test_mst_selection_and_its_refusals():
 
 
 def test_one_way_share_rule():
-    """AIM: 0.15 of the budget, at least 0.15 of a pure epsilon up to half of it, at least
-    5e-4 of rho up to a third; MST selection: its third, raised the same way."""
-    assert one_way_share(PureDP(1.0)) == pytest.approx(0.15)
-    assert one_way_share(PureDP(3.0)) == pytest.approx(0.15)
-    assert one_way_share(PureDP(0.5)) == pytest.approx(0.3)
-    assert one_way_share(PureDP(3.0), selection="mst") == pytest.approx(1 / 3)
-    assert one_way_share(PureDP(0.4), selection="mst") == pytest.approx(0.375)
+    """MST's third, at least 0.15 of a pure epsilon up to half of it; zCDP: 0.15 of rho, at
+    least 5e-4 up to a third."""
+    assert one_way_share(PureDP(1.0)) == pytest.approx(1 / 3)
+    assert one_way_share(PureDP(3.0)) == pytest.approx(1 / 3)
     assert one_way_share(PureDP(0.3)) == pytest.approx(0.5)
+    assert one_way_share(PureDP(0.4)) == pytest.approx(0.375)
     assert one_way_share(PureDP(0.01)) == pytest.approx(0.5)  # never more than half
     assert one_way_share(ApproxDP(0.3, 0.0)) == pytest.approx(0.5)  # delta = 0 is pure
     assert one_way_share(ApproxDP(0.3, 1e-9)) == pytest.approx(1 / 3)

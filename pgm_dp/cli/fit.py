@@ -164,9 +164,8 @@ def _add_table_arguments(p) -> None:
         type=_args.probability,
         default=None,
         help="share of the budget for the one-way tables that decide the "
-        "compression (and private quantiles); default 0.15 (MST's third with --selection "
-        "mst), at least 0.15 of a pure epsilon up to half of it "
-        "(pgm_dp.workflow.one_way_share)",
+        "compression (and private quantiles); default MST's third, at least 0.15 of a "
+        "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",
