@@ -202,12 +202,9 @@ def _add_table_arguments(p) -> None:
         default="aim",
         help="marginal selection: AIM (workload-aware) or MST (pure epsilon only)",
     )
-    p.add_argument(
-        "--workload",
-        default=None,
-        help="AIM's workload: 2way, 3way or a JSON list of cliques (default 2way; under "
-        "pure epsilon 3way when triples have few cells: pgm_dp.workflow.default_workload)",
-    )
+    p.add_argument("--workload", default=None,
+                   help="AIM's workload: 2way, 3way or a JSON list of cliques (default: "
+                   "pgm_dp.workflow.default_workload)")  # fmt: skip
     p.add_argument(
         "--max-model-size",
         type=_args.positive_float,
