@@ -443,13 +443,15 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     from .select import NaiveMLEEstimator, aim, workload_cliques
 
     workload, size, rounds, estimator = options
-    if workload is None:
-        workload = default_workload(plan.domain, notion)
+    chosen = default_workload(plan.domain, notion) if workload is None else workload
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
     dom = plan.domain
     measured = one_way_measurements(plan) if plan.one_way is not None else None
-    ok, workload, notes = _usable_workload(dom, workload)
+    ok, workload, notes = _usable_workload(dom, chosen)
+    if options[0] is None and workload == "3way":
+        notes.append("AIM's workload: every triple (pure epsilon's default where triples are "
+                     "small: pgm_dp.workflow.default_workload)")  # fmt: skip
     if not ok and measured:
         return _one_way_only(plan, measured, rest, notion), notes, workload
     if rounds is None:
