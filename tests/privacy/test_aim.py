@@ -199,6 +199,32 @@ def test_selection_step_is_private_by_an_audit():
     assert not broken.consistent_with(eps), broken
 
 
+def test_pure_default_triples_keep_the_selection_sensitivity_between_neighbours():
+    """Under pure epsilon the default workload of a small domain is every triple
+    (pgm_dp.workflow.default_workload); removing one record moves every candidate's score
+    ``w_r (||M_r(D) - est_r||_1 - bias n_r)`` by at most ``w_r <= max_r w_r``, the
+    sensitivity select_marginal uses: the estimates are fixed (earlier releases)."""
+    from pgm_dp.select.plan import default_workload
+    from pgm_dp.stats import contingency_table
+
+    dom = Domain(["A", "B", "C", "D"], [2, 3, 2, 4])
+    assert default_workload(dom, "pure") == "3way"
+    cands = candidate_weights(workload_cliques(dom, "3way"))
+    sens = max(cands.values())
+    g = np.random.default_rng(3)
+    codes = np.column_stack([g.integers(0, k, 60) for k in dom.shape])
+    est = {r: g.uniform(0, 20, dom.sizes(r)) for r in cands}
+
+    def scores(x):
+        tabs = {r: contingency_table(x, [dom.index(v) for v in r], dom.sizes(r)) for r in cands}
+        return np.array([w * (np.abs(tabs[r] - est[r]).sum() - 0.5 * tabs[r].size)
+                         for r, w in cands.items()])  # fmt: skip
+
+    full = scores(codes)
+    for i in range(len(codes)):  # add/remove-one neighbours
+        assert np.max(np.abs(scores(np.delete(codes, i, axis=0)) - full)) <= sens + 1e-9
+
+
 def test_selection_charges_before_drawing():
     acc = Accountant(ZCDP(1e-3))
     cands = {("A",): 2.0}
