@@ -39,11 +39,11 @@ Budget split (data-independent, decided before anything is read):
   than the private independent model's. **Under zCDP** (``--delta``) the tables compose
   as squares and AIM itself measures the one-way tables at its rounds' noise (about 6 % of
   ``ρ`` with ``16 d`` rounds): there they get ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at
-  least ``ONE_WAY_RHO`` up to a third. A smaller pure share helped the tables with few
-  states per column but coarsened the compression of Adult's many-state columns. The
-  constants are our choice, set from the real tables of ``benchmarks/bench_realdata.py``
-  (its README has the measurements), not derived. When some numeric column needs private
-  quantiles, ``prepare_plan``'s ``quantile_share`` (half) of that share pays for them.
+  least ``ONE_WAY_RHO`` up to a third. A smaller pure share would compress columns with
+  many states too coarsely. The constants are our choice, set from the real tables of
+  ``benchmarks/bench_realdata.py`` (its README has the measurements), not derived. When
+  some numeric column needs private quantiles, ``prepare_plan``'s ``quantile_share``
+  (half) of that share pays for them.
   The share depends on the budget only, never on the data, and is never near zero.
 * **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
   estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
@@ -442,14 +442,14 @@ def _one_way_only(plan, measured, rest, notion):
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     from .select import NaiveMLEEstimator, aim, workload_cliques
 
-    workload, size, rounds, estimator = options
-    chosen = default_workload(plan.domain, notion) if workload is None else workload
+    asked, size, rounds, estimator = options
+    chosen = default_workload(plan.domain, notion) if asked is None else asked
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
     dom = plan.domain
     measured = one_way_measurements(plan) if plan.one_way is not None else None
     ok, workload, notes = _usable_workload(dom, chosen)
-    if options[0] is None and workload == "3way":
+    if asked is None and workload == "3way":
         notes.append("AIM's workload: every triple (pure epsilon's default where triples are "
                      "small: pgm_dp.workflow.default_workload)")  # fmt: skip
     if not ok and measured:

@@ -72,8 +72,7 @@ def check_noise(budget, n_hat: float) -> float:
     """The nominal noise scale of ``D`` (module docstring) with ``budget`` and ``N̂``
     records: ``1 / (N̂ ε)`` (Laplace) or ``1 / (N̂ sqrt(2 ρ))`` (Gaussian), from public
     quantities only."""
-    amount = budget.amount if budget.is_pure else math.sqrt(2 * budget.amount)
-    return 1.0 / (max(n_hat, 1.0) * amount)
+    return budget.noise_scale(budget.amount) / max(n_hat, 1.0)
 
 
 def check_skipped(budget, n_hat: float) -> str | None:
@@ -99,14 +98,20 @@ def check_share(share: Any) -> float:
     return float(share)
 
 
+def _clipped_one_way(release) -> dict | None:
+    """Each variable's noisy one-way table clipped at 0, in domain order, or ``None`` when
+    some variable has no one-way table in ``release``."""
+    attrs = release.domain.attributes
+    if not {(a,) for a in attrs} <= set(release.cliques):
+        return None
+    return {a: np.maximum(np.asarray(release.noisy[(a,)], dtype=np.float64), 0) for a in attrs}
+
+
 def one_way_probabilities(release) -> dict | None:
     """Each variable's noisy one-way table clipped at 0 and normalised, or ``None`` when some
     variable has no one-way table in ``release`` (post-processing)."""
-    attrs = release.domain.attributes
-    one = {c[0]: np.asarray(release.noisy[c], float) for c in release.cliques if len(c) == 1}
-    if set(one) != set(attrs):
-        return None
-    return {a: np.maximum(y, 0) / max(np.maximum(y, 0).sum(), 1e-300) for a, y in one.items()}
+    one = _clipped_one_way(release)
+    return None if one is None else {a: y / max(y.sum(), 1e-300) for a, y in one.items()}
 
 
 def independent_model(release):
@@ -116,14 +121,11 @@ def independent_model(release):
     no one-way table in ``release``."""
     from .models import MarkovRandomField
 
-    dom = release.domain
-    if not {(a,) for a in dom.attributes} <= set(release.cliques):
+    one = _clipped_one_way(release)
+    if one is None:
         return None
-    tables = []
-    for a in dom.attributes:
-        y = np.maximum(np.asarray(release.noisy[(a,)], dtype=np.float64), 0) + 1e-9
-        tables.append(np.log(y / y.sum()))
-    return MarkovRandomField(dom, [(a,) for a in dom.attributes], tables)
+    tables = [np.log((y + 1e-9) / (y + 1e-9).sum()) for y in one.values()]
+    return MarkovRandomField(release.domain, [(a,) for a in one], tables)
 
 
 def workload_gap(codes: np.ndarray, domain, workload, fitted, independent, n_hat: float):

@@ -12,18 +12,20 @@ from itertools import combinations
 import numpy as np
 
 from ..domain import Domain
+from ..errors import DomainError
 from ..privacy.budget import budget_of, notion_type
 from .aim import ROUNDS_PER_VARIABLE
 from .schedule import MEASURE_SHARE
-from .workload import WORKLOAD_MAX_CELLS
+from .workload import workload_cliques
 
 __all__ = ["TARGET_TVD", "TRIPLE_CELLS_RATIO", "aim_rounds", "default_workload"]
 
 #: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
 TARGET_TVD = 0.05
 #: Largest ratio of the median triple's cells to the median pair's at which the pure
-#: default workload is every triple (:func:`default_workload`; our choice below the
-#: argument's 9: on the real tables, triples helped at ratios 2.5-5 and hurt Adult at 9.3).
+#: default workload is every triple (:func:`default_workload`; our choice, below the
+#: argument's 9, between the tables of ``benchmarks/bench_realdata.py`` that gain from
+#: triples and Adult, which keeps pairs).
 TRIPLE_CELLS_RATIO = 7.0
 
 
@@ -76,9 +78,9 @@ def default_workload(domain: Domain, notion: str) -> str | None:
     """
     if not notion_type(notion).is_pure or len(domain) < 3:
         return None
-    names = domain.attributes
-    pairs = [domain.size(c) for c in combinations(names, 2)]
-    triples = [n for n in map(domain.size, combinations(names, 3)) if n <= WORKLOAD_MAX_CELLS]
-    if not triples or np.median(triples) > TRIPLE_CELLS_RATIO * np.median(pairs):
+    try:
+        triples = [domain.size(c) for c, _ in workload_cliques(domain, "3way")]
+    except DomainError:  # every triple above WORKLOAD_MAX_CELLS
         return None
-    return "3way"
+    pairs = [domain.size(c) for c in combinations(domain.attributes, 2)]
+    return "3way" if np.median(triples) <= TRIPLE_CELLS_RATIO * np.median(pairs) else None

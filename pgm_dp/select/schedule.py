@@ -19,10 +19,8 @@ pure DP (our variant: zCDP does not imply pure DP)
     ``ε_sel`` (both costs times 2). The expected absolute noise of a cell is ``b`` where
     the Gaussian's is ``sqrt(2/π) σ``. Pure costs compose linearly, so the noise of a
     round grows as ``T`` (zCDP: ``sqrt(T)``); :func:`~.aim.aim` plans ``T = 2 d`` rounds
-    by default here (our choice: on Adult's 2-way marginals at ``ε`` in 0.3-3, ``4 d``
-    halved the error of ``16 d`` at ``ε = 0.3`` and was no worse elsewhere; with the pure
-    default workload of triples, ``2 d`` lowered the error of ``4 d`` on the real tables of
-    ``benchmarks/bench_realdata.py``).
+    by default here (our choice: fewer, less noisy rounds suit linear composition, more so
+    with the pure default workload of triples, whose tables each answer three pairs).
 
 >>> s = Schedule("zcdp", 1.0, rounds=10)
 >>> [round(x, 6) for x in s.initial()]
