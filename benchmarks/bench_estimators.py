@@ -31,7 +31,7 @@ from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
 from pgm_dp.select import select_cliques
-from pgm_dp.stats import contingency_table
+from pgm_dp.tables import contingency_table
 
 
 def data_tables(codes, domain, cliques) -> dict:

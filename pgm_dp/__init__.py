@@ -3,8 +3,8 @@
 Layers, bottom to top (each a module or folder, or a module inside a folder placed below
 its folder; a module imports only from its own layer or the ones below, and no two modules
 import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS`):
-``errors`` / ``rng`` / ``_config`` → ``domain`` → ``models.tables`` (the flat table
-layout, shared numerics) → ``inference`` (pure functions of tables; its backends)
+``errors`` / ``rng`` / ``_config`` → ``domain`` → ``tables`` (the flat table layout,
+counting records into a table) → ``inference`` (pure functions of tables; its backends)
 → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
 → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
 ``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
@@ -102,7 +102,7 @@ __version__ = "0.1.0"
 LAYERS = (
     ("errors", "rng", "_config", "_progress", "plugins", "plotting"),
     ("domain", "prepare._frames"),
-    ("models.tables",),
+    ("tables",),
     ("inference",),
     ("models",),
     ("stats", "prepare._dask", "datasets", "metrics", "calibrated_tree"),

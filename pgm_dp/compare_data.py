@@ -92,7 +92,7 @@ def _one_ok(c, value) -> bool:
 
 def heldout_scores(model, test_codes: np.ndarray) -> dict:
     """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
-    from .stats import contingency_table
+    from .tables import contingency_table
 
     dom = model.domain
     logp = np.asarray(model.log_prob(test_codes))

@@ -21,49 +21,20 @@ Example
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
-from .errors import DataValidationError, ModelTooLargeError
+from .domain import Clique, Domain, check_table_cells, normalize_cliques
+from .errors import DataValidationError
 from .prepare._frames import encode_column, is_dask, split_columns
 
-__all__ = ["sufficient_statistics", "contingency_table", "CHUNK_ROWS"]
+__all__ = ["sufficient_statistics", "CHUNK_ROWS"]
 
 #: Rows per chunk: small enough for the chunk's buffers to stay in cache-friendly sizes.
 CHUNK_ROWS = 1 << 16
-
-
-def contingency_table(
-    codes: np.ndarray, axes: Sequence[int], shape: Sequence[int], weights: np.ndarray | None = None
-) -> np.ndarray:
-    """Count table of the columns ``axes`` of an already-validated code array.
-
-    Returns an int64 array of ``shape`` (float64 when ``weights`` are given); raises
-    :class:`~pgm_dp.errors.ModelTooLargeError` before allocating when the table would have more
-    than ``MAX_TABLE_CELLS`` cells.
-    """
-    shape = tuple(int(s) for s in shape)
-    if math.prod(shape) > MAX_TABLE_CELLS:
-        raise ModelTooLargeError(
-            f"a table of shape {shape} has {math.prod(shape):,} cells, above "
-            f"MAX_TABLE_CELLS={MAX_TABLE_CELLS:,}"
-        )
-    if len(axes) == 0:
-        total = codes.shape[0] if weights is None else weights.sum()
-        return np.asarray(total)
-    flat = np.zeros(codes.shape[0], dtype=np.int64)
-    for ax, size in zip(axes, shape, strict=True):
-        flat *= size
-        flat += codes[:, ax]
-    counts = np.bincount(flat, weights=weights, minlength=math.prod(shape))
-    if weights is None:
-        counts = counts.astype(np.int64, copy=False)
-    return counts.reshape(shape)
 
 
 def _check_weights(weights, n: int) -> np.ndarray | None:

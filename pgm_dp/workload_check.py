@@ -134,7 +134,7 @@ def workload_gap(codes: np.ndarray, domain, workload, fitted, independent, n_hat
     on ``codes``, and its sensitivity ``2 sum_W c_W``. Reads the data: release it only
     through :func:`release_check`."""
     from .select.aim import model_marginals
-    from .stats import contingency_table
+    from .tables import contingency_table
 
     codes = domain.encode(codes)
     cliques = [c for c, _ in workload]

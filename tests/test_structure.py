@@ -52,8 +52,8 @@ def _graph() -> nx.DiGraph:
 
 
 def _layer(module: str) -> int | None:
-    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``models.tables``
-    before ``models``); ``None`` for the root package, the facade."""
+    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``prepare._frames``
+    before ``prepare``); ``None`` for the root package, the facade."""
     parts = module.split(".")[1:]
     for n in range(len(parts), 0, -1):
         if ".".join(parts[:n]) in LAYER:
@@ -137,11 +137,20 @@ def test_the_wheel_holds_the_package_alone_and_no_plotting_stack():
 
 
 def test_a_module_listed_below_its_folder_takes_that_layer():
-    """``models.tables`` (the flat table layout) sits below ``inference``, which uses it,
-    and the rest of ``models`` above it."""
-    assert _layer("pgm_dp.models.tables") < _layer("pgm_dp.inference.loopy_bp")
-    assert _layer("pgm_dp.inference.loopy_bp") < _layer("pgm_dp.models.mrf")
+    """A dotted entry of ``LAYERS`` (a module inside a folder) gives that module its own
+    layer, not its folder's; the facade has none."""
+    dotted = [name for name in LAYER if "." in name]
+    for name in dotted:
+        assert _layer(f"pgm_dp.{name}") == LAYER[name], name
     assert _layer("pgm_dp") is None
+
+
+def test_the_flat_table_layout_sits_below_inference_and_models():
+    """``tables`` (the flat layout, NumPy only) is shared by inference, the models and the
+    privacy layer, so it sits below all three."""
+    below = _layer("pgm_dp.tables")
+    for user in ("pgm_dp.inference.loopy_bp", "pgm_dp.models.gauge", "pgm_dp.privacy.release"):
+        assert below < _layer(user), user
 
 
 def test_selection_sits_above_the_learners_and_the_privacy_layer():
@@ -285,8 +294,15 @@ def test_no_module_asks_a_backend_for_a_flat_layout():
 
 
 def test_one_measurement_type():
-    """Noisy tables with their noise have one type (issue #38): no dataclass other than
-    :class:`~pgm_dp.privacy.Measurements` has both a ``noisy`` and a ``noise`` field."""
+    """Noisy tables with their noise have one type: no dataclass has both a ``noisy`` and a
+    ``noise`` field, and :class:`~pgm_dp.privacy.Measurements` declares its flat arrays as
+    fields (its per-clique tables are views of them)."""
+    from dataclasses import fields
+
+    from pgm_dp.privacy import Measurements
+
+    declared = {f.name for f in fields(Measurements)}
+    assert {"y", "scale", "variance", "scales"} <= declared and not {"noisy", "noise"} & declared
     found = []
     for path in ROOT.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -300,4 +316,4 @@ def test_one_measurement_type():
             }
             if decorators & {"dataclass", "dataclasses.dataclass"} and {"noisy", "noise"} <= fields:
                 found.append(f"{_module_name(path)}.{node.name}")
-    assert found == ["pgm_dp.privacy.measurements.Measurements"]
+    assert found == []

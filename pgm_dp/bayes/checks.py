@@ -30,7 +30,6 @@ import numpy as np
 
 from ..domain import Clique
 from ..errors import DomainError
-from ..models.tables import table_layout
 from ..privacy.samplers import (
     sample_discrete_gaussian,
     sample_discrete_laplace,
@@ -38,7 +37,7 @@ from ..privacy.samplers import (
     sample_laplace,
 )
 from ..rng import RngLike, as_generator
-from ..stats import contingency_table
+from ..tables import contingency_table, table_layout
 from .model import site_name
 
 __all__ = ["PredictiveCheck", "predictive_check", "replicate_releases", "plot_check"]

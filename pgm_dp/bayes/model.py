@@ -49,9 +49,10 @@ from ..domain import Clique
 from ..errors import DomainError, ModelTooLargeError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z
 from ..inference.scaled_pass import scaled_marginals
+from ..inference.tables import concat_tables
 from ..models.mrf import MarkovRandomField
-from ..models.tables import concat_tables, unflatten_tables
 from ..privacy.measurements import flat_release
+from ..tables import unflatten_tables
 
 __all__ = [
     "CellNoiseVariance",

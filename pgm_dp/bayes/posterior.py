@@ -46,7 +46,7 @@ from ..errors import DomainError
 from ..learners.mle import fit_marginals
 from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
-from ..models.tables import flatten_tables
+from ..tables import flatten_tables
 from .labels import posterior_dims
 from .laplace import laplace_fits, stack
 from .linear import linear_marginals, linear_replicates, split_sites, table_draws, table_offsets

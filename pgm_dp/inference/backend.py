@@ -5,7 +5,7 @@ A backend answers what every caller of inference asks (:class:`MarkovRandomField
 its start): the marginals and ``log Z`` of a model's log-potentials, whether they are exact,
 the counting numbers of its free energy, and a traceable program for repeated calls with a
 warm state carried between them (loopy BP's messages). Every program reads and returns one
-layout: the flat vector of all cliques' cells (:mod:`pgm_dp.models.tables`); a backend that
+layout: the flat vector of all cliques' cells (:mod:`pgm_dp.tables`); a backend that
 works on clique tables splits and joins them inside its program.
 
 Backends are chosen by value: frozen dataclasses holding their options, hashable (compiled
@@ -40,7 +40,7 @@ import numpy as np
 
 from .._config import any_traced
 from ..domain import Clique, Domain
-from ..models.tables import table_layout
+from ..tables import table_layout
 from .counting import trw_counting_numbers
 from .factor_graph import factor_graph
 from .junction_tree import (
@@ -50,6 +50,7 @@ from .junction_tree import (
     marginals_and_log_z,
 )
 from .loopy_bp import loopy_bp, loopy_bp_flat, uniform_messages
+from .tables import concat_tables
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -82,7 +83,7 @@ class Backend(Protocol):
       ``log Z``; NumPy when called eagerly, JAX arrays under a JAX transformation.
     * :meth:`program`: a traceable ``(flat theta, *warm) -> (flat marginals, log Z,
       converged, *warm)`` for one structure, called many times, on the flat vector of all
-      cliques' cells in clique order (:mod:`pgm_dp.models.tables`; the marginals in the same
+      cliques' cells in clique order (:mod:`pgm_dp.tables`; the marginals in the same
       layout); :meth:`warm_start` the first ``warm`` (``()`` for a backend without state).
     """
 
@@ -125,7 +126,7 @@ class JunctionTreeBackend:
 
         def flat_pass(flat):  # the clique tables exist only inside the program
             margs, log_z = marginals_and_log_z(jt, cliques, layout.unflatten(flat))
-            return layout.concat(margs), log_z
+            return concat_tables(margs), log_z
 
         # a nested jit: the E-step's programs call it 3-4 times with the same shapes, and
         # it is traced once (first-call time: docs/cgm_em.md)

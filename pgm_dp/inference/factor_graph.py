@@ -12,7 +12,7 @@ edges, the structure is laid out as index arrays, computed once per (domain, cli
   (``width`` the largest domain size; a variable's padded states hold ``-inf``);
 * a variable sums its incoming messages with one ``segment_sum`` over ``edge_var``.
 
-The flat parameter vector is the flat table layout (:mod:`pgm_dp.models.tables`: every
+The flat parameter vector is the flat table layout (:mod:`pgm_dp.tables`: every
 clique's table raveled in clique order, axes in the clique's order); ``scatter`` maps
 the stacked groups back to it.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..domain import Clique, Domain
-from ..models.tables import table_layout
+from ..tables import table_layout
 
 __all__ = ["FactorGraph", "FactorGroup", "factor_graph"]
 

@@ -48,9 +48,10 @@ import numpy as np
 
 from .._config import any_traced
 from ..domain import Clique, Domain, normalize_cliques
-from ..models.tables import concat_tables, flatten_tables, table_layout, unflatten_tables
+from ..tables import flatten_tables, table_layout, unflatten_tables
 from .counting import trw_counting_numbers
 from .factor_graph import FactorGraph, factor_graph
+from .tables import concat_tables
 
 __all__ = [
     "BPResult",
@@ -197,7 +198,7 @@ def loopy_bp_flat(
     adaptive: bool = False,
 ) -> FlatBP:
     """Traceable loopy BP on the flat parameter layout (one vector of all log-potentials,
-    :mod:`pgm_dp.models.tables`); ``tol`` and ``max_iters`` may be
+    :mod:`pgm_dp.tables`); ``tol`` and ``max_iters`` may be
     traced, ``damping`` is a Python float. ``init``: starting messages (``messages`` of an
     earlier result; default :func:`uniform_messages`); ``rho``: counting numbers, one per
     clique (may be traced; ``None``: Bethe, all 1). ``adaptive`` (our schedule): start at

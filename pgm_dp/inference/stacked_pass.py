@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..domain import Clique
-from ..models.tables import concat_tables, table_layout
+from ..tables import table_layout
+from .tables import concat_tables
 
 if TYPE_CHECKING:
     from .triangulation import JunctionTree

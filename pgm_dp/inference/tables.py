@@ -2,8 +2,9 @@
 
 Every table in :mod:`pgm_dp.inference` has one axis per variable. Inside the junction tree and
 loopy BP, tables are kept in *canonical* order (variables sorted by their position in the
-domain), so that a sub-table can be broadcast into a larger one by a reshape alone. These
-helpers are traced by JAX and work inside ``jax.jit``.
+domain), so that a sub-table can be broadcast into a larger one by a reshape alone.
+:func:`concat_tables` is the traced form of :func:`pgm_dp.tables.flatten_tables` (the flat
+table layout). These helpers are traced by JAX and work inside ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import jax.numpy as jnp
 
 from ..domain import Clique, Domain
 
-__all__ = ["to_order", "broadcast_to", "logsumexp_to"]
+__all__ = ["to_order", "broadcast_to", "concat_tables", "logsumexp_to"]
+
+
+def concat_tables(tables) -> jax.Array:
+    """Concatenate tables into one flat float64 JAX vector (traceable; the inverse of
+    :func:`pgm_dp.tables.unflatten_tables`)."""
+    return jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in tables])
 
 
 def to_order(table: jax.Array, have: Sequence[Hashable], want: Sequence[Hashable]) -> jax.Array:

@@ -54,13 +54,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-
 from ..domain import Domain
 from ..errors import ConvergenceWarning, DomainError
+from ..inference.tables import concat_tables
 from ..models.mrf import MarkovRandomField
-from ..models.tables import concat_tables, flatten_tables, unflatten_tables
 from ..rng import RngLike
+from ..tables import flatten_tables, unflatten_tables
 
 if TYPE_CHECKING:
     from ..privacy import Accountant, Budget, NoisyMarginals
@@ -147,17 +146,9 @@ class RecordLearner(Protocol):
 
 
 def check_release_matches(release, mrf: MarkovRandomField) -> None:
-    """Refuse a release whose domain or cliques differ from the model's."""
-    if release.domain != mrf.domain:
-        raise DomainError(f"release domain {release.domain} differs from the model's {mrf.domain}")
-    if set(release.cliques) != set(mrf.cliques):
-        raise DomainError(
-            "release cliques do not match the model's cliques: "
-            f"only in release {sorted(set(release.cliques) - set(mrf.cliques), key=str)}, "
-            f"only in model {sorted(set(mrf.cliques) - set(release.cliques), key=str)}"
-        )
-    if not np.isfinite(release.total) or release.total <= 0:
-        raise DomainError(f"release total N must be positive, got {release.total}")
+    """Refuse a release whose domain or cliques differ from the model's, or whose ``N`` is
+    not positive (:meth:`~pgm_dp.privacy.Measurements.in_order`, the one such check)."""
+    release.in_order(mrf.cliques, mrf.domain)
 
 
 def selects_structure(learner: Any) -> bool:

@@ -44,8 +44,9 @@ from ..domain import Clique
 from ..errors import DomainError
 from ..inference.junction_tree import JunctionTree, marginals_and_log_z, use_stacked
 from ..inference.stacked_pass import stacked_flat_marginals
+from ..inference.tables import concat_tables
 from ..models.mrf import MarkovRandomField
-from ..models.tables import concat_tables, flatten_tables, unflatten_tables
+from ..tables import flatten_tables, unflatten_tables
 from .lbfgs import lbfgs_loop
 
 __all__ = ["MLEResult", "fit_marginals", "fit_many", "check_marginals"]

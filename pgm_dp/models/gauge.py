@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..domain import Clique, Domain
-from .tables import table_layout, table_offsets
+from ..tables import table_layout, table_offsets
 
 __all__ = [
     "gauge_projector",

@@ -1,22 +1,27 @@
 """The one measurement type: noisy clique tables in one flat layout, with their noise.
 
-A :class:`Measurements` value is what the privacy layer releases (Private-PGM's list of
-``LinearMeasurement`` is the model): the cliques measured, their noisy values as one flat
-vector ``y`` in the flat table layout (:mod:`pgm_dp.models.tables`: clique ``i``'s cells
-in C order from ``offsets[i]``), per clique the noise ``kinds`` and ``scales``, per cell
-the noise ``scale``, ``variance`` and whether it is of a Laplace kind (``laplace``), the
-total ``N`` and the budget spent. Per-clique tables (``noisy[clique]``, read-only) and noise
-models (``noise[clique]``, :class:`~pgm_dp.privacy.noise.NoiseModel`) are views derived from
-the flat arrays. A clique may be measured more than once (AIM): each measurement is kept on
-its own, in the order measured, and the views of a repeated clique are the inverse-variance
-merge of its measurements (:meth:`Measurements.merged`), so every reader of one table per
-clique reads the same as from the merged value. Frozen; a JAX pytree once JAX is loaded
-(leaves: the flat arrays; static: everything else), so a release can be an argument of a
-compiled program.
+A :class:`Measurements` value is what the privacy layer releases. Its model is Private-PGM's
+``LinearMeasurement`` (mbi 2.0: a frozen dataclass registered as a pytree, the noisy vector
+its data, the clique and noise its static fields), held for all measurements at once: the
+cliques measured, their noisy values as one flat vector ``y`` in the flat table layout
+(:mod:`pgm_dp.tables`: clique ``i``'s cells in C order from ``offsets[i]``), per cell the
+noise ``scale`` and ``variance``, per measurement the noise ``kinds`` and ``scales``, the total
+``N`` and the budget spent. Every array is a declared field, set once by the constructor; the
+layout (``offsets``, :attr:`~Measurements.layout`) and the Laplace mask (``laplace``) are NumPy,
+derived from the static fields alone. Per-clique tables (``noisy[clique]``, read-only) and
+noise models (``noise[clique]``, :class:`~pgm_dp.privacy.noise.NoiseModel`) are views of the
+flat arrays, derived when first read (they need concrete arrays). A clique may be measured
+more than once (AIM): each measurement is kept on its own, in the order measured, and the
+views of a repeated clique are the inverse-variance merge of its measurements
+(:meth:`Measurements.merged`), so every reader of one table per clique reads the same as from
+the merged value. Frozen; a JAX pytree once JAX is loaded (data: ``y``, ``scale``,
+``variance``, ``scales``; static: everything else), so a release can be an argument of a
+compiled program, and a traced value keeps every field.
 
-:func:`flat_release` gives the same release in another clique order (the order of a model's
-cliques), computed when asked, with no cache: the learners that read a release cell by cell
-(CGM-EM, the Bayesian model) call it once per fit.
+:meth:`Measurements.in_order` is the one check of a release against a model (its domain and
+cliques, a positive ``N``) and gives the release in the model's clique order, computed when
+asked, with no cache: the learners that read a release cell by cell (CGM-EM, the Bayesian
+model) call it once per fit. :func:`flat_release` is the same for a release alone.
 
 >>> import numpy as np
 >>> from pgm_dp import Domain
@@ -24,10 +29,10 @@ cliques), computed when asked, with no cache: the learners that read a release c
 >>> dom = Domain(["A", "B"], [2, 3])
 >>> data = np.array([[0, 1], [1, 2], [0, 0]])
 >>> rel = release_marginals(data, [("A",), ("A", "B")], dom, budget=PureDP(1.0), rng=0)
->>> view = flat_release(rel)
+>>> view = rel.in_order([("A", "B"), ("A",)], dom)
 >>> view.offsets.tolist(), view.scale.tolist()
-([0, 2, 8], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
->>> bool(view.laplace.all()), flat_release(rel) is rel
+([0, 6, 8], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+>>> bool(view.laplace.all()), rel.in_order(rel.cliques) is rel
 (True, True)
 >>> both = rel.append(rel)  # the same cliques measured twice: kept apart, views merged
 >>> both.cliques == rel.cliques * 2, both.merged().cliques == rel.cliques
@@ -38,24 +43,27 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from ..domain import Clique, Domain
 from ..errors import DataValidationError, DomainError
+from ..tables import TableLayout, table_layout
 from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
 from .noise import NoiseModel
 
 __all__ = ["Measurements", "flat_release"]
 
-_FLAT = ("y", "scale", "variance", "laplace", "scales")
 _DTYPES = {"int64": np.int64, "float64": np.float64}
+#: The pytree's data fields (arrays); every other field is static.
+_DATA = ("y", "scale", "variance", "scales")
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -67,19 +75,25 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 class Measurements:
     """Noisy clique tables and how they were made; contains no raw data.
 
-    Built from per-clique tables (``noisy``: ``{clique: array}``, float64 or int64 for the
-    discrete mechanisms; ``noise``: ``{clique: NoiseModel}``), or, when ``cliques`` repeats a
-    clique, from sequences with one table and one noise model per entry of ``cliques``;
-    stored flat (module docstring). ``budget``: the total cost charged; ``sensitivity``:
-    the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity of the stacked tables;
-    ``total``: the ``N`` used, with ``total_source`` in ``{"public", "given", "estimate",
-    "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
+    Built by :meth:`from_tables` (per-clique tables and noise models) or, field by field,
+    from the flat arrays of another value (:meth:`in_order`, JAX's unflattening). Fields:
+    ``domain`` and ``cliques`` (in the order measured; a clique may repeat); ``y``, ``scale``,
+    ``variance``: the noisy values and their noise per cell (float64, read-only); ``scales``,
+    ``kinds``, ``dtypes``: per measurement its noise scale and kind and the dtype it was
+    given in (``int64`` for the discrete mechanisms, else ``float64``); ``budget``: the total
+    cost charged; ``sensitivity``: the L1 (Laplace kinds) or L2 (Gaussian kinds) sensitivity
+    of the stacked tables; ``total``: the ``N`` used, with ``total_source`` in ``{"public",
+    "given", "estimate", "private"}`` and ``total_noise`` set when ``N`` is a noisy count.
     """
 
     domain: Domain
     cliques: tuple[Clique, ...]
-    noisy: Mapping[Clique, np.ndarray]
-    noise: Mapping[Clique, NoiseModel]
+    y: np.ndarray
+    scale: np.ndarray
+    variance: np.ndarray
+    scales: np.ndarray
+    kinds: tuple[str, ...]
+    dtypes: tuple[str, ...]
     budget: Budget
     mechanism: str
     sensitivity: float
@@ -87,31 +101,50 @@ class Measurements:
     total_source: str
     total_noise: NoiseModel | None = None
     neighbouring: str = "add_remove"
-    dtypes: tuple[str, ...] = field(init=False, repr=False)
-    kinds: tuple[str, ...] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        cliques = tuple(self.cliques)
-        tables = [np.asarray(t) for t in _per_measurement(self.noisy, cliques)]
-        models = list(_per_measurement(self.noise, cliques))
-        sizes = [t.size for t in tables]
-        flat = {
-            "y": np.concatenate([t.ravel() for t in tables] or [np.zeros(0)]).astype(np.float64),
-            "scale": np.repeat([m.scale for m in models], sizes).astype(np.float64),
-            "variance": np.repeat([m.variance for m in models], sizes).astype(np.float64),
-            "laplace": np.repeat([m.is_laplace for m in models], sizes).astype(bool),
-            "scales": np.array([m.scale for m in models], dtype=np.float64),
-        }
-        set_ = object.__setattr__
-        set_(self, "cliques", cliques)
-        set_(self, "dtypes", tuple(t.dtype.name for t in tables))
-        set_(self, "kinds", tuple(m.kind for m in models))
-        for name, a in flat.items():
-            set_(self, name, _read_only(a))
-        set_(self, "offsets", np.cumsum([0, *sizes]))
-        _set_views(self, [t.shape for t in tables])
 
     __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def from_tables(
+        cls, domain: Domain, cliques: Sequence[Clique], noisy: Any, noise: Any, **provenance: Any
+    ) -> Measurements:
+        """The measurements of ``cliques`` from their tables: ``noisy`` (``{clique: array}``,
+        float64, or int64 for the discrete mechanisms) and ``noise`` (``{clique:
+        NoiseModel}``), or, when ``cliques`` repeats a clique, sequences with one table and
+        one noise model per entry of ``cliques``. ``provenance``: the other fields
+        (``budget``, ``mechanism``, ``sensitivity``, ``total``, ``total_source``, and
+        optionally ``total_noise``, ``neighbouring``)."""
+        cliques = tuple(tuple(c) for c in cliques)
+        tables = [np.asarray(t) for t in _per_measurement(noisy, cliques)]
+        models = list(_per_measurement(noise, cliques))
+        sizes = [t.size for t in tables]
+        y = np.concatenate([t.ravel() for t in tables] or [np.zeros(0)]).astype(np.float64)
+        return cls(
+            domain=domain,
+            cliques=cliques,
+            y=_read_only(y),
+            scale=_read_only(np.repeat([m.scale for m in models], sizes).astype(np.float64)),
+            variance=_read_only(np.repeat([m.variance for m in models], sizes).astype(np.float64)),
+            scales=_read_only(np.array([m.scale for m in models], dtype=np.float64)),
+            kinds=tuple(m.kind for m in models),
+            dtypes=tuple(t.dtype.name for t in tables),
+            **provenance,
+        )
+
+    @property
+    def layout(self) -> TableLayout:
+        """The :class:`~pgm_dp.tables.TableLayout` of the cliques (one table per entry)."""
+        return table_layout(self.domain, self.cliques)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Where each measurement's cells start in ``y``, and the number of cells last."""
+        return self.layout.offsets
+
+    @property
+    def laplace(self) -> np.ndarray:
+        """Per cell, whether its noise is of a Laplace kind (NumPy, from ``kinds``)."""
+        return self.layout.per_cell([k.endswith("laplace") for k in self.kinds]).astype(bool)
 
     @property
     def total_is_public(self) -> bool:
@@ -119,27 +152,77 @@ class Measurements:
         return self.total_source in ("public", "given")
 
     @property
-    def layout(self):
-        """The :class:`~pgm_dp.models.tables.TableLayout` of the cliques (imports JAX)."""
-        from ..models.tables import table_layout
-
-        return table_layout(self.domain, self.cliques)
-
-    def tables(self) -> list[np.ndarray]:
-        """``y`` as one float64 table per clique (read-only views)."""
-        return [
-            self.y[a:b].reshape(self.domain.sizes(c))
-            for c, a, b in zip(self.cliques, self.offsets[:-1], self.offsets[1:], strict=True)
-        ]
-
-    @property
     def repeated(self) -> bool:
         """Whether a clique was measured more than once."""
         return len(set(self.cliques)) < len(self.cliques)
 
+    @functools.cached_property
+    def noisy(self) -> Mapping[Clique, np.ndarray]:
+        """``{clique: table}``: a read-only view of ``y`` (or the int64 table it was for a
+        discrete mechanism); a repeated clique's measurements merged (:func:`_merge`)."""
+        return {c: t for c, (t, _) in self._views.items()}
+
+    @functools.cached_property
+    def noise(self) -> Mapping[Clique, NoiseModel]:
+        """``{clique: NoiseModel}``; a repeated clique's measurements merged."""
+        return {c: m for c, (_, m) in self._views.items()}
+
+    @functools.cached_property
+    def _views(self) -> dict[Clique, tuple[np.ndarray, NoiseModel]]:
+        groups: dict[Clique, tuple[list, list]] = {}
+        for c, t, m in zip(self.cliques, self._typed_tables(), self.noise_models(), strict=True):
+            tables, models = groups.setdefault(c, ([], []))
+            tables.append(t)
+            models.append(m)
+        return {c: _merge(*g) for c, g in groups.items()}
+
+    def tables(self) -> list[np.ndarray]:
+        """``y`` as one float64 table per measurement (read-only views)."""
+        return self.layout.unflatten(self.y)
+
     def noise_models(self) -> list[NoiseModel]:
         """One noise model per measurement (per entry of ``cliques``)."""
         return [NoiseModel(k, float(s)) for k, s in zip(self.kinds, self.scales, strict=True)]
+
+    def in_order(
+        self, cliques: Sequence[Clique] | None = None, domain: Domain | None = None
+    ) -> Measurements:
+        """This release checked against a model and given in its clique order: the one
+        check of a release against a model. ``cliques``: the model's (default the
+        release's own order), which must be the release's in any order; ``domain``: the
+        model's, which must be the release's; ``N`` must be finite and positive. A
+        :class:`~pgm_dp.errors.DomainError` otherwise. A repeated clique is merged first
+        (:meth:`merged`); ``self`` when nothing repeats and the order is its own, else a
+        new value with the same flat arrays permuted (nothing is cached)."""
+        if domain is not None and domain != self.domain:
+            raise DomainError(f"release domain {self.domain} differs from the model's {domain}")
+        release = self.merged()
+        order = release.cliques if cliques is None else tuple(tuple(c) for c in cliques)
+        if len(set(order)) != len(order) or set(order) != set(release.cliques):
+            only_release = sorted(set(release.cliques) - set(order), key=str)
+            only_model = sorted(set(order) - set(release.cliques), key=str)
+            raise DomainError(
+                "release cliques do not match the model's cliques (each once, in any order): "
+                f"only in release {only_release}, only in model {only_model}"
+            )
+        if not np.isfinite(release.total) or release.total <= 0:
+            raise DomainError(f"release total N must be positive, got {release.total}")
+        return release if order == release.cliques else release._permuted(order)
+
+    def _permuted(self, order: tuple[Clique, ...]) -> Measurements:
+        """The same measurements (one per clique) in the clique order ``order``."""
+        index = [self.cliques.index(c) for c in order]
+        cells = np.concatenate(
+            [np.arange(self.offsets[i], self.offsets[i + 1]) for i in index] or [[]]
+        ).astype(np.int64)
+        return _replace_fields(
+            self,
+            cliques=order,
+            **{f: _read_only(getattr(self, f)[cells]) for f in ("y", "scale", "variance")},
+            scales=_read_only(self.scales[index]),
+            kinds=tuple(self.kinds[i] for i in index),
+            dtypes=tuple(self.dtypes[i] for i in index),
+        )
 
     def estimated_total(self) -> float:
         """Inverse-variance weighted mean of the measurements' sums (at least 1): ``N``
@@ -157,7 +240,7 @@ class Measurements:
         (``budget``, ``total``, ...). ``self`` when nothing repeats and nothing changes."""
         if not self.repeated and not changes:
             return self
-        return self._replace(tuple(dict.fromkeys(self.cliques)), self.noisy, self.noise, changes)
+        return self._rebuilt(tuple(dict.fromkeys(self.cliques)), self.noisy, self.noise, changes)
 
     def append(self, other: Measurements, **changes: Any) -> Measurements:
         """A new value: ``self``'s measurements, then ``other``'s (repeats kept apart), on
@@ -174,7 +257,7 @@ class Measurements:
             total_source="estimate",
             total_noise=None,
         )
-        both = self._replace(
+        both = self._rebuilt(
             self.cliques + other.cliques,
             [*self._typed_tables(), *other._typed_tables()],
             self.noise_models() + other.noise_models(),
@@ -182,8 +265,7 @@ class Measurements:
         )
         if "total" in changes:
             return both
-        tables, models = both._typed_tables(), both.noise_models()
-        return both._replace(both.cliques, tables, models, {"total": both.estimated_total()})
+        return _replace_fields(both, total=both.estimated_total())
 
     def _typed_tables(self) -> list[np.ndarray]:
         """One table per measurement in the dtype it was given (int64 or float64)."""
@@ -192,22 +274,16 @@ class Measurements:
             for t, dt in zip(self.tables(), self.dtypes, strict=True)
         ]
 
-    def _replace(self, cliques, noisy, noise, changes: Mapping[str, Any]) -> Measurements:
-        fields = {f: getattr(self, f) for f in _INIT}
-        new = {"cliques": cliques, "noisy": noisy, "noise": noise, **changes}
-        return Measurements(**{**fields, **new})
+    def _rebuilt(self, cliques, noisy, noise, changes: Mapping[str, Any]) -> Measurements:
+        """:meth:`from_tables` with ``self``'s provenance, but for ``changes``."""
+        provenance = {f: getattr(self, f) for f in _PROVENANCE}
+        return Measurements.from_tables(self.domain, cliques, noisy, noise, **provenance | changes)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Measurements):
             return NotImplemented
-        same = all(
-            getattr(self, f) == getattr(other, f)
-            for f in self.__dataclass_fields__
-            if f not in ("noisy", "noise")
-        )
-        return (
-            same and np.array_equal(self.y, other.y) and np.array_equal(self.scales, other.scales)
-        )
+        same = all(getattr(self, f) == getattr(other, f) for f in _STATIC)
+        return same and all(np.array_equal(getattr(self, f), getattr(other, f)) for f in _DATA)
 
     def to_json(self) -> str:
         """JSON text (exact float round trip via ``repr``); see :meth:`from_json`."""
@@ -251,11 +327,11 @@ class Measurements:
         ]
         noise = [NoiseModel(**m) for m in d["noise"]]
         tn = d["total_noise"]
-        return cls(
-            domain=dom,
-            cliques=cliques,
-            noisy=noisy,
-            noise=noise,
+        return cls.from_tables(
+            dom,
+            cliques,
+            noisy,
+            noise,
             budget=_budget_from_dict(d["budget"]),
             mechanism=d["mechanism"],
             sensitivity=float(d["sensitivity"]),
@@ -302,47 +378,14 @@ def _merge(tables: list[np.ndarray], models: list[NoiseModel]) -> tuple[np.ndarr
     return _read_only(noisy), model
 
 
-def _set_views(m: Measurements, shapes: Sequence[tuple[int, ...]]) -> None:
-    """The per-clique views of ``m``'s flat arrays: ``noisy[c]`` (a view of ``y``, or the
-    int64 table it was for a discrete mechanism) and ``noise[c]``; a repeated clique's
-    measurements merged (:func:`_merge`)."""
-    groups: dict[Clique, tuple[list, list]] = {}
-    for i, c in enumerate(m.cliques):
-        part = m.y[m.offsets[i] : m.offsets[i + 1]].reshape(shapes[i])
-        if m.dtypes[i] != "float64":
-            part = _read_only(part.astype(_DTYPES.get(m.dtypes[i], m.dtypes[i])))
-        tables, models = groups.setdefault(c, ([], []))
-        tables.append(part)
-        models.append(NoiseModel(m.kinds[i], float(m.scales[i])))
-    merged = {c: _merge(*g) for c, g in groups.items()}
-    object.__setattr__(m, "noisy", {c: t for c, (t, _) in merged.items()})
-    object.__setattr__(m, "noise", {c: n for c, (_, n) in merged.items()})
+def _replace_fields(m: Measurements, **changes: Any) -> Measurements:
+    """``m`` with some of its fields replaced (the arrays as they are given)."""
+    return Measurements(**{f.name: getattr(m, f.name) for f in fields(m)} | changes)
 
 
 def flat_release(release: Measurements, cliques: Sequence[Clique] | None = None) -> Measurements:
-    """``release`` with its measurements in the order of ``cliques`` (default its own; the
-    same set, else a :class:`~pgm_dp.errors.DomainError`): ``release`` itself when the order
-    is its own, else a new value built from the per-clique views (nothing is cached). A
-    release with a repeated clique is merged first (:meth:`Measurements.merged`)."""
-    release = release.merged()
-    cliques = tuple(release.cliques) if cliques is None else tuple(map(tuple, cliques))
-    if cliques == release.cliques:
-        return release
-    if len(cliques) != len(release.cliques) or set(cliques) != set(release.cliques):
-        raise DomainError("the cliques must be the release's, in any order")
-    return Measurements(
-        domain=release.domain,
-        cliques=cliques,
-        noisy=release.noisy,
-        noise=release.noise,
-        budget=release.budget,
-        mechanism=release.mechanism,
-        sensitivity=release.sensitivity,
-        total=release.total,
-        total_source=release.total_source,
-        total_noise=release.total_noise,
-        neighbouring=release.neighbouring,
-    )
+    """:meth:`Measurements.in_order` of ``release`` (the cliques checked, not the domain)."""
+    return release.in_order(cliques)
 
 
 # -- JSON helpers ----------------------------------------------------------------------------
@@ -363,42 +406,22 @@ def _jsonable_name(name: Hashable) -> Hashable:
 
 
 # -- JAX pytree ------------------------------------------------------------------------------
-_STATIC = tuple(f for f in Measurements.__dataclass_fields__ if f not in ("noisy", "noise"))
-_INIT = tuple(f for f, v in Measurements.__dataclass_fields__.items() if v.init)
-
-
-def _flatten(m: Measurements) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    return tuple(getattr(m, a) for a in _FLAT), tuple(getattr(m, f) for f in _STATIC)
-
-
-def _unflatten(static: tuple[Any, ...], leaves: tuple[Any, ...]) -> Measurements:
-    """A value on other leaves (traced, batched): the flat arrays and the static fields;
-    the per-clique views only when the leaves are NumPy arrays of the original shapes."""
-    m = object.__new__(Measurements)
-    for name, value in (*zip(_STATIC, static, strict=True), *zip(_FLAT, leaves, strict=True)):
-        object.__setattr__(m, name, value)
-    object.__setattr__(m, "offsets", np.cumsum([0, *(m.domain.size(c) for c in m.cliques)]))
-    concrete = all(isinstance(a, np.ndarray) and a.ndim == 1 for a in leaves[:1])
-    if concrete:
-        _set_views(m, [m.domain.sizes(c) for c in m.cliques])
-    else:
-        object.__setattr__(m, "noisy", None)
-        object.__setattr__(m, "noise", None)
-    return m
-
-
+_STATIC = tuple(f.name for f in fields(Measurements) if f.name not in _DATA)
+_PROVENANCE = tuple(f for f in _STATIC if f not in ("domain", "cliques", "kinds", "dtypes"))
 _REGISTERED: list[bool] = []
 
 
 def register_pytree() -> None:
-    """Register :class:`Measurements` with ``jax.tree_util`` (once; called when this module
-    is imported after JAX, and by :mod:`pgm_dp._config`, imported with every module that
-    uses JAX)."""
+    """Register :class:`Measurements` with ``jax.tree_util`` as a dataclass (data: the flat
+    arrays; static: the other fields), once; called when this module is imported after
+    JAX, and by :mod:`pgm_dp._config`, imported with every module that uses JAX."""
     if _REGISTERED or "jax" not in sys.modules:
         return
     import jax
 
-    jax.tree_util.register_pytree_node(Measurements, _flatten, _unflatten)
+    jax.tree_util.register_dataclass(
+        Measurements, data_fields=list(_DATA), meta_fields=list(_STATIC)
+    )
     _REGISTERED.append(True)
 
 

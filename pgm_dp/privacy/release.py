@@ -61,7 +61,7 @@ import numpy as np
 
 from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells, normalize_cliques
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
-from ..stats import contingency_table
+from ..tables import contingency_table
 from .accountant import Accountant, check_accountant
 from .budget import Budget, compose
 from .measurements import Measurements
@@ -178,6 +178,21 @@ def _noisy_tables(dom, cliques, data, weights, sens, budget, what, how):
     return noisy, model, n_true, w is None or discrete
 
 
+def _total_fields(total, noisy, model, n_true, counts, sens_n, budget_n, what, how) -> dict:
+    """The release's ``total``, ``total_source`` and ``total_noise`` (module docstring):
+    with ``total="private"`` the number of records (or sum of the weights; rounded first
+    when it counts records) released by the tables' mechanism with ``budget_n``
+    (sensitivity ``sens_n``: ``K`` or 1), else :func:`_public_total`."""
+    if total != "private":
+        n_out, source = _public_total(total, n_true, noisy, model)
+        return dict(total=n_out, total_source=source, total_noise=None)
+    n_val = round(n_true) if counts else n_true
+    noisy_n, noise = perturb(
+        [n_val], sensitivity=sens_n, budget=budget_n, what=f"{what}: total N", **how
+    )
+    return dict(total=float(noisy_n[0]), total_source="private", total_noise=noise)
+
+
 def _public_total(total, n_true: float, noisy: dict, model) -> tuple[float, str]:
     """``(N, source)`` when N is not released with noise: the true count (``"public"``), the
     given number, or the inverse-variance weighted mean of the noisy tables' sums (at least 1,
@@ -264,27 +279,24 @@ def release_marginals(
     per_person = _check_options(
         mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
     )
-    private_n = total == "private"
     n_c = len(cliques)
     sens, sens_n = _sensitivity(mechanism, n_c, per_person, neighbouring), float(per_person)
     checks = dict(kind=mechanism, accountant=accountant, calibration=calibration)
-    fraction = total_fraction if private_n else None
+    fraction = total_fraction if total == "private" else None
     budget_c, budget_n = _check_costs(budget, fraction, sens, sens_n, checks, what)
     how = dict(checks, rng=as_generator(rng))
     noisy, model, n_true, counts = _noisy_tables(
         dom, cliques, data, weights, sens, budget_c, f"{what} ({n_c} cliques)", how
     )
-    total_noise = None
-    if private_n:
-        n_val = round(n_true) if counts else n_true  # counts: integer input
-        noisy_n, total_noise = perturb(
-            [n_val], sensitivity=sens_n, budget=budget_n, what=f"{what}: total N", **how
-        )
-        n_out, source = float(noisy_n[0]), "private"
-    else:
-        n_out, source = _public_total(total, n_true, noisy, model)
-    return NoisyMarginals(
-        domain=dom, cliques=cliques, noisy=noisy, noise=dict.fromkeys(cliques, model),
-        budget=budget, mechanism=mechanism, sensitivity=float(sens), total=n_out,
-        total_source=source, total_noise=total_noise, neighbouring=neighbouring,
-    )  # fmt: skip
+    n = _total_fields(total, noisy, model, n_true, counts, sens_n, budget_n, what, how)
+    return NoisyMarginals.from_tables(
+        dom,
+        cliques,
+        noisy,
+        dict.fromkeys(cliques, model),
+        budget=budget,
+        mechanism=mechanism,
+        sensitivity=float(sens),
+        neighbouring=neighbouring,
+        **n,
+    )

@@ -57,7 +57,7 @@ from ..privacy.budget import Budget, PureDP, budget_of, notion_type, require_bud
 from ..privacy.measurements import Measurements
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
-from ..stats import contingency_table
+from ..tables import contingency_table
 from .estimators import NaiveMLEEstimator, call_estimator, merged_release
 from .schedule import Schedule
 from .workload import candidate_weights, filter_candidates, workload_cliques

@@ -41,6 +41,7 @@ from .._config import one_blas_thread
 from ..domain import Clique, Domain
 from ..inference.junction_tree import DEFAULT_MAX_CELLS, build_junction_tree
 from ..inference.queries import calibrate_tables
+from ..tables import flatten_tables, table_layout
 
 __all__ = ["fit_tables", "mirror_descent"]
 
@@ -108,21 +109,17 @@ def fit_tables(
     ``{"iterations", "max_gradient", "converged", "objective"}``."""
     cliques = tuple(tuple(c) for c in cliques)
     jt = build_junction_tree(domain, cliques, max_cells)
-    shapes = [domain.sizes(c) for c in cliques]
-    bounds = np.cumsum([0] + [int(np.prod(s)) for s in shapes])
-    target = np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in targets])
+    layout = table_layout(domain, cliques)
+    target = flatten_tables(targets)
     reads = _read_plan(jt, cliques)
 
-    def split(x):
-        return [x[bounds[i] : bounds[i + 1]].reshape(s) for i, s in enumerate(shapes)]
-
     def value_and_grad(x):
-        mu, log_z = _marginals(jt, reads, split(x))
-        mu = np.concatenate([m.ravel() for m in mu])
+        mu, log_z = _marginals(jt, reads, layout.unflatten(x))
+        mu = flatten_tables(mu)
         value = log_z - target @ x + l2 * (x @ x)
         return value, mu - target + 2.0 * l2 * x
 
-    x0 = np.zeros(bounds[-1]) if init is None else np.concatenate([np.ravel(t) for t in init])
+    x0 = np.zeros(layout.size) if init is None else flatten_tables(init)
     project, scale = _conditioning(domain, cliques, target, l2, conditioned)
 
     def objective(z):
@@ -146,7 +143,7 @@ def fit_tables(
         "converged": max_grad <= tol,
         "objective": float(res.fun),
     }
-    return split(x), info
+    return layout.unflatten(x), info
 
 
 def mirror_descent(

@@ -37,7 +37,7 @@ from ..privacy.argmax import exponential_mechanism
 from ..privacy.budget import PureDP, compose, require_budget
 from ..privacy.release import NoisyMarginals, release_marginals
 from ..rng import RngLike, as_generator
-from ..stats import contingency_table
+from ..tables import contingency_table
 
 __all__ = ["Selection", "select_cliques", "pair_scores", "with_one_way"]
 

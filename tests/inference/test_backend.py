@@ -27,7 +27,7 @@ from pgm_dp.inference import (
 )
 from pgm_dp.learners import CGMEM
 from pgm_dp.learners.cgm.problem import EMProblem
-from pgm_dp.models.tables import table_layout
+from pgm_dp.tables import table_layout
 
 
 @dataclasses.dataclass(frozen=True)

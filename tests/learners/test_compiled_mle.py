@@ -11,8 +11,8 @@ from pgm_dp.learners import NaiveMLE
 from pgm_dp.learners.mle import _value_and_grad, fit_many, fit_marginals
 from pgm_dp.learners.naive_mle import noisy_pseudo_marginals
 from pgm_dp.models import third_order_chain
-from pgm_dp.models.tables import flatten_tables, unflatten_tables
 from pgm_dp.privacy import PureDP, release_marginals
+from pgm_dp.tables import flatten_tables, unflatten_tables
 
 
 def scipy_reference(mrf, targets, l2, tol=1e-10):

@@ -6,7 +6,7 @@ import pytest
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.models import third_order_chain
 from pgm_dp.models.gauge import gauge_projector
-from pgm_dp.models.tables import flatten_tables, unflatten_tables
+from pgm_dp.tables import flatten_tables, unflatten_tables
 
 
 def _mixed():

@@ -205,7 +205,7 @@ def test_pure_default_triples_keep_the_selection_sensitivity_between_neighbours(
     ``w_r (||M_r(D) - est_r||_1 - bias n_r)`` by at most ``w_r <= max_r w_r``, the
     sensitivity select_marginal uses: the estimates are fixed (earlier releases)."""
     from pgm_dp.select.plan import default_workload
-    from pgm_dp.stats import contingency_table
+    from pgm_dp.tables import contingency_table
 
     dom = Domain(["A", "B", "C", "D"], [2, 3, 2, 4])
     assert default_workload(dom, "pure") == "3way"
@@ -332,11 +332,11 @@ def test_reproducible_with_a_seed():
 
 
 def test_release_merges_repeats_and_never_holds_the_true_total():
-    m = Measurements(
-        domain=DOM,
-        cliques=(("A",), ("A",), ("A", "B")),
-        noisy=[np.array([10, 20]), np.array([13, 26]), np.array([[5, 5], [10, 10]])],
-        noise=[NoiseModel("gaussian", s) for s in (1.0, 2.0, 1.0)],
+    m = Measurements.from_tables(
+        DOM,
+        (("A",), ("A",), ("A", "B")),
+        [np.array([10, 20]), np.array([13, 26]), np.array([[5, 5], [10, 10]])],
+        [NoiseModel("gaussian", s) for s in (1.0, 2.0, 1.0)],
         budget=ZCDP(1.0),
         mechanism="gaussian",
         sensitivity=1.0,

@@ -1,4 +1,5 @@
-"""The one measurement type and its flat view (:mod:`pgm_dp.privacy.measurements`)."""
+"""The one measurement type, its flat arrays and its one check against a model
+(:mod:`pgm_dp.privacy.measurements`)."""
 
 import pathlib
 
@@ -24,11 +25,11 @@ def _release(mechanism, budget):
 @pytest.mark.parametrize(
     "mechanism, budget", [("discrete_laplace", PureDP(1.0)), ("gaussian", ZCDP(0.5))]
 )
-def test_flat_view_in_any_clique_order(mechanism, budget):
+def test_in_any_clique_order(mechanism, budget):
     rel = _release(mechanism, budget)
     order = (("B", "C"), ("A", "B"), ("C",))
-    view = flat_release(rel, order)
-    assert flat_release(rel, order) == view and "_flat_views" not in rel.__dict__  # no cache
+    view = rel.in_order(order, rel.domain)
+    assert rel.in_order(order) == view and rel.in_order(order) is not view  # no cache
     assert isinstance(view, Measurements) and NoisyMarginals is Measurements
     assert view.offsets.tolist() == [0, 6, 12, 14] and view.cliques == order
     for c, t in zip(order, view.tables(), strict=True):
@@ -42,15 +43,43 @@ def test_flat_view_in_any_clique_order(mechanism, budget):
         assert np.all(view.laplace[cells] == rel.noise[c].is_laplace)
     assert view.kinds == (mechanism,) * 3 and view.total == rel.total
     assert not view.y.flags.writeable
-    assert flat_release(rel).cliques == rel.cliques
-    assert flat_release(rel) is flat_release(rel, rel.cliques)
+    assert flat_release(rel, order) == view
+    assert rel.in_order().cliques == rel.cliques
+    assert rel.in_order() is rel.in_order(rel.cliques)
     assert rel == type(rel).from_json(rel.to_json())  # the view is not part of the release
 
 
-def test_other_cliques_are_refused():
+def test_one_check_of_a_release_against_a_model():
     rel = _release("discrete_laplace", PureDP(1.0))
-    with pytest.raises(DomainError):
-        flat_release(rel, (("A", "B"), ("C",)))
+    with pytest.raises(DomainError, match=r"only in release \[\('B', 'C'\)\]"):
+        rel.in_order((("A", "B"), ("C",)))
+    with pytest.raises(DomainError, match="only in model"):
+        rel.in_order((("A", "B"), ("C",), ("B", "C"), ("A",)))
+    with pytest.raises(DomainError, match="each once"):
+        rel.in_order((("A", "B"), ("C",), ("B", "C"), ("C",)))
+    with pytest.raises(DomainError, match="release domain"):
+        rel.in_order(rel.cliques, Domain(["A", "B", "C"], [2, 3, 3]))
+    negative = Measurements(**{**_fields(rel), "total": -2.0})
+    with pytest.raises(DomainError, match="total N must be positive"):
+        negative.in_order()
+
+
+def _fields(m):
+    return {f: getattr(m, f) for f in m.__dataclass_fields__}
+
+
+def test_a_traced_release_keeps_every_field():
+    rel = _release("gaussian", ZCDP(0.5))
+    seen = {}
+
+    @jax.jit
+    def weighted(r):
+        seen.update(kinds=r.kinds, total=r.total, shapes=[r.y.shape, r.scales.shape])
+        return jnp.sum(r.y / r.variance) + jnp.sum(r.scales) + jnp.sum(jnp.where(r.laplace, 1, 0))
+
+    want = np.sum(rel.y / rel.variance) + np.sum(rel.scales)
+    assert float(weighted(rel)) == pytest.approx(float(want))
+    assert seen == {"kinds": rel.kinds, "total": rel.total, "shapes": [(14,), (3,)]}
 
 
 def test_the_flat_arrays_are_the_storage_and_the_tables_views():
@@ -66,7 +95,7 @@ def test_the_flat_arrays_are_the_storage_and_the_tables_views():
 def test_a_release_is_a_pytree_with_static_structure():
     rel = _release("discrete_laplace", PureDP(1.0))
     leaves, treedef = jax.tree_util.tree_flatten(rel)
-    assert [leaf.shape for leaf in leaves] == [(14,), (14,), (14,), (14,), (3,)]
+    assert [leaf.shape for leaf in leaves] == [(14,), (14,), (14,), (3,)]
     back = jax.tree_util.tree_unflatten(treedef, leaves)
     assert back == rel and back.noisy[("C",)].dtype == np.int64
 
@@ -107,8 +136,11 @@ def test_repeated_cliques_are_kept_apart_and_their_views_merged(tmp_path):
     assert first.merged() is first
     assert io.load(io.save(both, tmp_path / "both.json")) == both  # each measurement kept
     with pytest.raises(ValueError, match="repeated clique"):
-        Measurements(**{**_fields(both), "noisy": both.noisy, "noise": both.noise})
+        Measurements.from_tables(
+            both.domain, both.cliques, both.noisy, both.noise, **_provenance(both)
+        )
 
 
-def _fields(m):
-    return {f: getattr(m, f) for f, v in m.__dataclass_fields__.items() if v.init}
+def _provenance(m):
+    names = ("budget", "mechanism", "sensitivity", "total", "total_source", "total_noise")
+    return {f: getattr(m, f) for f in names}

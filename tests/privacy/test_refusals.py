@@ -12,7 +12,7 @@ import pytest
 from pgm_dp import Domain, ModelTooLargeError, sufficient_statistics
 from pgm_dp.errors import DomainError, PrivacyParameterError
 from pgm_dp.privacy import Accountant, ApproxDP, PureDP, release_marginals
-from pgm_dp.stats import contingency_table
+from pgm_dp.tables import contingency_table
 
 DATA = np.array([[0, 1, 0], [1, 0, 1]])
 

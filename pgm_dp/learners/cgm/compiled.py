@@ -27,7 +27,7 @@ import numpy as np
 from ..._config import jit_program
 from ...domain import Domain
 from ...models.gauge import projection_plan, shared_components, unflat_shared
-from ...models.tables import table_layout
+from ...tables import table_layout
 from ..lbfgs import lbfgs_loop
 from .problem import gradient_small
 

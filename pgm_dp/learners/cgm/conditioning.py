@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...domain import Domain
-from ...models.tables import flatten_tables, unflatten_tables
 from ...privacy.measurements import Measurements
+from ...tables import flatten_tables, unflatten_tables
 from ..naive_mle import project_to_simplex
 
 __all__ = [

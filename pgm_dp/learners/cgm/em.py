@@ -70,7 +70,7 @@ from scipy.special import polygamma
 from ..._progress import tick
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import unflatten_tables
+from ...tables import unflatten_tables
 from ..base import Fit
 from ..mle import fit_marginals
 from .compiled import direct_programs, em_programs

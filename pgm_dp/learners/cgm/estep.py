@@ -19,7 +19,7 @@ import numpy as np
 
 from ...inference.backend import Backend, get_backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import flatten_tables
+from ...tables import flatten_tables
 from .em import CGMEM
 from .nlbp import clique_statistics, nlbp_programs, start_statistics
 from .problem import EMProblem

@@ -11,7 +11,7 @@ by the damped fixed-point iteration ``theta' = theta + grad_n log p(y | n)``,
 (:mod:`pgm_dp.inference.backend`): the exact junction tree (``inference="junction_tree"``),
 damped loopy BP (``"loopy_bp"``) or its convex, tree-reweighted variant (``"trw_bp"``: a
 unique BP fixed point, a smooth EM objective). Every backend program reads and returns the
-flat vector of all cliques' cells (:mod:`pgm_dp.models.tables`), the E-step's one layout,
+flat vector of all cliques' cells (:mod:`pgm_dp.tables`), the E-step's one layout,
 and carries its warm state (loopy BP's messages) from one call to the next.
 Design choices and their measurements: ``docs/cgm_em.md``.
 The standalone E-step at fixed ``theta``, :func:`~.estep.nlbp`, is in :mod:`.estep`.
@@ -29,8 +29,8 @@ import numpy as np
 from ..._config import jit_program
 from ...inference.backend import Backend
 from ...models.mrf import MarkovRandomField
-from ...models.tables import flatten_tables, unflatten_tables
 from ...privacy.noise import LAPLACE_KINDS
+from ...tables import flatten_tables, unflatten_tables
 from .anderson import anderson_init, anderson_reset, anderson_step
 from .newton import newton_loop
 from .noise import flat_noise
@@ -78,7 +78,7 @@ def _safeguarded_step(state, f, curvature, damping):
 def _nlbp_loop(bp, noise, damping, max_iters, memory, warm0=()):
     """Alg. 1 as a ``lax.while_loop``: ``(theta, cells, n0, N, tol, alpha0, acc0) ->
     (n, delta, iterations, alpha, Anderson state, *warm)``, all on the flat layout
-    (:mod:`pgm_dp.models.tables`; ``cells = (y, b)``: the release and its noise scale per
+    (:mod:`pgm_dp.tables`; ``cells = (y, b)``: the release and its noise scale per
     cell). ``noise``: :func:`.noise.flat_noise` of the structure: the noise model's gradient
     and curvature are one elementwise kernel each on the flat statistics. The map is Alg.
     1's (``theta' = theta + grad_n log p(y | n)``, ``n' = N BP(theta')``) cell for cell, so

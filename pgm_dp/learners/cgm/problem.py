@@ -2,7 +2,7 @@
 
 :meth:`EMProblem.build` is the only reader of the release: it validates it against the
 model and the learner's options and turns it into arrays per cell of the flat layout
-(:mod:`pgm_dp.models.tables`) — the noisy values, noise scales and variances, the priors
+(:mod:`pgm_dp.tables`) — the noisy values, noise scales and variances, the priors
 (Bernstein et al. 2017's objective plus ours, :mod:`.em`), tolerances and the start's
 targets. From there only the problem travels: :class:`EMState` is the solver's state (the
 iterate, the E-step's warm start and the last evaluation), and the compiled programs of
@@ -21,8 +21,6 @@ import numpy as np
 
 from ...inference.backend import Backend
 from ...models.mrf import MarkovRandomField
-from ...privacy.measurements import flat_release
-from ..base import check_release_matches
 from .anderson import AndersonState, anderson_init
 from .conditioning import diagonal_scale, shrunk_targets
 
@@ -74,8 +72,7 @@ class EMProblem:
         smallest (it slows down and then fails). Both E-steps inexact far from the optimum,
         Newton was faster than NLBP above that stiffness and not below it (the timings:
         ``docs/design/cgm_em_solver.md``)."""
-        check_release_matches(release, mrf)
-        view = flat_release(release, mrf.cliques)
+        view = release.in_order(mrf.cliques, mrf.domain)
         estep = "nlbp" if options.solver == "direct" else options.estep  # direct: no E-step
         if estep == "auto":  # CGMEM._estep: the stiffness is public (release and scales)
             stiff = float(np.max(view.y / view.scale**2))

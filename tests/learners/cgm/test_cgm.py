@@ -27,8 +27,8 @@ from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.learners.mle import fit_marginals
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
-from pgm_dp.models.tables import flatten_tables
 from pgm_dp.privacy.measurements import flat_release
+from pgm_dp.tables import flatten_tables
 
 # These tests pin CGM-EM's numerics in the paper's setting, N public (Bernstein et al.); the
 # library's default estimates N from the noisy tables instead.

@@ -1,14 +1,17 @@
-"""The flat table layout: a model's clique tables as one vector.
+"""Clique tables over a domain: their flat layout, and records counted into one.
 
-Every clique's table is raveled (C order, axes in the clique's order) and the tables are
-concatenated in clique order. It is the optimisers' parameter vector (the learners'
+The flat layout is a model's (or a release's) clique tables as one vector: every clique's
+table is raveled (C order, axes in the clique's order) and the tables are concatenated in
+clique order. It is the optimisers' parameter vector (the learners'
 log-potentials), the layout of stacked loopy BP and of the stacked junction-tree pass
 (:mod:`pgm_dp.inference`), and that of a release's flat view
-(:func:`pgm_dp.privacy.measurements.flat_release`). Table ``i`` holds the cells
-``offsets[i]:offsets[i + 1]``.
+(:class:`pgm_dp.privacy.Measurements`, ``release.in_order(cliques)``). Table ``i`` holds the
+cells ``offsets[i]:offsets[i + 1]``. :func:`contingency_table` counts records into one table,
+its cells in the same C order (Bernstein et al. 2017, Sec. 2: a clique's sufficient statistic).
 
-This module sits below :mod:`pgm_dp.inference` in the layers (``pgm_dp.LAYERS``): it needs
-only the domain, so inference, models, learners and the Bayesian layer share it.
+NumPy only, beside :mod:`pgm_dp.domain` in the layers (``pgm_dp.LAYERS``): inference, models,
+the privacy layer, learners and the Bayesian layer share it. The traced concatenation of
+tables is :func:`pgm_dp.inference.tables.concat_tables`.
 
 >>> import numpy as np
 >>> layout = TableLayout(((2, 3), (3,)))
@@ -28,15 +31,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ..domain import Clique, Domain
+from .domain import MAX_TABLE_CELLS, Clique, Domain
+from .errors import ModelTooLargeError
 
 __all__ = [
     "TableLayout",
-    "concat_tables",
+    "contingency_table",
     "flatten_tables",
     "table_layout",
     "table_offsets",
@@ -47,12 +49,6 @@ __all__ = [
 def flatten_tables(tables) -> np.ndarray:
     """Concatenate clique tables into one float64 NumPy vector (host data)."""
     return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in tables])
-
-
-def concat_tables(tables) -> jax.Array:
-    """Concatenate tables into one flat float64 JAX vector (traceable; the inverse of
-    :func:`unflatten_tables`)."""
-    return jnp.concatenate([jnp.ravel(jnp.asarray(t, dtype=jnp.float64)) for t in tables])
 
 
 def unflatten_tables(flat, shapes) -> list:
@@ -96,10 +92,6 @@ class TableLayout:
         """:func:`flatten_tables` (host float64)."""
         return flatten_tables(tables)
 
-    def concat(self, tables) -> jax.Array:
-        """:func:`concat_tables` (traceable)."""
-        return concat_tables(tables)
-
     def unflatten(self, flat) -> list:
         """:func:`unflatten_tables` into this layout's shapes."""
         return unflatten_tables(flat, self.shapes)
@@ -107,6 +99,34 @@ class TableLayout:
     def per_cell(self, values) -> np.ndarray:
         """One value per table repeated over its cells (e.g. a noise scale per cell)."""
         return np.repeat(np.asarray(values), self.sizes)
+
+
+def contingency_table(
+    codes: np.ndarray, axes: Sequence[int], shape: Sequence[int], weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Count table of the columns ``axes`` of an already-validated code array.
+
+    Returns an int64 array of ``shape`` (float64 when ``weights`` are given); raises
+    :class:`~pgm_dp.errors.ModelTooLargeError` before allocating when the table would have more
+    than ``MAX_TABLE_CELLS`` cells.
+    """
+    shape = tuple(int(s) for s in shape)
+    if math.prod(shape) > MAX_TABLE_CELLS:
+        raise ModelTooLargeError(
+            f"a table of shape {shape} has {math.prod(shape):,} cells, above "
+            f"MAX_TABLE_CELLS={MAX_TABLE_CELLS:,}"
+        )
+    if len(axes) == 0:
+        total = codes.shape[0] if weights is None else weights.sum()
+        return np.asarray(total)
+    flat = np.zeros(codes.shape[0], dtype=np.int64)
+    for ax, size in zip(axes, shape, strict=True):
+        flat *= size
+        flat += codes[:, ax]
+    counts = np.bincount(flat, weights=weights, minlength=math.prod(shape))
+    if weights is None:
+        counts = counts.astype(np.int64, copy=False)
+    return counts.reshape(shape)
 
 
 @functools.lru_cache(maxsize=256)

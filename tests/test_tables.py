@@ -1,17 +1,11 @@
-"""The flat table layout (:mod:`pgm_dp.models.tables`)."""
+"""The flat table layout (:mod:`pgm_dp.tables`)."""
 
 import jax
 import numpy as np
 
 from pgm_dp import Domain
-from pgm_dp.models.tables import (
-    TableLayout,
-    concat_tables,
-    flatten_tables,
-    table_layout,
-    table_offsets,
-    unflatten_tables,
-)
+from pgm_dp.inference.tables import concat_tables
+from pgm_dp.tables import TableLayout, flatten_tables, table_layout, table_offsets, unflatten_tables
 
 
 def test_flatten_and_unflatten_are_inverse_on_numpy_and_jax():
