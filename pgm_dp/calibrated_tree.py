@@ -179,17 +179,21 @@ class CalibratedTree:
                 p = cond[k]
                 p = p / p.sum() if p.sum() > 0 else np.full(p.size, 1.0 / p.size)
                 draw[rows] = rng.choice(p.size, size=rows.size, p=p)
-            for v, x in zip(rest, np.unravel_index(draw, [self.shape[v] for v in rest]),
-                            strict=True):  # fmt: skip
+            for v, x in zip(
+                rest, np.unravel_index(draw, [self.shape[v] for v in rest]), strict=True
+            ):
                 out[:, pos[v]] = x
         return out
 
 
 def save_tree(path, attrs, shape, cliques, tables, edges) -> None:
     """Write a calibrated junction tree as ``.npz`` (read back by :func:`load_tree`)."""
-    meta = {"attrs": list(attrs), "shape": [int(s) for s in shape],
-            "cliques": [list(c) for c in cliques],
-            "edges": [list(map(int, e)) for e in edges]}  # fmt: skip
+    meta = {
+        "attrs": list(attrs),
+        "shape": [int(s) for s in shape],
+        "cliques": [list(c) for c in cliques],
+        "edges": [list(map(int, e)) for e in edges],
+    }
     arrays = {f"t{i}": np.asarray(t, dtype=np.float64) for i, t in enumerate(tables)}
     np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
 

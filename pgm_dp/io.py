@@ -143,8 +143,10 @@ def _value(v: dict, dec) -> Any:
     """An allow-listed dataclass from its tagged entry; anything else is refused."""
     name = v["__dataclass__"]
     if not isinstance(name, str) or name not in VALUE_TYPES:
-        raise DataValidationError(f"refusing to load a value of type {name!r}: not one of the "
-                                  f"types pgm_dp saves ({', '.join(VALUE_TYPES)})")  # fmt: skip
+        raise DataValidationError(
+            f"refusing to load a value of type {name!r}: not one of the "
+            f"types pgm_dp saves ({', '.join(VALUE_TYPES)})"
+        )
     cls, fields = VALUE_TYPES[name]
     given = {k: x for k, x in v.items() if k != "__dataclass__"}
     if set(given) != set(fields):
@@ -205,8 +207,9 @@ def _model(d: dict, arrays: _Archive) -> MarkovRandomField:
         key = t["__array__"]
         shape, dtype = arrays.header(key)
         if shape != dom.sizes(c) or dtype != np.float64:
-            raise DataValidationError(f"table of {c}: {dtype}{list(shape)}, expected "
-                                      f"float64{list(dom.sizes(c))}")  # fmt: skip
+            raise DataValidationError(
+                f"table of {c}: {dtype}{list(shape)}, expected float64{list(dom.sizes(c))}"
+            )
         tables.append(arrays.take(key))
     return MarkovRandomField(dom, cliques, tables, max_cells=_max_cells(d.get("max_cells")))
 
@@ -326,8 +329,18 @@ class _Archive:
 
 
 # what a malformed file may raise while parsed (RuntimeError: an encrypted or unsupported member)
-_BAD_FILE = (ValueError, KeyError, TypeError, AttributeError, OSError, EOFError, OverflowError,
-             RecursionError, RuntimeError, zipfile.BadZipFile)  # fmt: skip
+_BAD_FILE = (
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    OSError,
+    EOFError,
+    OverflowError,
+    RecursionError,
+    RuntimeError,
+    zipfile.BadZipFile,
+)
 
 
 def _read(path: str | os.PathLike) -> tuple[dict, _Archive | None]:

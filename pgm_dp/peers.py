@@ -28,8 +28,11 @@ The fitted model is returned as its calibrated junction tree
 (:class:`~pgm_dp.calibrated_tree.CalibratedTree`) on the original domain: a compressed
 value's mass is spread evenly over the values it merged, which is what MST's decompression
 samples. These are the peers' guarantees, (ε, δ)-DP through zCDP with continuous Gaussian
-noise, as their authors wrote them: a comparison, not pgm_dp's mechanism layer (nothing here
-is charged to an accountant).
+noise, as their authors wrote them: a comparison (nothing here is charged to an accountant).
+The zCDP conversion, the exponential mechanism and the Gaussian draws are the privacy layer's
+(:mod:`pgm_dp.privacy`): the exponential mechanism its exact sampler, which draws other
+choices than ``mechanism.py``'s floating-point one for a seed, from the same distribution up
+to the rounding of the scores.
 
 :func:`add_peers` scores them as :func:`pgm_dp.compare_data.compare_on_table` scores
 pgm_dp's learners, on the same split of the table. Needs mbi 2.x (``pip install
@@ -47,9 +50,9 @@ from typing import Any
 import numpy as np
 
 from .calibrated_tree import CalibratedTree
+from .privacy import ApproxDP, PureDP, exponential_mechanism, sample_gaussian, zcdp_rho_within
 
-__all__ = ["PEERS", "PEER_DELTA", "check_peers", "fit_peer", "add_peers", "mst", "aim",
-           "cdp_rho", "cdp_delta"]  # fmt: skip
+__all__ = ["PEERS", "PEER_DELTA", "check_peers", "fit_peer", "add_peers", "mst", "aim"]
 
 #: The peers :func:`add_peers` runs.
 PEERS = ("mst", "aim")
@@ -74,41 +77,20 @@ def check_peers(methods) -> tuple[str, ...]:
     return methods
 
 
-def cdp_delta(rho: float, eps: float) -> float:
-    """δ such that ρ-zCDP implies (ε, δ)-DP (Canonne, Kamath & Steinke 2020, Prop. 12),
-    minimised over the Rényi order by bisection on its derivative."""
-    if rho == 0:
-        return 0.0
-    amin, amax = 1.01, (eps + 1) / (2 * rho) + 2
-    for _ in range(1000):
-        alpha = (amin + amax) / 2
-        if (2 * alpha - 1) * rho - eps + math.log1p(-1.0 / alpha) < 0:
-            amin = alpha
-        else:
-            amax = alpha
-    delta = math.exp((alpha - 1) * (alpha * rho - eps) + alpha * math.log1p(-1 / alpha))
-    return min(delta / (alpha - 1.0), 1.0)
+def _zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ``rho`` whose zCDP implies (ε, δ)-DP (Canonne, Kamath & Steinke 2020,
+    Prop. 12 minimised over the Rényi order: ``cdp2adp.py``'s conversion), from the privacy
+    layer (:func:`~pgm_dp.privacy.zcdp_rho_within`)."""
+    return zcdp_rho_within(ApproxDP(epsilon, delta))
 
 
-def cdp_rho(eps: float, delta: float) -> float:
-    """The largest ρ whose zCDP implies (ε, δ)-DP (bisection on :func:`cdp_delta`)."""
-    lo, hi = 0.0, eps + 1.0
-    for _ in range(1000):
-        rho = (lo + hi) / 2
-        if cdp_delta(rho, eps) <= delta:
-            lo = rho
-        else:
-            hi = rho
-    return lo
-
-
-def exponential_mechanism(rng, scores: dict, eps: float, sensitivity: float):
-    """A key drawn with probability ``∝ exp(0.5 eps q / sensitivity)`` (``mechanism.py``)."""
+def _choose(rng, scores: dict, eps: float, sensitivity: float):
+    """A key drawn with probability ``∝ exp(eps q / (2 sensitivity))`` (``mechanism.py``'s
+    exponential mechanism), by the privacy layer's exact sampler
+    (:func:`~pgm_dp.privacy.exponential_mechanism`, on lattice-rounded scores)."""
     keys = list(scores)
-    q = np.array([scores[k] for k in keys], dtype=float)
-    logits = 0.5 * eps / sensitivity * (q - q.max())
-    p = np.exp(logits - logits.max())
-    return keys[rng.choice(len(keys), p=p / p.sum())]
+    q = [float(scores[k]) for k in keys]
+    return keys[exponential_mechanism(q, sensitivity=sensitivity, budget=PureDP(eps), rng=rng)]
 
 
 def _measure(mbi, data, cliques, sigma, rng):
@@ -116,7 +98,7 @@ def _measure(mbi, data, cliques, sigma, rng):
     out = []
     for cl in cliques:
         x = np.asarray(data.project(cl).datavector())
-        y = x + rng.normal(0, sigma, size=x.size)
+        y = x + sample_gaussian(sigma, x.size, rng)
         out.append(mbi.LinearMeasurement(y, tuple(cl), stddev=sigma))
     return out
 
@@ -130,7 +112,7 @@ def _estimate(mbi, domain, measurements, iters, warm=None):
 def mst(mbi, data, epsilon: float, delta: float, rng):
     """MST (``mechanisms/mst.py``); returns the model and the compression mapping."""
     attrs = list(data.domain.attributes)
-    rho = cdp_rho(epsilon, delta)
+    rho = _zcdp_rho(epsilon, delta)
     sigma = math.sqrt(3 / (2 * rho))
     log1 = _measure(mbi, data, [(a,) for a in attrs], sigma * math.sqrt(len(attrs)), rng)
     mapping = {}
@@ -157,7 +139,7 @@ def mst(mbi, data, epsilon: float, delta: float, rng):
     tree = []
     for _ in range(len(attrs) - 1):
         cand = {e: w for e, w in weights.items() if find(e[0]) != find(e[1])}
-        e = exponential_mechanism(rng, cand, eps_em, 1.0)
+        e = _choose(rng, cand, eps_em, 1.0)
         comp[find(e[0])] = find(e[1])
         tree.append(e)
     log2 = _measure(mbi, data, tree, sigma * math.sqrt(len(tree)), rng)
@@ -181,7 +163,7 @@ def aim(mbi, data, epsilon, delta, rng, max_model_size=80.0, max_iters=1000, max
     workload = [cl for cl in itertools.combinations(attrs, 2) if dom.size(cl) <= max_cells]
     candidates = {cl: sum(len(set(cl) & set(w)) for w in workload) for cl in _closure(workload)}
     answers = {cl: np.asarray(data.project(cl).datavector()) for cl in candidates}
-    rho = cdp_rho(epsilon, delta)
+    rho = _zcdp_rho(epsilon, delta)
     rounds = 16 * len(attrs)
     sigma = math.sqrt(rounds / (2 * 0.9 * rho))
     eps = math.sqrt(8 * 0.1 * rho / rounds)
@@ -204,14 +186,15 @@ def aim(mbi, data, epsilon, delta, rng, max_model_size=80.0, max_iters=1000, max
         size_limit = max_model_size * rho_used / rho
         free = _closure(model.cliques)
         small = {
-            cl: w for cl, w in candidates.items()
+            cl: w
+            for cl, w in candidates.items()
             if cl in free or hypothetical_model_size(dom, list(model.cliques) + [cl]) <= size_limit
-        }  # fmt: skip
+        }
         errors = {}
         for cl, w in small.items():
             bias = math.sqrt(2 / math.pi) * sigma * dom.size(cl)
             errors[cl] = w * (np.abs(answers[cl] - project(cl)).sum() - bias)
-        cl = exponential_mechanism(rng, errors, eps, max(abs(w) for w in small.values()))
+        cl = _choose(rng, errors, eps, max(abs(w) for w in small.values()))
         n = dom.size(cl)
         measurements += _measure(mbi, data, [cl], sigma, rng)
         z = project(cl)
@@ -240,8 +223,8 @@ def calibrated(mbi, model, mapping, domain) -> CalibratedTree:
         for ax, a in enumerate(cl):  # undo compression: spread a merged value's mass evenly
             if a in mapping:
                 m = mapping[a]
-                t = np.take(t, m, axis=ax) / np.bincount(m)[m].reshape(
-                    [-1 if k == ax else 1 for k in range(t.ndim)])  # fmt: skip
+                merged = np.bincount(m)[m].reshape([-1 if k == ax else 1 for k in range(t.ndim)])
+                t = np.take(t, m, axis=ax) / merged
         tables.append(t)
     index = {cl: i for i, cl in enumerate(nodes)}
     edges = [(index[a], index[b]) for a, b in jtree.edges]
@@ -309,9 +292,20 @@ def _public_spec(df, spec) -> dict:
     return out
 
 
-def add_peers(result: Any, df: Any, spec: Any, *, epsilons, delta: float | None, seed: int,
-              test_fraction: float, methods=PEERS, out_dir=None, plot=None,
-              **prepare_options: Any):  # fmt: skip
+def add_peers(
+    result: Any,
+    df: Any,
+    spec: Any,
+    *,
+    epsilons,
+    delta: float | None,
+    seed: int,
+    test_fraction: float,
+    methods=PEERS,
+    out_dir=None,
+    plot=None,
+    **prepare_options: Any,
+):
     """``result`` (a :class:`~pgm_dp.compare_data.DataComparison` of ``df``) with a row per
     peer and ε, scored as its learners are, its CSV and plot written again.
 
@@ -349,9 +343,16 @@ def add_peers(result: Any, df: Any, spec: Any, *, epsilons, delta: float | None,
             tree = fit_peer(method, codes, sizes, eps, delta or PEER_DELTA, gen)
             seconds = time.process_time() - start
             scores = heldout_scores(tree.to_model(), test_codes)
-            rows.append({"epsilon": eps, "learner": f"{method} (mbi)", **scores,
-                         "seconds": seconds, "n_test": len(test_codes),
-                         "left_out": left_out})  # fmt: skip
+            rows.append(
+                {
+                    "epsilon": eps,
+                    "learner": f"{method} (mbi)",
+                    **scores,
+                    "seconds": seconds,
+                    "n_test": len(test_codes),
+                    "left_out": left_out,
+                }
+            )
     runs = pd.concat([result.runs, pd.DataFrame(rows)], ignore_index=True)
     if out_dir is None:
         return DataComparison(runs)

@@ -74,11 +74,14 @@ def count_columns(
         stop = min(n, start + chunk_rows)
         codes = {
             j: encode_column(
-                _rows(columns[j], start, stop), domain.attributes[j], domain.shape[j],
-                domain.labels[j], offset + start,
+                _rows(columns[j], start, stop),
+                domain.attributes[j],
+                domain.shape[j],
+                domain.labels[j],
+                offset + start,
             )
             for j in used
-        }  # fmt: skip
+        }
         w = None if weights is None else weights[start:stop]
         buf = flat[: stop - start]
         for cl, ax in axes.items():

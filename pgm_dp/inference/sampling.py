@@ -84,10 +84,16 @@ class ForwardSampler:
                 steps.append((tuple(sep), new, table))
         self.domain = dom
         self._steps = [
-            ([dom.index(v) for v in sep], dom.sizes(sep), [dom.index(v) for v in new],
-             dom.sizes(new), _flat_cdf(t), t.shape[1])
+            (
+                [dom.index(v) for v in sep],
+                dom.sizes(sep),
+                [dom.index(v) for v in new],
+                dom.sizes(new),
+                _flat_cdf(t),
+                t.shape[1],
+            )
             for sep, new, t in steps
-        ]  # fmt: skip
+        ]
 
     @property
     def n_draws(self) -> int:

@@ -227,9 +227,13 @@ def _number_of_records(total, fraction, budget, n, gen, accountant):
         return float(total), "given", budget, None
     cost = PureDP(budget.epsilon * fraction)
     noisy = discrete_laplace_mechanism(
-        [n], l1_sensitivity=1, budget=cost, rng=gen, accountant=accountant,
+        [n],
+        l1_sensitivity=1,
+        budget=cost,
+        rng=gen,
+        accountant=accountant,
         what="PSGD: number of records",
-    )  # fmt: skip
+    )
     target = ApproxDP(budget.epsilon * (1 - fraction), budget.delta)
     return max(float(noisy[0]), 1.0), "private", target, cost
 

@@ -275,8 +275,7 @@ def audit_stable_mode(
         eq = np.array([out[c] for c in cats])
         counts.append(np.concatenate([eq, trials - eq]))
     labels = [f"out = {c!r}" for c in cats] + [f"out != {c!r}" for c in cats]
-    eps = epsilon_lower_bound(*counts, trials, trials, delta=delta, alpha=alpha / 2,
-                              labels=labels)  # fmt: skip
+    eps = epsilon_lower_bound(*counts, trials, trials, delta=delta, alpha=alpha / 2, labels=labels)
     d_lo = delta_lower_bound(*counts, trials, trials, epsilon=epsilon, alpha=alpha / 2)
     return StableModeAudit(eps.epsilon_lower, d_lo, epsilon, delta, eps.event, alpha, trials)
 

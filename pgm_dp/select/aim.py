@@ -285,9 +285,18 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     _estimate(state)
     annealed = should_anneal(before, _counts(state, [clique])[clique], bias)
     entry = AIMRound(
-        t, (clique,), sched.scale(measure), eps, measure, select, float(state.used),
-        limit, len(small), annealed, last,
-    )  # fmt: skip
+        t,
+        (clique,),
+        sched.scale(measure),
+        eps,
+        measure,
+        select,
+        float(state.used),
+        limit,
+        len(small),
+        annealed,
+        last,
+    )
     return entry, sched.anneal((measure, select)) if annealed else (measure, select)
 
 
@@ -334,11 +343,52 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     if accountant is not None:
         accountant.check(cost, what="aim")
     return dict(
-        domain=domain, codes=codes, notion=notion, mechanism=mechanism, budget=budget,
-        max_model_size=float(size), total=total, estimator=estimator, candidates=candidates,
-        one_way=one_way, schedule=Schedule(notion, amount, rounds), cost=cost,
+        domain=domain,
+        codes=codes,
+        notion=notion,
+        mechanism=mechanism,
+        budget=budget,
+        max_model_size=float(size),
+        total=total,
+        estimator=estimator,
+        candidates=candidates,
+        one_way=one_way,
+        schedule=Schedule(notion, amount, rounds),
+        cost=cost,
         measured=measured,
-    )  # fmt: skip
+    )
+
+
+def _first_round(state: _State, setup: dict, costs: tuple[float, float]) -> list[AIMRound]:
+    """Round 0 of the log (Alg. 1, line 1): the tables ``measured`` before AIM ran, or the
+    one-way marginals measured now with the first round's measurement cost (none when the
+    workload has no one-way marginal)."""
+    sched, measured, one_way = setup["schedule"], setup["measured"], setup["one_way"]
+    if measured is not None:
+        cliques = tuple(dict.fromkeys(measured.cliques))
+        var = max(m.variance for m in measured.noise_models())
+        return [AIMRound(0, cliques, sched.unit.scale_of_variance(var), None, 0.0, 0.0, 0.0)]
+    if not one_way:
+        return []
+    _measure(state, one_way, costs[0], 0)
+    used = float(state.used)
+    return [AIMRound(0, tuple(one_way), sched.scale(costs[0]), None, used, 0.0, used)]
+
+
+def _rounds(state: _State, costs: tuple[float, float], progress: bool) -> list[AIMRound]:
+    """The selection rounds (Alg. 1, lines 3-14: :func:`_round`) until one takes all that
+    was left of the budget."""
+    log, last, t = [], False, 0
+    with tqdm(total=None, desc="AIM", disable=not progress) as bar:
+        while not last:
+            t += 1
+            entry, costs = _round(state, t, costs)
+            log.append(entry)
+            last = entry.last
+            bar.update(1)
+            done = float(state.used) / state.setup["schedule"].budget
+            bar.set_postfix_str(f"{done:.0%} of the budget")
+    return log
 
 
 def aim(
@@ -376,10 +426,20 @@ def aim(
     for a real release; a seed makes it reproducible (tests, experiments).
     """
     setup = _validate(
-        data, domain, budget, workload, accountant,
-        dict(mechanism=mechanism, max_model_size=max_model_size, total=total,
-             estimator=estimator, max_rounds=max_rounds, measured=measured),
-    )  # fmt: skip
+        data,
+        domain,
+        budget,
+        workload,
+        accountant,
+        dict(
+            mechanism=mechanism,
+            max_model_size=max_model_size,
+            total=total,
+            estimator=estimator,
+            max_rounds=max_rounds,
+            measured=measured,
+        ),
+    )
     codes, sched = setup["codes"], setup["schedule"]
     setup["answers"] = {
         c: contingency_table(codes, [domain.index(v) for v in c], domain.sizes(c)).astype(float)
@@ -388,27 +448,9 @@ def aim(
     acc = accountant if accountant is not None else Accountant(setup["cost"])
     state = _State(setup, as_generator(rng), acc, setup["measured"])
     costs = sched.initial()
-    log = []
-    if setup["measured"] is not None:
-        cliques = tuple(dict.fromkeys(setup["measured"].cliques))
-        var = max(m.variance for m in setup["measured"].noise_models())
-        scale = sched.unit.scale_of_variance(var)
-        log.append(AIMRound(0, cliques, scale, None, 0.0, 0.0, 0.0))
-    elif setup["one_way"]:
-        _measure(state, setup["one_way"], costs[0], 0)
-        scale = sched.scale(costs[0])
-        used = float(state.used)
-        log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, used, 0.0, used))
+    log = _first_round(state, setup, costs)
     _estimate(state)
-    last, t = False, 0
-    with tqdm(total=None, desc="AIM", disable=not progress) as bar:
-        while not last:
-            t += 1
-            entry, costs = _round(state, t, costs)
-            log.append(entry)
-            last = entry.last
-            bar.update(1)
-            bar.set_postfix_str(f"{float(state.used) / sched.budget:.0%} of the budget")
+    log += _rounds(state, costs, progress)
     _estimate(state, final=True)
     return AIMResult(
         cliques=tuple(e.cliques[0] for e in log if e.round > 0),

@@ -25,6 +25,7 @@ from pgm_dp.inference import (
     register_backend,
     unregister_backend,
 )
+from pgm_dp.inference.tables import concat_tables
 from pgm_dp.learners import CGMEM
 from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.tables import table_layout
@@ -58,7 +59,7 @@ class BruteForce:
                 axes = [domain.index(v) for v in c]
                 m = jnp.sum(p, axis=tuple(a for a in range(len(domain)) if a not in axes))
                 margs.append(jnp.transpose(m, np.argsort(np.argsort(axes))))
-            return layout.concat(margs), log_z, jnp.asarray(True)
+            return concat_tables(margs), log_z, jnp.asarray(True)
 
         return run
 
@@ -68,13 +69,12 @@ class BruteForce:
     def marginals(self, model):
         layout = table_layout(model.domain, tuple(model.cliques))
         run = self.program(model.domain, model.cliques)
-        margs, _, _ = run(layout.concat(model.log_potentials))
+        margs, _, _ = run(concat_tables(model.log_potentials))
         return tuple(np.asarray(m) for m in layout.unflatten(margs))
 
     def log_partition(self, model):
-        layout = table_layout(model.domain, tuple(model.cliques))
         return float(
-            self.program(model.domain, model.cliques)(layout.concat(model.log_potentials))[1]
+            self.program(model.domain, model.cliques)(concat_tables(model.log_potentials))[1]
         )
 
 

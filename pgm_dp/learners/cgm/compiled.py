@@ -103,10 +103,20 @@ def em_programs(objective, domain: Domain, cliques) -> EMPrograms:
         ev = objective(theta, problem, state.n, state.alpha, etol, state.acc)
         pgrad = project(ev.grad) if projected else ev.grad
         return state._replace(
-            at=theta, n=ev.n, acc=ev.acc, alpha=ev.alpha, etol=etol, delta=ev.delta,
-            ok=ev.ok, value=ev.value, grad=ev.grad, pgrad=pgrad, shifted=ev.shifted,
-            last=jnp.max(jnp.abs(ev.grad)), passes=state.passes + ev.passes,
-        )  # fmt: skip
+            at=theta,
+            n=ev.n,
+            acc=ev.acc,
+            alpha=ev.alpha,
+            etol=etol,
+            delta=ev.delta,
+            ok=ev.ok,
+            value=ev.value,
+            grad=ev.grad,
+            pgrad=pgrad,
+            shifted=ev.shifted,
+            last=jnp.max(jnp.abs(ev.grad)),
+            passes=state.passes + ev.passes,
+        )
 
     return _programs(estep, project)
 
@@ -126,9 +136,18 @@ def direct_programs(objective, domain: Domain, cliques) -> EMPrograms:
         pgrad = project(grad) if projected else grad
         zero = jnp.zeros((), state.delta.dtype)
         return state._replace(
-            at=theta, n=n, etol=zero, delta=zero, ok=ok, value=value, grad=grad, pgrad=pgrad,
-            shifted=theta, last=jnp.max(jnp.abs(grad)), passes=state.passes + 1,
-        )  # fmt: skip
+            at=theta,
+            n=n,
+            etol=zero,
+            delta=zero,
+            ok=ok,
+            value=value,
+            grad=grad,
+            pgrad=pgrad,
+            shifted=theta,
+            last=jnp.max(jnp.abs(grad)),
+            passes=state.passes + 1,
+        )
 
     return _programs(evaluation, project, direct=True)
 
@@ -152,8 +171,9 @@ def _programs(evaluation, project, direct: bool = False) -> EMPrograms:
             return gradient_small(problem, st.n, st.pgrad, direct=direct)
 
         left = problem.max_iters - state.iterations
-        res = lbfgs_loop(value_and_grad, scale * project(state.x), (), None, left, aux0=state,
-                         done=done)  # fmt: skip
+        res = lbfgs_loop(
+            value_and_grad, scale * project(state.x), (), None, left, aux0=state, done=done
+        )
         x = jnp.where(res.iterations > 0, project(res.x / scale), state.x)
         return res.aux._replace(x=x, iterations=state.iterations + res.iterations)
 

@@ -328,15 +328,26 @@ class CGMEM:
         or :func:`.compiled.direct_programs` for ``solver="direct"``)."""
         if self.solver == "direct":
             objective = direct_objective(
-                mrf.domain, mrf.cliques, mrf.max_cells, problem.kinds, float(self.smoothing),
+                mrf.domain,
+                mrf.cliques,
+                mrf.max_cells,
+                problem.kinds,
+                float(self.smoothing),
                 backend,
-            )  # fmt: skip
+            )
             return direct_programs(objective, mrf.domain, mrf.cliques)
         _, objective = nlbp_programs(
-            mrf.domain, mrf.cliques, mrf.max_cells, problem.kinds, float(self.smoothing),
-            float(self.damping), int(self.nlbp_max_iters), backend, int(self.nlbp_anderson),
+            mrf.domain,
+            mrf.cliques,
+            mrf.max_cells,
+            problem.kinds,
+            float(self.smoothing),
+            float(self.damping),
+            int(self.nlbp_max_iters),
+            backend,
+            int(self.nlbp_anderson),
             problem.estep,
-        )  # fmt: skip
+        )
         return em_programs(objective, mrf.domain, mrf.cliques)
 
     def fit(self, release, mrf: MarkovRandomField) -> Fit:

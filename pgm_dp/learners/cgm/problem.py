@@ -111,9 +111,13 @@ class EMProblem:
         """The problem with L-BFGS's diagonal scaling at the start marginals ``mu`` (flat;
         :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`)."""
         scale = diagonal_scale(
-            mu, np.asarray(self.scale), self.laplace, float(self.total),
-            np.asarray(self.lam), float(self.rho),
-        )  # fmt: skip
+            mu,
+            np.asarray(self.scale),
+            self.laplace,
+            float(self.total),
+            np.asarray(self.lam),
+            float(self.rho),
+        )
         return self.replace(zscale=jnp.asarray(scale))
 
 
@@ -156,12 +160,22 @@ def em_init(theta, n0, anderson: int, damping: float) -> EMState:
     x = jnp.asarray(theta, dtype=jnp.float64)
     nan = jnp.full_like(x, jnp.nan)
     return EMState(
-        x=x, at=nan, n=jnp.asarray(n0, dtype=jnp.float64), acc=anderson_init(x, anderson),
-        alpha=jnp.float64(damping), etol=jnp.float64(jnp.inf), delta=jnp.float64(jnp.inf),
-        ok=jnp.asarray(False), value=jnp.float64(jnp.nan), grad=nan, pgrad=nan, shifted=x,
-        last=jnp.float64(jnp.inf), passes=jnp.zeros((), jnp.int64),
+        x=x,
+        at=nan,
+        n=jnp.asarray(n0, dtype=jnp.float64),
+        acc=anderson_init(x, anderson),
+        alpha=jnp.float64(damping),
+        etol=jnp.float64(jnp.inf),
+        delta=jnp.float64(jnp.inf),
+        ok=jnp.asarray(False),
+        value=jnp.float64(jnp.nan),
+        grad=nan,
+        pgrad=nan,
+        shifted=x,
+        last=jnp.float64(jnp.inf),
+        passes=jnp.zeros((), jnp.int64),
         iterations=jnp.zeros((), jnp.int64),
-    )  # fmt: skip
+    )
 
 
 def gradient_small(problem: EMProblem, n, pgrad, xp=jnp, direct: bool = False):

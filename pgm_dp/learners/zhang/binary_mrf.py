@@ -72,9 +72,18 @@ def _regressions(z, t, lam, rho_each, *, steps, max_steps, rng, accountant):
     p = z.shape[1]
     sets = monomials(p, t - 1)
     cols = np.array([[i not in s for s in sets] for i in range(p)])
-    res = frank_wolfe_batch(_features(z, sets), z, radius=2 * lam, rho=rho_each, cols=cols,
-                            steps=steps, max_steps=max_steps, rng=rng, accountant=accountant,
-                            what="Zhang et al. Alg. 4/5 regressions")  # fmt: skip
+    res = frank_wolfe_batch(
+        _features(z, sets),
+        z,
+        radius=2 * lam,
+        rho=rho_each,
+        cols=cols,
+        steps=steps,
+        max_steps=max_steps,
+        rng=rng,
+        accountant=accountant,
+        what="Zhang et al. Alg. 4/5 regressions",
+    )
     v = {i: {s: res.w[i, c] / 2 for c, s in enumerate(sets) if i not in s} for i in range(p)}
     return v, res
 
@@ -86,8 +95,9 @@ def _derivative_correction(v: dict, q_hat: dict, t: int) -> dict[Set, float]:
         for S in vi:
             if S and min(S) < i:
                 continue
-            total = sum(w * q_hat[tuple(sorted(set(J) - set(S)))] for J, w in vi.items()
-                        if set(S) <= set(J))  # fmt: skip
+            total = sum(
+                w * q_hat[tuple(sorted(set(J) - set(S)))] for J, w in vi.items() if set(S) <= set(J)
+            )
             u[tuple(sorted((*S, i)))] = float(total)
     return u
 
@@ -118,8 +128,12 @@ def learn_binary_mrf(
     gen = as_generator(rng)
     if norm == "l1":
         v, res = _regressions(z, t, lam, None if r is None else r / p, rng=gen, **opts)
-        u = {tuple(sorted((*S, i))): w for i, vi in v.items() for S, w in vi.items()
-             if not S or min(S) > i}  # fmt: skip
+        u = {
+            tuple(sorted((*S, i))): w
+            for i, vi in v.items()
+            for S, w in vi.items()
+            if not S or min(S) > i
+        }
         return BinaryMRFEstimate(u, res.steps, res.spent)
     n1 = z.shape[0] // 2
     if n1 < 1 or z.shape[0] - n1 < 1:
@@ -157,9 +171,16 @@ class ZhangBinaryMRF:
         if any(len(c) > self.t for c in mrf.cliques):
             raise DomainError(f"the model has cliques larger than t = {self.t}")
         est = learn_binary_mrf(
-            z, self.t, self.lam, rho, norm=self.norm, steps=self.steps,
-            max_steps=self.max_steps, rng=rng, accountant=accountant,
-        )  # fmt: skip
+            z,
+            self.t,
+            self.lam,
+            rho,
+            norm=self.norm,
+            steps=self.steps,
+            max_steps=self.max_steps,
+            rng=rng,
+            accountant=accountant,
+        )
         index = [tuple(mrf.domain.index(v) for v in c) for c in mrf.cliques]
         tables = [np.zeros((2,) * len(c)) for c in index]
         spins = np.array([-1.0, 1.0])

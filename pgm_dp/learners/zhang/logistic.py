@@ -233,8 +233,13 @@ def _fit(z: np.ndarray, lam2: float, tol: float, max_iter: int, descent: int | N
         descent = descent_steps(p, lam2, tol * math.sqrt(p) / n)
     F = np.hstack([z, np.ones((n, 1))])
     rows, weight = np.unique(F, axis=0, return_counts=True)
-    args = (jnp.asarray(rows), jnp.asarray(weight, dtype=jnp.float64),
-            jnp.asarray(~np.eye(p, p + 1, dtype=bool)), float(n), lam2)  # fmt: skip
+    args = (
+        jnp.asarray(rows),
+        jnp.asarray(weight, dtype=jnp.float64),
+        jnp.asarray(~np.eye(p, p + 1, dtype=bool)),
+        float(n),
+        lam2,
+    )
     gamma = tol * math.sqrt(p) / n
     W, _, gnorm = _newton(*args, gamma, max_iter)
     if np.max(np.asarray(gnorm)) > gamma / 2:
@@ -290,9 +295,14 @@ def learn_ising_logistic(
         delta = math.sqrt(p) * output_sensitivity(n, p, lam2, tol)  # all p nodes together
         used = ~np.eye(p, p + 1, dtype=bool)  # the diagonal is 0 whatever the data
         W[used], model = perturb(
-            W[used], kind="gaussian", sensitivity=delta, budget=ZCDP(r), rng=as_generator(rng),
-            accountant=accountant, what="per-node logistic regression, output perturbation",
-        )  # fmt: skip
+            W[used],
+            kind="gaussian",
+            sensitivity=delta,
+            budget=ZCDP(r),
+            rng=as_generator(rng),
+            accountant=accountant,
+            what="per-node logistic regression, output perturbation",
+        )
         sigma, spent = model.scale, ZCDP(r)
     if correct and r is not None and p <= MAX_DEBIAS_P:
         with one_blas_thread():  # small products: a thread pool costs more than it gives
@@ -316,8 +326,9 @@ class OutputPerturbationIsing:
         mrf = as_model(mrf)
         z, rho = _spins(data, mrf), _budget_rho(budget, "OutputPerturbationIsing")
         model_from_tables(mrf, lambda i: np.zeros(2), lambda i, j: np.zeros((2, 2)))  # checks
-        est = learn_ising_logistic(z, rho, lam2=self.lam2, lam2_scale=self.lam2_scale, rng=rng,
-                                   accountant=accountant)  # fmt: skip
+        est = learn_ising_logistic(
+            z, rho, lam2=self.lam2, lam2_scale=self.lam2_scale, rng=rng, accountant=accountant
+        )
         spin = np.array([-1.0, 1.0])
         A = (est.A + est.A.T) / 2
         model = model_from_tables(

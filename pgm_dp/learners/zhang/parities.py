@@ -114,8 +114,9 @@ def release_parities(
     ``mechanism="auto"`` uses the one with the smaller bound (:func:`error_bounds`; a tie
     goes to per-query noise); naming one forces it. The accountant is charged ``budget``
     (as zCDP for Gaussian and PMW) once, before any noise."""
-    z, p, qs = checked_parities(data, parity_queries(_width(data), t) if queries is None
-                                else queries)  # fmt: skip
+    z, p, qs = checked_parities(
+        data, parity_queries(_width(data), t) if queries is None else queries
+    )
     n, m = z.shape[0], len(qs)
     bounds = error_bounds(n, m, p, budget, beta)
     if mechanism == "auto":
@@ -125,22 +126,37 @@ def release_parities(
         raise PrivacyParameterError(f"mechanism {mechanism!r} needs another budget ({allowed})")
     if mechanism == "pmw":
         plan = pmw_plan(n, m, p, _rho_of(budget), beta)
-        res = pmw_release(z, qs, budget, alpha=plan.alpha, max_updates=plan.max_updates,
-                          rng=rng, accountant=accountant)  # fmt: skip
+        res = pmw_release(
+            z,
+            qs,
+            budget,
+            alpha=plan.alpha,
+            max_updates=plan.max_updates,
+            rng=rng,
+            accountant=accountant,
+        )
         return ParityRelease(res.answers, "pmw", bounds, res.updates, res.spent)
     counts = (parity_sums(z, qs) + n) // 2  # records with q_I = +1
     if mechanism == "gaussian":
         spent: Budget = ZCDP(_rho_of(budget))
         noisy = discrete_gaussian_mechanism(
-            counts, l2_sensitivity=math.sqrt(m), budget=spent, rng=rng, accountant=accountant,
+            counts,
+            l2_sensitivity=math.sqrt(m),
+            budget=spent,
+            rng=rng,
+            accountant=accountant,
             what="parity counts",
-        )  # fmt: skip
+        )
     else:
         spent = budget
         noisy = discrete_laplace_mechanism(
-            counts, l1_sensitivity=m, budget=budget, rng=rng, accountant=accountant,
+            counts,
+            l1_sensitivity=m,
+            budget=budget,
+            rng=rng,
+            accountant=accountant,
             what="parity counts",
-        )  # fmt: skip
+        )
     answers = np.clip((2.0 * noisy - n) / n, -1.0, 1.0)
     return ParityRelease(answers, str(mechanism), bounds, None, spent)
 

@@ -278,8 +278,15 @@ class PMW:
             raise ModelTooLargeError(f"PMW refuses p = {len(domain)} > {PMW_MAX_VARIABLES}")
         z = 2.0 * domain.encode(data) - 1.0
         qs = parity_queries(len(domain), self.t)
-        res = pmw_release(z, qs, budget, alpha=self.alpha, max_updates=self.max_updates, rng=rng,
-                          accountant=accountant)  # fmt: skip
+        res = pmw_release(
+            z,
+            qs,
+            budget,
+            alpha=self.alpha,
+            max_updates=self.max_updates,
+            rng=rng,
+            accountant=accountant,
+        )
         p = len(domain)
         # table index u = sum_i bit_i 2^i; the clique's axes are the variables in order.
         table = (

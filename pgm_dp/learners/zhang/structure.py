@@ -141,8 +141,9 @@ def stable_mode(
         raise DataValidationError("the stable mode needs at least one vote and no None vote")
     mode = Counter(votes).most_common(1)[0][0]
     distance = stability_distance(votes)
-    noisy = float(laplace_mechanism(float(distance), l1_sensitivity=1.0, budget=PureDP(epsilon),
-                                    rng=rng))  # fmt: skip
+    noisy = float(
+        laplace_mechanism(float(distance), l1_sensitivity=1.0, budget=PureDP(epsilon), rng=rng)
+    )
     threshold = math.log(1 / delta) / epsilon
     return StableMode(mode if noisy > threshold else None, noisy, threshold)
 
@@ -197,8 +198,9 @@ def block_graphs(
     for b in range(m):
         A = np.abs(w[b, :, :p]) / 2
         score = (A + A.T) / 2
-        graphs.append(frozenset((i, j) for i in range(p) for j in range(i + 1, p)
-                                if score[i, j] > eta / 2))  # fmt: skip
+        graphs.append(
+            frozenset((i, j) for i in range(p) for j in range(i + 1, p) if score[i, j] > eta / 2)
+        )
     return graphs
 
 
@@ -227,8 +229,9 @@ def learn_structure(
         raise DataValidationError(f"need at least 2 blocks of 2 records: {z.shape[0]} for {m}")
     gen = as_generator(rng)
     if accountant is not None:
-        accountant.charge(budget, what="stable structure (PTR)", mechanism="laplace",
-                          scale=1 / epsilon)  # fmt: skip
+        accountant.charge(
+            budget, what="stable structure (PTR)", mechanism="laplace", scale=1 / epsilon
+        )
     assignment = gen.permutation(z.shape[0]) % m
     votes = block_graphs(z, assignment, m, eta=eta, lam=lam, steps=steps)
     out = stable_mode(votes, epsilon, delta, rng=gen)
@@ -254,12 +257,23 @@ class StabilityStructure:
         msg = f"StabilityStructure needs an ApproxDP budget, got {budget!r}"
         require_budget(budget, ApproxDP, msg, TypeError)
         z = _spins(data, mrf)
-        res = learn_structure(z, budget.epsilon, budget.delta, eta=self.eta, lam=self.lam,
-                              blocks=self.blocks, steps=self.steps, rng=rng,
-                              accountant=accountant)  # fmt: skip
+        res = learn_structure(
+            z,
+            budget.epsilon,
+            budget.delta,
+            eta=self.eta,
+            lam=self.lam,
+            blocks=self.blocks,
+            steps=self.steps,
+            rng=rng,
+            accountant=accountant,
+        )
         names = list(mrf.domain.attributes)
         edges = [(names[i], names[j]) for i, j in sorted(res.edges or ())]
         model = MarkovRandomField(mrf.domain, [(a,) for a in names] + edges)
-        info = {"edges": res.edges, "noisy_distance": res.noisy_distance,
-                "threshold": res.threshold}  # fmt: skip
+        info = {
+            "edges": res.edges,
+            "noisy_distance": res.noisy_distance,
+            "threshold": res.threshold,
+        }
         return Fit(model, info=info | {"spent": res.spent, "budget": budget})

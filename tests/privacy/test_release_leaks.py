@@ -1,6 +1,6 @@
-"""Findings of an independent privacy audit: exact N, data-dependent scales, budgets recorded
-short, budget charged before a refusal, raw values in error messages, float noise in PMW,
-seeds shared between steps. Each test failed before its fix.
+"""What a release must not leak: exact N, data-dependent scales, budgets recorded short,
+budget charged before a refusal, raw values in error messages, float noise in PMW, seeds
+shared between steps. Each test failed before its fix.
 
 The statistical test (:func:`test_default_release_does_not_tell_d_from_d_plus_one`) has a
 false-alarm rate of at most ``ALPHA = 1e-3`` (Clopper-Pearson, Bonferroni over its events;

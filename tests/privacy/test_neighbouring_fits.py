@@ -1,5 +1,5 @@
-"""Findings of the privacy audit of issue 37, each on a neighbouring pair (one record
-replaced, the relation the learners claim) or a crafted input: a data-dependent step count
+"""What a fit releases on neighbouring data sets (one record replaced, the relation the
+learners claim) and on crafted inputs: a data-dependent step count
 (Zhang et al.'s Alg. 3), a Newton iteration count and a refusal that depend on the data,
 refusals after a charge (``fit_table``, PSGD), a saved file that widens a memory limit, a
 spent budget printed above the total. Each test failed before its fix; none has a false-alarm
