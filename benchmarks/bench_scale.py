@@ -168,11 +168,10 @@ def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
     from pgm_dp.learners import NaiveMLE
     from pgm_dp.learners.cgm.conditioning import bethe_naive, bethe_start
     from pgm_dp.metrics import kl_divergence
-    from pgm_dp.privacy.measurements import flat_release
 
     start = time.perf_counter()
     rho = get_backend(inference).counting_numbers(truth.domain, truth.cliques)
-    naive = truth.replace(bethe_naive(flat_release(release, truth.cliques), truth, rho))
+    naive = truth.replace(bethe_naive(release.in_order(truth.cliques), truth, rho))
     exact = truth.marginals()  # the MLE of the truth's own marginals: no noise, N = oo
     tables = bethe_start(truth.domain, truth.cliques, exact, [1e-12] * len(exact), rho)
     floor = truth.replace(tables)

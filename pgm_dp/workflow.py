@@ -172,12 +172,11 @@ def one_way_measurements(plan) -> NoisyMarginals:
     one = plan.one_way
     tables = plan.compressed_measurements()
     cliques = [(name,) for name in tables]
-    return replace(
-        one,
+    return one.with_tables(
+        [counts for counts, _ in tables.values()],
+        [one.noise[c] for c in cliques],
         domain=plan.domain,
         cliques=cliques,
-        noisy=[counts for counts, _ in tables.values()],
-        noise=[one.noise[c] for c in cliques],
     )
 
 

@@ -258,7 +258,7 @@ def test_notion_strings_are_compared_only_where_their_algebra_lives():
 
 #: The modules outside the privacy layer that still read a release's per-clique tables or
 #: noise models (``release.noisy[c]``, ``release.noise[c]``) instead of its flat arrays. The
-#: list may only shrink: a new reader goes through the flat view (``flat_release``).
+#: list may only shrink: a new reader goes through the flat view (``release.in_order(cliques)``).
 PER_CLIQUE_READERS = {
     "bayes/checks.py",
     "fit_report.py",

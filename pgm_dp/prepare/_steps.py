@@ -125,7 +125,7 @@ def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list)
     )
     names = [p.name for p in out]
     full = Domain(names, [len(p.states) for p in out], [p.states for p in out])
-    return out, replace(one_way, noisy=noisy, domain=full)
+    return out, one_way.with_tables(noisy, domain=full)
 
 
 def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> ColumnPlan:

@@ -117,6 +117,11 @@ class Measurements:
         cliques = tuple(tuple(c) for c in cliques)
         tables = [np.asarray(t) for t in _per_measurement(noisy, cliques)]
         models = list(_per_measurement(noise, cliques))
+        for c, t in zip(cliques, tables, strict=True):
+            if t.shape != domain.sizes(c):
+                raise DataValidationError(
+                    f"the table of {c} has shape {t.shape}, not {domain.sizes(c)}"
+                )
         sizes = [t.size for t in tables]
         y = np.concatenate([t.ravel() for t in tables] or [np.zeros(0)]).astype(np.float64)
         return cls(
@@ -240,7 +245,7 @@ class Measurements:
         (``budget``, ``total``, ...). ``self`` when nothing repeats and nothing changes."""
         if not self.repeated and not changes:
             return self
-        return self._rebuilt(tuple(dict.fromkeys(self.cliques)), self.noisy, self.noise, changes)
+        return self.with_tables(self.noisy, cliques=tuple(dict.fromkeys(self.cliques)), **changes)
 
     def append(self, other: Measurements, **changes: Any) -> Measurements:
         """A new value: ``self``'s measurements, then ``other``'s (repeats kept apart), on
@@ -257,11 +262,11 @@ class Measurements:
             total_source="estimate",
             total_noise=None,
         )
-        both = self._rebuilt(
-            self.cliques + other.cliques,
+        both = self.with_tables(
             [*self._typed_tables(), *other._typed_tables()],
             self.noise_models() + other.noise_models(),
-            {**default, "total": 1.0, **changes},
+            cliques=self.cliques + other.cliques,
+            **{**default, "total": 1.0, **changes},
         )
         if "total" in changes:
             return both
@@ -274,10 +279,15 @@ class Measurements:
             for t, dt in zip(self.tables(), self.dtypes, strict=True)
         ]
 
-    def _rebuilt(self, cliques, noisy, noise, changes: Mapping[str, Any]) -> Measurements:
-        """:meth:`from_tables` with ``self``'s provenance, but for ``changes``."""
-        provenance = {f: getattr(self, f) for f in _PROVENANCE}
-        return Measurements.from_tables(self.domain, cliques, noisy, noise, **provenance | changes)
+    def with_tables(self, noisy: Any, noise: Any = None, **changes: Any) -> Measurements:
+        """Other tables with this release's provenance: :meth:`from_tables` of ``noisy``
+        and ``noise`` (default this release's per-clique noise models) on this release's
+        domain and cliques; ``changes`` replace any of those or of the other fields
+        (``domain``, ``cliques``, ``budget``, ``total``, ...)."""
+        fixed = {f: getattr(self, f) for f in ("domain", "cliques", *_PROVENANCE)} | changes
+        domain, cliques = fixed.pop("domain"), fixed.pop("cliques")
+        noise = self.noise if noise is None else noise
+        return Measurements.from_tables(domain, cliques, noisy, noise, **fixed)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Measurements):

@@ -24,7 +24,7 @@ the whole before the data are read, then charged per step.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -171,7 +171,7 @@ def _check_connected(attrs: list, pairs: Sequence[Clique]) -> None:
         raise DomainError("candidates do not connect every variable")
 
 
-def _joint_total(one: NoisyMarginals, release: NoisyMarginals) -> dict:
+def _joint_total(one: NoisyMarginals, release: NoisyMarginals) -> float:
     """The total ``N`` of the joined release: the clique release's when the one-way total is
     an estimate and the other is not (public, given or a noisy count); both estimates pooled
     (inverse-variance weights over all tables) when both are; else both must agree."""
@@ -180,12 +180,11 @@ def _joint_total(one: NoisyMarginals, release: NoisyMarginals) -> dict:
         tables += [(t, release.noise[c]) for c, t in release.noisy.items()]
         sums = np.array([float(np.sum(t)) for t, _ in tables])
         wts = np.array([1.0 / max(t.size * m.variance, 1e-300) for t, m in tables])
-        return {"total": max(float(np.sum(wts * sums) / np.sum(wts)), 1.0)}
-    if one.total_source == "estimate":
-        return {}
-    if (one.total, one.total_source) != (release.total, release.total_source):
+        return max(float(np.sum(wts * sums) / np.sum(wts)), 1.0)
+    same = (one.total, one.total_source) == (release.total, release.total_source)
+    if one.total_source != "estimate" and not same:
         raise PrivacyParameterError("the one-way and clique releases differ in their total")
-    return {}
+    return release.total
 
 
 def with_one_way(selection: Selection, release: NoisyMarginals) -> NoisyMarginals:
@@ -198,14 +197,13 @@ def with_one_way(selection: Selection, release: NoisyMarginals) -> NoisyMarginal
     one = selection.one_way
     if one.domain != release.domain or one.mechanism != release.mechanism:
         raise PrivacyParameterError("the one-way and clique releases differ in domain or mechanism")
-    joint = _joint_total(one, release)
+    total = _joint_total(one, release)
     cliques = one.cliques + tuple(c for c in release.cliques if c not in one.cliques)
-    return replace(
-        release,
+    return release.with_tables(
+        {**one.noisy, **release.noisy},
+        {**one.noise, **release.noise},
         cliques=cliques,
-        noisy={**one.noisy, **release.noisy},
-        noise={**one.noise, **release.noise},
         budget=compose(selection.budget, release.budget),
         sensitivity=one.sensitivity + release.sensitivity,
-        **joint,
+        total=total,
     )

@@ -144,3 +144,16 @@ def test_repeated_cliques_are_kept_apart_and_their_views_merged(tmp_path):
 def _provenance(m):
     names = ("budget", "mechanism", "sensitivity", "total", "total_source", "total_noise")
     return {f: getattr(m, f) for f in names}
+
+
+def test_other_tables_keep_the_provenance():
+    rel = _release("discrete_laplace", PureDP(1.0))
+    tables = {c: np.zeros_like(t) for c, t in rel.noisy.items()}
+    other = rel.with_tables(tables)
+    assert other.cliques == rel.cliques and other.dtypes == rel.dtypes
+    assert not other.y.any() and np.array_equal(other.scale, rel.scale)
+    assert (other.budget, other.total, other.mechanism) == (rel.budget, rel.total, rel.mechanism)
+    fewer = rel.with_tables({("C",): tables[("C",)]}, cliques=[("C",)], total=7.0)
+    assert fewer.cliques == (("C",),) and fewer.total == 7.0 and fewer.offsets.tolist() == [0, 2]
+    with pytest.raises(ValueError, match=r"shape \(6,\), not \(2, 3\)"):
+        rel.with_tables({**tables, ("A", "B"): np.zeros(6)})

@@ -86,7 +86,7 @@ def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> 
 
 
 def shrunk_marginals(view: Measurements, shrink: bool = True) -> dict:
-    """The release's tables (``view``: its :func:`~pgm_dp.privacy.measurements.flat_release`)
+    """The release's tables (``view``: its :meth:`~pgm_dp.privacy.Measurements.in_order`)
     projected onto the simplex, plus a pseudo-count of one noise scale per cell (``b_C /
     N``, our choice), renormalised: positive everywhere, so their MLE exists (the projection
     zeroes the cells the noise hides, and an MLE chases zeros without end, Bernstein et al.

@@ -217,7 +217,7 @@ class CGMEM:
         clique, so that each cell of that table gets ``a`` records of the uniform
         distribution (smaller tables' cells more). ``a = pseudo_count``, or for ``"auto"``
         ``0.1 min(1, b^2 / N)`` (``b`` the largest noise scale of the release's flat view
-        ``view``, :func:`~pgm_dp.privacy.measurements.flat_release`, public): one tenth of
+        ``view``, :meth:`~pgm_dp.privacy.Measurements.in_order`, public): one tenth of
         a record per cell where one cell's noise exceeds the whole sample's standard
         deviation ``sqrt(N)``, vanishing as the noise shrinks below it (module docstring)."""
         a = self.pseudo_count

@@ -27,7 +27,6 @@ from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.learners.mle import fit_marginals
 from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
-from pgm_dp.privacy.measurements import flat_release
 from pgm_dp.tables import flatten_tables
 
 # These tests pin CGM-EM's numerics in the paper's setting, N public (Bernstein et al.); the
@@ -203,7 +202,7 @@ def test_auto_init_starts_from_the_mle_of_the_shrunk_tables(rng):
     data = theta.sample(5000, rng=3)
     for epsilon in (10.0, 0.1):  # N / b^2 = 125,000 and 12.5
         release = release_marginals(data, theta, budget=PureDP(epsilon), rng=4)
-        targets = shrunk_marginals(flat_release(release, theta.cliques))
+        targets = shrunk_marginals(release.in_order(theta.cliques))
         for table in targets.values():
             assert np.all(table > 0) and table.sum() == pytest.approx(1.0)
         ref = fit_marginals(theta.replace(None), targets, l2=1e-4, tol=1e-4).model
@@ -412,11 +411,11 @@ def test_auto_pseudo_count_keeps_a_swamped_release_from_collapsing_the_model():
     release = release_marginals(truth.sample(3000, rng=1), truth, budget=PureDP(0.01), rng=10)
     uniform = kl_divergence(truth, truth.replace(None))
     auto = CGMEM(pseudo_count="auto")
-    assert auto.pseudo_records(truth, flat_release(release)) == pytest.approx(0.1 * 25)
+    assert auto.pseudo_records(truth, release.in_order()) == pytest.approx(0.1 * 25)
     assert kl_divergence(truth, auto.fit(release, truth).model) < 1.05 * uniform
     gaussian_only = CGMEM(pseudo_count=0.0).fit(release, truth)
     assert kl_divergence(truth, gaussian_only.model) > 1.2 * uniform
     quiet = release_marginals(truth.sample(3000, rng=1), truth, budget=PureDP(1.0), rng=10)
-    assert auto.pseudo_records(truth, flat_release(quiet)) == pytest.approx(0.1 * 25 * 18**2 / 3000)
+    assert auto.pseudo_records(truth, quiet.in_order()) == pytest.approx(0.1 * 25 * 18**2 / 3000)
     with pytest.raises(ValueError, match="pseudo_count"):
         CGMEM(pseudo_count="some").fit(release, truth)
