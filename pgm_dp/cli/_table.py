@@ -111,13 +111,14 @@ def _person(df: pd.DataFrame, spec: dict, args) -> dict:
     from ..errors import DataValidationError, PrivacyParameterError
     from ..prepare import with_person
 
-    if args.person is not None and args.person not in df.columns:
-        raise DataValidationError(f"--person names a column not in the data: {args.person!r}")
+    asked, k = getattr(args, "person", None), getattr(args, "max_records_per_person", 1)
+    if asked is not None and asked not in df.columns:
+        raise DataValidationError(f"--person names a column not in the data: {asked!r}")
     try:
-        spec, person = with_person(spec, args.person)
+        spec, person = with_person(spec, asked)
     except ValueError as err:
         raise type(err)(str(err).replace("person=", "--person ")) from None
-    if person is None and args.max_records_per_person > 1:
+    if person is None and k > 1:
         raise PrivacyParameterError(
             "--max-records-per-person needs a person column: --person COLUMN, or "
             '"COLUMN": "person" in --prepare SPEC.json'
@@ -240,6 +241,6 @@ def _fit(data, spec, budget, args):
         max_model_size=args.max_model_size, max_rounds=args.max_rounds,
         prepare_share=args.prepare_share, mst_fraction=args.selection_fraction,
         check_share=getattr(args, "check_share", None),
-        max_records_per_person=args.max_records_per_person,
+        max_records_per_person=getattr(args, "max_records_per_person", 1),
         **_prepare_options(args),
     )  # fmt: skip
