@@ -55,11 +55,8 @@ Budget split (data-independent, decided before anything is read):
   (its Sec. 4) then adapts within them.
 
 Persons: with a person column (``person=``, or a spec entry ``"person"``) the budget protects
-one person, not one record (:mod:`pgm_dp.prepare.persons`): at most
-``max_records_per_person`` (``K``) rows of each are kept, drawn with the run's secret
-randomness, before any statistic; every step's sensitivity is ``K`` times one record's (the
-private quantiles, the one-way release, AIM's or MST's selections and measurements, the
-check); the person column is never modelled, and the report states the guarantee per person.
+one person (:mod:`pgm_dp.prepare.persons`): at most ``K = max_records_per_person`` of their
+rows are kept first, and every step's sensitivity is ``K`` times one record's.
 
 Budgets: ``PureDP(ε)`` runs AIM's pure variant (discrete Laplace); ``ApproxDP(ε, δ)``
 runs everything in zCDP at the largest ``ρ`` whose conversion fits (discrete Gaussian
@@ -196,8 +193,7 @@ def _clique_of(item) -> tuple:
 
 
 def _declared_columns(df, spec) -> list:
-    """The columns ``spec`` does not mark ``"drop"`` or ``"person"`` (``drop_identifiers``
-    may drop more)."""
+    """The columns that ``spec`` neither drops nor declares the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
     drop = {c for c, v in items if isinstance(v, str) and v in ("drop", "person")}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
@@ -345,13 +341,12 @@ def fit_table(
     (:mod:`pgm_dp.workload_check`): when the fitted model looks worse, the independent model
     is returned instead and the report says so. Every input error is raised before the
     budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
-    tables are fitted, with a note in the report. ``person``: the column that identifies a
-    person (or a spec entry ``"person"``); the budget then protects one person, at most
-    ``max_records_per_person`` of whose rows are kept (module docstring); without it, one
-    record. ``rng``: ``None`` for a real release (seeds: tests).
+    tables are fitted, with a note in the report. ``person``: the column of a person, who
+    is then protected, with ``max_records_per_person`` rows (module docstring); without it,
+    one record is. ``rng``: ``None`` for a real release (seeds: tests).
     """
     from .fit_report import build_report, warn_workload_check
-    from .prepare import bound_records, prepare_plan, with_person
+    from .prepare import with_person
     from .workload_check import apply_check, fit_check
     from .workload_check import check_share as _held_share
 
@@ -363,14 +358,10 @@ def fit_table(
     options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
         _check_aim_options(df, spec, options, prepare_options.get("compress"))
-    gen = as_generator(rng)
-    data = df if who is None else bound_records(df, who, max_records_per_person, gen)
-    before = len(acc.charges)
-    k = max_records_per_person
-    plan = prepare_plan(data, spec, budget=first, rng=gen, accountant=acc,
-                        max_records_per_person=k, **prepare_options)  # fmt: skip
+    gen, before, k = as_generator(rng), len(acc.charges), max_records_per_person
+    plan, codes = _prepared(df, spec, who, k, first, gen, acc, prepare_options)
     rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
-    codes, dom = plan.encode(data), plan.domain
+    dom = plan.domain
     if selection == "aim":
         chosen, aim_notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         notes += aim_notes
@@ -394,6 +385,17 @@ def fit_table(
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
+
+
+def _prepared(df, spec, who, k, budget, gen, acc, options):
+    """``(plan, codes)``: ``df`` prepared with ``budget``, at most ``k`` rows of each person
+    ``who`` kept first (:func:`~pgm_dp.prepare.bound_records`), and the codes of those rows."""
+    from .prepare import bound_records, prepare_plan
+
+    data = df if who is None else bound_records(df, who, k, gen)
+    plan = prepare_plan(data, spec, budget=budget, rng=gen, accountant=acc,
+                        max_records_per_person=k, **options)  # fmt: skip
+    return plan, plan.encode(data)
 
 
 def _fit_release(spec, learner, release, dom):
@@ -474,12 +476,10 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
-        amount = rest.amount
-        k = plan.max_records_per_person
+        amount, k = rest.amount, plan.max_records_per_person
         rounds = aim_rounds(n_hat, cells, notion, amount, len(dom), k) if n_hat else None
     result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
-                 max_rounds=rounds, measured=measured, progress=progress,
-                 estimator=estimator,
+                 max_rounds=rounds, measured=measured, progress=progress, estimator=estimator,
                  max_records_per_person=plan.max_records_per_person)  # fmt: skip
     return result, notes, workload
 

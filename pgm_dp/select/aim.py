@@ -305,6 +305,21 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     return entry, sched.anneal((measure, select)) if annealed else (measure, select)
 
 
+def _round_zero(state: _State, measure: float) -> list[AIMRound]:
+    """Round 0 (module docstring, step 1): the tables measured elsewhere, or the one-way
+    marginals measured at cost ``measure`` each; its log entry (none without either)."""
+    s, sched = state.setup, state.setup["schedule"]
+    if s["measured"] is not None:
+        cliques = tuple(dict.fromkeys(s["measured"].cliques))
+        var = max(m.variance for m in s["measured"].noise_models())
+        return [AIMRound(0, cliques, sched.unit.scale_of_variance(var), None, 0.0, 0.0, 0.0)]
+    if not s["one_way"]:
+        return []
+    _measure(state, s["one_way"], measure, 0)
+    used = float(state.used)
+    return [AIMRound(0, tuple(s["one_way"]), sched.scale(measure), None, used, 0.0, used)]
+
+
 def _validate(data, domain, budget, workload, accountant, options) -> dict:
     """Every check and every data-independent quantity, before anything is charged."""
     if not isinstance(domain, Domain):
@@ -407,17 +422,7 @@ def aim(
     acc = accountant if accountant is not None else Accountant(setup["cost"])
     state = _State(setup, as_generator(rng), acc, setup["measured"])
     costs = sched.initial()
-    log = []
-    if setup["measured"] is not None:
-        cliques = tuple(dict.fromkeys(setup["measured"].cliques))
-        var = max(m.variance for m in setup["measured"].noise_models())
-        scale = sched.unit.scale_of_variance(var)
-        log.append(AIMRound(0, cliques, scale, None, 0.0, 0.0, 0.0))
-    elif setup["one_way"]:
-        _measure(state, setup["one_way"], costs[0], 0)
-        scale = sched.scale(costs[0])
-        used = float(state.used)
-        log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, used, 0.0, used))
+    log = _round_zero(state, costs[0])
     _estimate(state)
     last, t = False, 0
     with tqdm(total=None, desc="AIM", disable=not progress) as bar:
