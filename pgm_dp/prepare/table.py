@@ -12,6 +12,10 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   integers, strings with ``>= identifier_fraction * n`` distinct values) is refused with a
   :class:`~pgm_dp.errors.DataValidationError` naming it, or dropped with a note when
   ``drop_identifiers=True``.
+* **Persons.** A column declared ``"person"`` in ``spec`` identifies a person with several
+  rows (:mod:`pgm_dp.prepare.persons`): at most ``max_records_per_person`` rows of each are
+  kept first, every sensitivity is that many times one record's, and the column is not
+  prepared. An undeclared column that looks like one (``person_reason``) is refused.
 * **Categorical columns** use the categories declared in ``spec`` (``{"sex": ["F", "M"]}``).
   ``categories="data"`` reads undeclared ones from the data (non-private; one
   :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
