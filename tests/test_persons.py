@@ -256,8 +256,10 @@ def test_the_person_declaration_and_its_conflicts():
 
 def test_the_plan_and_the_report_state_the_guarantee_per_person():
     df = _panel(300)
+    before = df.copy()
     tf = fit_table(df, {**SPEC, "id": "person"}, budget=PureDP(1.0), rng=0,
                    max_records_per_person=3, max_rounds=4)  # fmt: skip
+    pd.testing.assert_frame_equal(df, before)  # the caller's frame is never modified
     unit = "person (column 'id') with at most 3 records"
     assert tf.report["guarantee"] == f"PureDP(epsilon=1.0) per {unit}"
     assert unit in tf.plan.report()
