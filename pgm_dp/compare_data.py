@@ -1,9 +1,12 @@
 """Learners on a user's own table at one budget: the driver of ``pgm-dp compare --data``.
 
 The table is split reproducibly (``seed``) into a training part and a held-out part
-(``test_fraction``). For each ``epsilon`` the training part is prepared, and marginals
-selected and measured, once (:func:`pgm_dp.workflow.fit_table`); every release learner then
-fits the same noisy tables, so the learners differ only in how they use them. A record
+(``test_fraction``); with a person column (``person=`` or a spec entry ``"person"``), by
+person: every row of a person on one side, and the fits protect persons
+(:mod:`pgm_dp.prepare.persons`; release learners only: a record learner protects records).
+For each ``epsilon`` the training part is prepared, and marginals selected and measured, once
+(:func:`pgm_dp.workflow.fit_table`); every release learner then fits the same noisy tables, so
+the learners differ only in how they use them. A record
 learner (PSGD, Zhang et al.'s, a non-private reference) fits the same prepared training
 records on the same cliques, with what the preparation left of ``epsilon``
 (:func:`record_budget`). The private
@@ -54,17 +57,31 @@ class DataComparison:
     plot: Path | None = None
 
 
-def split_table(df: pd.DataFrame, test_fraction: float, seed: int) -> tuple:
-    """``(train, test)``: a fixed permutation of the rows by ``seed``."""
+def split_table(df: pd.DataFrame, test_fraction: float, seed: int, person=None) -> tuple:
+    """``(train, test)``: a fixed permutation of the rows by ``seed``; with a ``person``
+    column, of the persons (``test_fraction`` of them held out with all their rows; missing
+    ids count as one person)."""
     from .errors import DataValidationError
+    from .prepare.columns import missing_mask
 
     if not 0 < test_fraction < 1:
         raise DataValidationError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    n_test = int(round(len(df) * test_fraction))
-    if n_test < 1 or n_test >= len(df):
-        raise DataValidationError(f"too few records to hold {test_fraction:g} of them out")
-    perm = np.random.default_rng(seed).permutation(len(df))
-    return df.iloc[perm[n_test:]], df.iloc[perm[:n_test]]
+    if person is None:
+        ids = np.arange(len(df))
+    else:
+        ids = pd.factorize(df[person].astype(object), use_na_sentinel=True)[0]
+        ids[missing_mask(df[person])] = ids.max() + 1
+    units = int(ids.max()) + 1 if len(ids) else 0
+    n_test = int(round(units * test_fraction))
+    if n_test < 1 or n_test >= units:
+        what = "persons" if person is not None else "records"
+        raise DataValidationError(f"too few {what} to hold {test_fraction:g} of them out")
+    perm = np.random.default_rng(seed).permutation(units)
+    held = np.zeros(units, dtype=bool)
+    held[perm[:n_test]] = True
+    if person is None:
+        return df.iloc[perm[n_test:]], df.iloc[perm[:n_test]]
+    return df[~held[ids]], df[held[ids]]
 
 
 def _encodable(plan, test: pd.DataFrame) -> tuple[np.ndarray, int]:
@@ -131,13 +148,19 @@ def compare_on_table(
     ``compare_data.csv`` (and, when matplotlib is present or ``plot=True``,
     ``compare_data.png``) to ``out_dir``."""
     from . import learners as registry
+    from .errors import PrivacyParameterError
     from .models import MarkovRandomField
+    from .prepare import with_person
     from .privacy import ApproxDP, PureDP
     from .workflow import expand_model, fit_table
 
     specs = [registry.get(name) for name in learners]
     driver = next((s.name for s in specs if s.kind == "release"), "naive")
-    train, test = split_table(df, test_fraction, seed)
+    spec, person = with_person(spec, fit_options.pop("person", None))
+    if person is not None and any(s.kind == "records" and s.private for s in specs):
+        raise PrivacyParameterError("with a person column, compare release learners: a record "
+                                    "learner protects records, not persons")  # fmt: skip
+    train, test = split_table(df, test_fraction, seed, person)
     rows = []
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)

@@ -16,6 +16,8 @@ fit is worse than the independent model and :class:`WorseThanIndependentWarning`
 raised (a Python warning; the command line prints it too). That score cannot see
 the unselected marginals; the held-out check of :mod:`pgm_dp.workload_check` (a share of
 the budget) can, and its verdict is reported and warned the same way (:func:`warn_workload_check`).
+The guarantee is stated per unit protected: one record, or one person with at most ``K``
+records when the preparation has a person column (:mod:`pgm_dp.prepare.persons`).
 Expected error: for each
 measured table the noise's expected total variation ``n_C · E|noise| / (2 N̂)`` (``n_C``
 cells), the error a table would have if used as is.
@@ -126,7 +128,9 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
         },
         "steps": _steps(accountant),
         "budget_spent": str(accountant.spent),
-        "guarantee": str(guarantee if guarantee is not None else accountant.total),
+        "guarantee": f"{guarantee if guarantee is not None else accountant.total} per "
+        f"{plan.privacy_unit}",
+        "privacy_unit": plan.privacy_unit,
         "expected_error": {
             "noise_tvd_per_table": noise_tvd,
             "mean_noise_tvd_multiway": float(np.mean(multi)) if multi else None,
@@ -182,6 +186,9 @@ def format_report(report: dict) -> str:
         f"Budget per step (in all {report['budget_spent']}; guarantee {report['guarantee']}):"
     )
     lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} draws)" for s in report["steps"]]
+    if report.get("privacy_unit") == "record":
+        lines.append("  (the budget protects one record: a person with k records is protected "
+                     "at k times it; declare a person column to protect persons)")  # fmt: skip
     err = report["expected_error"]
     multi = err["mean_noise_tvd_multiway"]
     lines.append(

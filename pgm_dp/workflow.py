@@ -54,6 +54,10 @@ Budget split (data-independent, decided before anything is read):
   ``2 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
   (its Sec. 4) then adapts within them.
 
+Persons: with a person column (``person=``, or a spec entry ``"person"``) the budget protects
+one person (:mod:`pgm_dp.prepare.persons`): at most ``K = max_records_per_person`` of their
+rows are kept first, and every step's sensitivity is ``K`` times one record's.
+
 Budgets: ``PureDP(ε)`` runs AIM's pure variant (discrete Laplace); ``ApproxDP(ε, δ)``
 runs everything in zCDP at the largest ``ρ`` whose conversion fits (discrete Gaussian
 noise, :func:`pgm_dp.privacy.zcdp_rho_within`), its accountant holding that ``ZCDP(ρ)``
@@ -64,7 +68,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -188,9 +192,9 @@ def _clique_of(item) -> tuple:
 
 
 def _declared_columns(df, spec) -> list:
-    """The columns ``spec`` does not mark ``"drop"`` (``drop_identifiers`` may drop more)."""
+    """The columns that ``spec`` neither drops nor declares the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
-    drop = {c for c, v in items if isinstance(v, str) and v == "drop"}
+    drop = {c for c, v in items if isinstance(v, str) and v in ("drop", "person")}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
 
 
@@ -295,7 +299,8 @@ def _selection_budget(charges, notion: str, amount: float, held: float, plan):
     from .workload_check import check_skipped
 
     rest, check = _rest(charges, notion, amount, held)
-    skipped = plan.one_way is not None and check_skipped(check, plan.one_way.total)
+    k = plan.max_records_per_person
+    skipped = plan.one_way is not None and check_skipped(check, plan.one_way.total, k)
     if skipped:
         rest, check = _rest(charges, notion, amount, 0.0)
     note = f"the workload check was not run: {skipped}; its share went to selection"
@@ -319,6 +324,8 @@ def fit_table(
     check_share: float | None = None,
     accountant: Accountant | None = None,
     progress: bool = False,
+    person: Hashable | None = None,
+    max_records_per_person: int = 1,
     **prepare_options: Any,
 ) -> TableFit:
     """A private model of the pandas DataFrame ``df`` (module docstring). ``spec`` and
@@ -333,11 +340,12 @@ def fit_table(
     (:mod:`pgm_dp.workload_check`): when the fitted model looks worse, the independent model
     is returned instead and the report says so. Every input error is raised before the
     budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
-    tables are fitted, with a note in the report. ``rng``: ``None`` for a real release
-    (seeds: tests).
+    tables are fitted, with a note in the report. ``person``: the column of a person, who
+    is then protected, with ``max_records_per_person`` rows (module docstring); without it,
+    one record is. ``rng``: ``None`` for a real release (seeds: tests).
     """
     from .fit_report import build_report, warn_workload_check
-    from .prepare import prepare_plan
+    from .prepare import with_person
     from .workload_check import apply_check, fit_check
     from .workload_check import check_share as _held_share
 
@@ -345,25 +353,24 @@ def fit_table(
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant, held
     )
+    spec, who = with_person(spec, person)
     options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
         _check_aim_options(df, spec, options, prepare_options.get("compress"))
-    gen = as_generator(rng)
-    before = len(acc.charges)
-    plan = prepare_plan(df, spec, budget=first, rng=gen, accountant=acc, **prepare_options)
+    gen, before, k = as_generator(rng), len(acc.charges), max_records_per_person
+    plan, codes = _prepared(df, spec, who, k, first, gen, acc, prepare_options)
     rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
-    codes = plan.encode(df)
     dom = plan.domain
     if selection == "aim":
         chosen, aim_notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
         notes += aim_notes
         release = chosen.release
     else:
-        chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
+        chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc, k)
     start = time.process_time()
     fit, refined = _fit_release(spec_l, learner, release, dom)
     seconds = time.process_time() - start
-    check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
+    check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc, k)
     report = {
         **build_report(fit.model, release, plan, chosen, acc, learner, budget),
         "fit_cpu_s": seconds,
@@ -377,6 +384,17 @@ def fit_table(
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
+
+
+def _prepared(df, spec, who, k, budget, gen, acc, options):
+    """``(plan, codes)``: ``df`` prepared with ``budget``, at most ``k`` rows of each person
+    ``who`` kept first (:func:`~pgm_dp.prepare.bound_records`), and the codes of those rows."""
+    from .prepare import bound_records, prepare_plan
+
+    data = df if who is None else bound_records(df, who, k, gen)
+    plan = prepare_plan(data, spec, budget=budget, rng=gen, accountant=acc,
+                        max_records_per_person=k, **options)  # fmt: skip
+    return plan, plan.encode(data)
 
 
 def _fit_release(spec, learner, release, dom):
@@ -433,7 +451,8 @@ def _one_way_only(plan, measured, rest, notion):
     from .select import AIMResult, AIMRound, merged_release
 
     one = plan.one_way
-    release = merged_release(measured, budget=one.budget, mechanism=one.mechanism)
+    release = merged_release(measured, budget=one.budget, mechanism=one.mechanism,
+                             sensitivity=plan.max_records_per_person)  # fmt: skip
     log = (AIMRound(0, tuple(dict.fromkeys(measured.cliques)), 0.0, None, 0.0, 0.0, 0.0),)
     return AIMResult((), release, log, None, rest, notion, rest.amount, measured)
 
@@ -456,22 +475,24 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
-        amount = rest.amount
-        rounds = aim_rounds(n_hat, cells, notion, amount, len(dom)) if n_hat else None
+        amount, k = rest.amount, plan.max_records_per_person
+        rounds = aim_rounds(n_hat, cells, notion, amount, len(dom), k) if n_hat else None
     result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
-                 max_rounds=rounds, measured=measured, progress=progress,
-                 estimator=estimator)  # fmt: skip
+                 max_rounds=rounds, measured=measured, progress=progress, estimator=estimator,
+                 max_records_per_person=plan.max_records_per_person)  # fmt: skip
     return result, notes, workload
 
 
-def _mst(codes, dom, eps, fraction, gen, acc):
+def _mst(codes, dom, eps, fraction, gen, acc, k):
     from .models import MarkovRandomField
     from .privacy import release_marginals
     from .select import select_cliques, with_one_way
 
-    sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc)
+    sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc,
+                         max_records_per_person=k)  # fmt: skip
     rel = release_marginals(
         codes, MarkovRandomField(dom, sel.cliques), budget=PureDP(eps * (1 - fraction)),
         mechanism="discrete_laplace", rng=gen, accountant=acc, what="mst: measure",
+        max_records_per_person=k,
     )  # fmt: skip
     return sel, with_one_way(sel, rel)

@@ -16,12 +16,13 @@ model,
 and ``N̂`` are functions of tables already released, so they are fixed when ``T`` is
 measured (adaptive composition). Adding or removing one record changes one cell of each
 ``M_W(D)`` by 1, which moves each absolute value by at most 1 and each difference of two by
-at most 2: ``T`` has sensitivity ``2 sum_W c_W`` (L1 = L2 for one number). ``T`` is
+at most 2: ``T`` has sensitivity ``2 sum_W c_W`` (L1 = L2 for one number), and
+``2 K sum_W c_W`` when one person owns up to ``K`` records (:mod:`pgm_dp.prepare.persons`). ``T`` is
 released by the Laplace (pure ε) or the Gaussian (zCDP) mechanism of
 :func:`pgm_dp.privacy.mechanisms.perturb` (exact, on a lattice), charged to the fit's
 accountant before the noise is drawn. In units of the weighted mean total variation,
-``D = T / (2 N̂ sum_W c_W)`` has noise ``b = 1 / (N̂ ε_c)`` (Laplace) or
-``σ = 1 / (N̂ sqrt(2 ρ_c))``.
+``D = T / (2 N̂ sum_W c_W)`` has noise ``b = K / (N̂ ε_c)`` (Laplace) or
+``σ = K / (N̂ sqrt(2 ρ_c))``.
 
 The check is not run (a note in the report) when its nominal noise is above
 :data:`MAX_CHECK_NOISE`: with few records or a tiny budget its verdict would be a coin flip.
@@ -68,21 +69,22 @@ CHECK_SHARE = 0.02
 MAX_CHECK_NOISE = 0.01
 
 
-def check_noise(budget, n_hat: float) -> float:
-    """The nominal noise scale of ``D`` (module docstring) with ``budget`` and ``N̂``
-    records: ``1 / (N̂ ε)`` (Laplace) or ``1 / (N̂ sqrt(2 ρ))`` (Gaussian), from public
-    quantities only."""
-    return budget.noise_scale(budget.amount) / max(n_hat, 1.0)
+def check_noise(budget, n_hat: float, k: int = 1) -> float:
+    """The nominal noise scale of ``D`` (module docstring) with ``budget``, ``N̂``
+    records and at most ``k`` of one person: ``k / (N̂ ε)`` (Laplace) or
+    ``k / (N̂ sqrt(2 ρ))`` (Gaussian), from public quantities only."""
+    return k * budget.noise_scale(budget.amount) / max(n_hat, 1.0)
 
 
-def check_skipped(budget, n_hat: float) -> str | None:
+def check_skipped(budget, n_hat: float, k: int = 1) -> str | None:
     """Why the check with ``budget`` (``None``: no check) and ``N̂`` records is not worth
     running (its nominal noise, :func:`check_noise`, above :data:`MAX_CHECK_NOISE`), or
     ``None``. Public quantities only: :func:`~pgm_dp.workflow.fit_table` asks once the
-    one-way tables are released, so that a skipped check's share goes to selection."""
+    one-way tables are released, so that a skipped check's share goes to selection. ``k``:
+    the most records of one person."""
     if budget is None:
         return None
-    noise = check_noise(budget, n_hat)
+    noise = check_noise(budget, n_hat, k)
     if noise <= MAX_CHECK_NOISE:
         return None
     return (f"its noise ({noise:.3g} in total variation, N about {n_hat:,.0f}) would be above "
@@ -147,9 +149,12 @@ def workload_gap(codes: np.ndarray, domain, workload, fitted, independent, n_hat
     return total, 2.0 * math.fsum(w for _, w in workload)
 
 
-def release_check(codes, domain, workload, fitted, release, budget, *, rng, accountant) -> dict:
+def release_check(
+    codes, domain, workload, fitted, release, budget, *, rng, accountant, k: int = 1
+) -> dict:
     """The check of the module docstring with ``budget`` (``PureDP``: Laplace; ``ZCDP``:
-    Gaussian), charged to ``accountant`` before the noise is drawn. Returns the report's
+    Gaussian), charged to ``accountant`` before the noise is drawn; ``k``: the most records
+    of one person in ``codes``, which multiplies the sensitivity. Returns the report's
     ``workload_check`` entry: ``gap`` (noisy ``D``, weighted mean total variation of the fitted
     model minus the independent model's), ``noise_scale`` (``b`` or ``σ`` of ``D``), the
     ``cost``, the workload's size and ``worse_than_independent`` (``gap > 0``); ``None``
@@ -164,7 +169,7 @@ def release_check(codes, domain, workload, fitted, release, budget, *, rng, acco
     gap, sens = workload_gap(codes, domain, workload, fitted, independent, n_hat)
     kind = "laplace" if budget.is_pure else "gaussian"
     noisy, noise = perturb(
-        np.array([gap]), kind=kind, sensitivity=sens, budget=budget, rng=rng,
+        np.array([gap]), kind=kind, sensitivity=k * sens, budget=budget, rng=rng,
         accountant=accountant, what="fit check: workload error, fitted minus independent",
     )  # fmt: skip
     unit = 2 * n_hat * weights
@@ -180,25 +185,25 @@ def release_check(codes, domain, workload, fitted, release, budget, *, rng, acco
     }
 
 
-def fit_check(codes, dom, workload, model, release, budget, gen, acc):
+def fit_check(codes, dom, workload, model, release, budget, gen, acc, k: int = 1):
     """The held-out check (:func:`release_check`), or ``None`` (nothing charged) with no
     check budget, no multi-way table (the model is the independent one) or no usable
     workload on the prepared domain; ``{"skipped": why}`` (nothing charged; the share is
     left unspent) when its nominal noise (:func:`check_noise`) is above
-    :data:`MAX_CHECK_NOISE`."""
+    :data:`MAX_CHECK_NOISE`. ``k``: the most records of one person in ``codes``."""
     from .errors import DomainError
     from .select import workload_cliques
 
     if budget is None or all(len(c) == 1 for c in release.cliques):
         return None
-    skipped = check_skipped(budget, float(release.total))
+    skipped = check_skipped(budget, float(release.total), k)
     if skipped:
         return {"skipped": skipped}
     try:
         wl = workload_cliques(dom, workload)
     except DomainError:
         return None
-    return release_check(codes, dom, wl, model, release, budget, rng=gen, accountant=acc)
+    return release_check(codes, dom, wl, model, release, budget, rng=gen, accountant=acc, k=k)
 
 
 def apply_check(fit, check, report):

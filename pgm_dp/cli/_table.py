@@ -10,7 +10,9 @@ categorical (its values read from the data, recorded in the plan); other number 
 binned. Undeclared text columns with more than :data:`MAX_STATES` distinct values look like
 case identifiers, as do the record identifiers ``prepare_plan`` finds: all are named in one
 refusal (:func:`check_table`, with every other undecided column), or dropped with
-``--drop-identifiers`` (recorded in the plan).
+``--drop-identifiers`` (recorded in the plan). ``--person COLUMN`` declares the person column
+(the spec entry ``"person"``); a column that looks like one is refused until declared or
+dropped, whatever ``--drop-identifiers`` says.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def table_spec(df: pd.DataFrame, args) -> dict:
     read (its source ``data (non-private)``, in ``nonprivate_reads``)."""
     from ..prepare.columns import identifier_reason
 
-    spec = _declared(args.domain, args.prepare, df)
+    spec = _person(df, _declared(args.domain, args.prepare, df), args)
     if not args.categories_from_data:
         return spec
     for name in df.columns:
@@ -100,6 +102,27 @@ def table_spec(df: pd.DataFrame, args) -> dict:
         values = _whole_numbers(col)
         if values is not None and len(values) <= SMALL_INTEGER_STATES:
             spec[name] = {"categories": "data"}
+    return spec
+
+
+def _person(df: pd.DataFrame, spec: dict, args) -> dict:
+    """``spec`` with ``--person`` declared in it; ``--max-records-per-person`` above 1
+    without a person column refused (before anything is read)."""
+    from ..errors import DataValidationError, PrivacyParameterError
+    from ..prepare import with_person
+
+    asked, k = getattr(args, "person", None), getattr(args, "max_records_per_person", 1)
+    if asked is not None and asked not in df.columns:
+        raise DataValidationError(f"--person names a column not in the data: {asked!r}")
+    try:
+        spec, person = with_person(spec, asked)
+    except ValueError as err:
+        raise type(err)(str(err).replace("person=", "--person ")) from None
+    if person is None and k > 1:
+        raise PrivacyParameterError(
+            "--max-records-per-person needs a person column: --person COLUMN, or "
+            '"COLUMN": "person" in --prepare SPEC.json'
+        )
     return spec
 
 
@@ -157,6 +180,8 @@ def _say_warnings(caught) -> None:
 #: ``prepare_plan``'s wording -> the flags that say the same on the command line.
 _FLAGS = [
     ("drop_identifiers=True", "--drop-identifiers"),
+    ("person=column", "--person COLUMN"),
+    ("max_records_per_person", "--max-records-per-person"),
     ("categories='data'", "--categories-from-data"),
     ("bounds='data'", "--bounds-from-data"),
     ("missing=False", "--missing refuse"),
@@ -216,5 +241,6 @@ def _fit(data, spec, budget, args):
         max_model_size=args.max_model_size, max_rounds=args.max_rounds,
         prepare_share=args.prepare_share, mst_fraction=args.selection_fraction,
         check_share=getattr(args, "check_share", None),
+        max_records_per_person=getattr(args, "max_records_per_person", 1),
         **_prepare_options(args),
     )  # fmt: skip

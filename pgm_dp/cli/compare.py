@@ -7,7 +7,9 @@ does, then every learner on the same noisy tables; held-out log-likelihood and 2
 per learner, a table, a CSV and a plot (when matplotlib is present). The preparation flags
 are those of ``fit`` (``--prepare``, ``--drop-identifiers``, ...); every registered learner
 runs, a record learner such as psgd on the same prepared records with what the
-preparation left of each ε.
+preparation left of each ε. With ``--person COLUMN`` the split is by person (no person on both
+sides) and the fits protect persons (``fit``'s ``--max-records-per-person``); release learners
+only, and no ``--peers``, which protect records.
 ``--peers`` adds Private-PGM's MST and AIM (:mod:`pgm_dp.peers`, where mbi is
 installed) on the same split.
 
@@ -23,6 +25,7 @@ import argparse
 import warnings
 
 from ._args import (
+    add_person_arguments,
     domain_file,
     existing_file,
     int_at_least,
@@ -87,7 +90,7 @@ def _run_data(a: argparse.Namespace) -> None:
     spec = table_spec(data, a)
     check_table(data, spec, a)
     peers = _peers_check(a)
-    options = _prepare_options(a)
+    options = {**_prepare_options(a), "max_records_per_person": a.max_records_per_person}
     if a.prepare_share is not None:
         options["prepare_share"] = a.prepare_share
     say(f"comparing {', '.join(learners)} on {a.data} (held out: {a.test_fraction:g}) ...")
@@ -112,7 +115,13 @@ def _peers_check(a: argparse.Namespace) -> tuple:
     """``--peers``: the peers asked for, mbi checked before any work (:mod:`pgm_dp.peers`)."""
     if a.peers is None:
         return ()
+    from ..errors import PrivacyParameterError
     from ..peers import check_peers
+
+    if a.person is not None:
+        raise PrivacyParameterError(
+            "--peers protect records, not persons: leave out --peers or --person"
+        )
 
     return check_peers(a.peers)
 
@@ -156,8 +165,10 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
         "--test-fraction",
         type=probability,
         default=0.2,
-        help="with --data: share of the records held out (split by --seed)",
+        help="with --data: share of the records (of the persons, with --person) held out "
+        "(split by --seed)",
     )
+    add_person_arguments(p, "with --data: ")
     p.add_argument(
         "--delta",
         type=probability,

@@ -20,9 +20,13 @@ the original categories (:func:`pgm_dp.workflow.sample_fit`).
 With ``--cliques``: no preparation or selection; all of ``--epsilon`` goes to the release of
 those cliques over ``--domain`` (or, for a record learner such as psgd, to the learner).
 From ``--release``: a release learner fits the release's cliques; nothing more is spent.
-``--total``: the release's ``N`` (default estimated from its noisy tables). One accountant
-records everything spent; the fit (model, history, info with the ``budget`` spent and the
-report) is saved as ``.npz``. ``--seed`` seeds the noise (experiments only).
+``--total``: the release's ``N`` (default estimated from its noisy tables).
+``--person COLUMN`` (or ``"COLUMN": "person"`` in ``--prepare``) makes the budget protect each
+person of the table rather than each record: at most ``--max-records-per-person`` records of
+each are kept before anything is read, every sensitivity is scaled by it, and the column is
+never modelled (:mod:`pgm_dp.prepare.persons`); without it, the budget protects one record.
+One accountant records everything spent; the fit (model, history, info with the ``budget``
+spent and the report) is saved as ``.npz``. ``--seed`` seeds the noise (experiments only).
 """
 
 from __future__ import annotations
@@ -93,6 +97,10 @@ def _from_data(args, spec, table):
 
     budget, mechanism = budget_of(args)
     _check_budget_kind(spec, budget)
+    if args.cliques is not None and (args.person is not None or args.max_records_per_person > 1):
+        raise PrivacyParameterError(
+            "--person and --max-records-per-person need the whole workflow: leave out --cliques"
+        )
     if args.cliques is None and spec.kind != "release":
         raise PrivacyParameterError(
             f"learner {spec.name!r} fits records: give --cliques (selection needs a release "
@@ -248,6 +256,7 @@ def add_parser(subparsers) -> None:
         "--domain", type=_args.domain_file, default=None, help="JSON {name: size or [labels]}"
     )
     add_budget_arguments(p)
+    _args.add_person_arguments(p, "with --data: ")
     _add_table_arguments(p)
     _add_check_argument(p)
     p.add_argument("--out", type=_args.output_file, default="model.npz", help="fit file (.npz)")

@@ -1,6 +1,7 @@
 """A user's table → discrete codes: the preparation in :mod:`pgm_dp.prepare.table`
 (:func:`prepare_plan`, :class:`Preparation`; its private steps in ``_steps``), the user's
-declarations (``_spec``), one column's plan (:mod:`pgm_dp.prepare.columns`), bins and private
+declarations (``_spec``), one column's plan (:mod:`pgm_dp.prepare.columns`), the person column
+and the bound on each person's records (:mod:`pgm_dp.prepare.persons`), bins and private
 quantiles (:mod:`pgm_dp.prepare.binning`), pandas/Dask frames (``_frames``, ``_dask``).
 
 ``_frames`` sits low in the package's layers (:mod:`pgm_dp.domain` encodes frames with it) and
@@ -15,11 +16,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .columns import ColumnPlan
+    from .persons import bound_records, with_person
     from .table import NonPrivateWarning, Preparation, check_spec, prepare_plan
 
-__all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+__all__ = [
+    "prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan",
+    "bound_records", "with_person",
+]  # fmt: skip
 
-_HOME = {"ColumnPlan": "columns"}
+_HOME = {"ColumnPlan": "columns", "bound_records": "persons", "with_person": "persons"}
 
 
 def __getattr__(name: str):

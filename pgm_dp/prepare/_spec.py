@@ -15,8 +15,10 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
+from ..privacy.release import check_records_per_person
 from .binning import MAX_GRID, check_bounds, check_edges, uniform_edges
 from .columns import RESERVED, ColumnPlan, identifier_reason, missing_mask, numeric_values
+from .persons import PERSON, person_reason
 
 __all__ = [
     "Options",
@@ -26,6 +28,7 @@ __all__ = [
     "parse_spec",
     "parse_entry",
     "is_declared",
+    "person_of",
     "keep_columns",
     "decisions_needed",
     "Draft",
@@ -52,6 +55,7 @@ class Options:
     threshold: float
     max_states: int
     identifier_fraction: float
+    max_records_per_person: int = 1
 
 
 def make_options(categories, bounds, missing, other, drop_identifiers, kw) -> Options:
@@ -82,6 +86,7 @@ def make_options(categories, bounds, missing, other, drop_identifiers, kw) -> Op
         grid=count_arg(kw["grid"], "grid", 2, MAX_GRID),
         quantile_share=float(share), threshold=float(thr), max_states=max_states,
         identifier_fraction=float(frac),
+        max_records_per_person=check_records_per_person(kw.get("max_records_per_person", 1)),
     )  # fmt: skip
 
 
@@ -110,18 +115,32 @@ def parse_spec(df: pd.DataFrame, spec: Any) -> dict:
     unknown = [k for k in spec if k not in df.columns]
     if unknown:
         raise DataValidationError(f"spec names columns not in the data: {unknown}")
-    return {k: parse_entry(k, v) for k, v in spec.items()}
+    entries = {k: parse_entry(k, v) for k, v in spec.items()}
+    person_of(entries)
+    return entries
+
+
+def person_of(entries: Mapping) -> Hashable | None:
+    """The column that parsed spec ``entries`` declare the person (``"person"``), or
+    ``None``; DomainError when they declare more than one."""
+    persons = [k for k, e in entries.items() if e.get(PERSON)]
+    if len(persons) > 1:
+        raise DomainError(f"the spec declares more than one person column: {persons}")
+    return persons[0] if persons else None
 
 
 def parse_entry(name: Hashable, raw: Any) -> dict:
     """One ``spec`` entry as a dict of known keys (a list means declared categories)."""
     if isinstance(raw, str) and raw == "drop":
         return {"drop": True}
+    if isinstance(raw, str) and raw == PERSON:
+        return {PERSON: True}
     if isinstance(raw, list | tuple):
         return {"categories": tuple(raw)}
     if not isinstance(raw, Mapping):
         raise DomainError(
-            f"spec of {name!r} must be a list of categories, a dict or 'drop', got {raw!r}"
+            f"spec of {name!r} must be a list of categories, a dict, 'drop' or 'person', "
+            f"got {raw!r}"
         )
     unknown = set(raw) - _SPEC_KEYS
     if unknown:
@@ -277,8 +296,9 @@ def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
 
 def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
     """The columns to prepare, and those dropped: as the spec asks, then as identifier-like
-    (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first).
-    Declared columns are exempt from the check."""
+    (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first). The
+    person column is neither; an undeclared column that looks like one is refused. Declared
+    columns are exempt from the checks."""
     keep, found, asked = [], [], []
     for name in df.columns:
         entry = spec.get(name, {})
@@ -286,6 +306,11 @@ def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
             notes.append(f"{name!r} dropped as the spec asks")
             asked.append(name)
             continue
+        if entry.get(PERSON):
+            continue
+        persons = _persons(df, {name: entry})
+        if persons:
+            raise DataValidationError(_person_message(persons))
         reason = _identifier(df[name], name, entry, opts)
         (found if reason else keep).append((name, reason) if reason else name)
     if found and not opts.drop_identifiers:
@@ -301,6 +326,29 @@ def _identifier(col: pd.Series, name: Hashable, entry: dict, opts: Any) -> str |
     return identifier_reason(col, name, opts.identifier_fraction, opts.max_states)
 
 
+def _persons(df: pd.DataFrame, entries: Mapping) -> list:
+    """``[(name, reason)]`` of the undeclared columns of ``entries`` that look like a person's
+    identifier (:func:`~pgm_dp.prepare.persons.person_reason`)."""
+    found = []
+    for name, entry in entries.items():
+        if not (entry.get("drop") or entry.get(PERSON) or is_declared(entry)):
+            reason = person_reason(df[name], name)
+            if reason is not None:
+                found.append((name, reason))
+    return found
+
+
+def _person_message(found: list) -> str:
+    listed = "; ".join(f"{n!r}: {r}" for n, r in found)
+    return (
+        f"columns that look like the identifier of a person with several records: {listed}. "
+        "Declare it the person (spec {column: 'person'}; person=column), so that the budget "
+        "protects each person (at most max_records_per_person of their records are kept), or "
+        "drop it (spec {column: 'drop'}): the budget then protects one record, and a person "
+        "with k records only at k times the budget"
+    )
+
+
 def _identifier_message(found: list) -> str:
     listed = "; ".join(f"{n!r}: {r}" for n, r in found)
     return (
@@ -311,18 +359,22 @@ def _identifier_message(found: list) -> str:
 
 
 def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
-    """Every column that needs a decision, in one :class:`DataValidationError`: identifier-
-    like columns (unless ``drop_identifiers``), text columns without categories (unless
-    ``categories='data'``), numeric columns without bins or bounds (unless ``bounds='data'``).
-    The message ends with a spec that decides them all (``spec`` plus ``"drop"`` and
-    ``"data"`` entries, one line of JSON): pasted unchanged it runs, reading those values from
-    the data without privacy, each said; replacing each ``"data"`` with public knowledge avoids
-    the read. Reads the data only to classify them, like the checks it anticipates."""
+    """Every column that needs a decision, in one :class:`DataValidationError`: columns that
+    look like a person's identifier (:func:`~pgm_dp.prepare.persons.person_reason`; always:
+    ``drop_identifiers`` does not drop them, as dropping changes what the budget protects),
+    identifier-like columns (unless ``drop_identifiers``), text columns without categories
+    (unless ``categories='data'``), numeric columns without bins or bounds (unless
+    ``bounds='data'``). The message ends with a spec that decides them all (``spec`` plus
+    ``"person"``, ``"drop"`` and ``"data"`` entries, one line of JSON): pasted unchanged it
+    runs, reading those values from the data without privacy, each said; replacing each
+    ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
+    like the checks it anticipates."""
     entries = parse_spec(df, spec)
-    found, cats, bounds, add = [], [], [], {}
+    persons = _persons(df, {n: entries.get(n, {}) for n in df.columns})
+    found, cats, bounds, add = [], [], [], {n: PERSON for n, _ in persons}
     for name in df.columns:
         entry = entries.get(name, {})
-        if entry.get("drop"):
+        if entry.get("drop") or entry.get(PERSON) or name in add:
             continue
         reason = _identifier(df[name], name, entry, opts)
         if reason is not None:
@@ -339,7 +391,8 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
                 add[name] = {"categories": "data"}
     if not add:
         return
-    parts = [_identifier_message(found)] if found else []
+    parts = [_person_message(persons)] if persons else []
+    parts += [_identifier_message(found)] if found else []
     parts += [f"column {n!r} needs declared categories" for n in cats]
     parts += [f"numeric column {n!r} needs public bounds or bins" for n in bounds]
     if cats:

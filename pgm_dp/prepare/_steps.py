@@ -1,7 +1,9 @@
 """The private steps of :func:`pgm_dp.prepare.prepare_plan`: the budget split between private
 quantiles and the one-way release, every charge checked on a copy of the accountant before
 the first, the bins drawn at private quantiles, the one-way release, the missing state folded
-away and rare states merged (McKenna et al. 2021, MST's ``compress_domain``)."""
+away and rare states merged (McKenna et al. 2021, MST's ``compress_domain``). Both private
+steps take their sensitivity times ``K``, the options' ``max_records_per_person``
+(:mod:`pgm_dp.prepare.persons`)."""
 
 from __future__ import annotations
 
@@ -87,14 +89,14 @@ def precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
         ) from None
 
 
-def _one_way(df, plans, b_m, mechanism, gen, acc) -> NoisyMarginals:
+def _one_way(df, plans, b_m, mechanism, gen, acc, k: int) -> NoisyMarginals:
     names = [p.name for p in plans]
     full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
     cliques = [(n,) for n in names]
     codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
     rel = release_marginals(
         codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
-        accountant=acc, what="prepare: one-way marginals",
+        accountant=acc, what="prepare: one-way marginals", max_records_per_person=k,
     )  # fmt: skip
     return replace(rel, domain=full)
 
@@ -141,10 +143,11 @@ def spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginal
     """The private steps, in order: bins at private quantiles, then the one-way release and
     the merging of rare states (MST)."""
     b_col, b_m, mechanism = steps
-    plans = [_edges(d, b_col, opts.grid, gen, acc) for d in drafts]
+    k = opts.max_records_per_person
+    plans = [_edges(d, b_col, opts.grid, gen, acc, k) for d in drafts]
     if b_m is None:
         return plans, None
-    one_way = _one_way(df, plans, b_m, mechanism, gen, acc)
+    one_way = _one_way(df, plans, b_m, mechanism, gen, acc, k)
     plans, one_way = _fold_missing(plans, one_way, opts.threshold, notes)
     plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
     notes.append("the number of records is not released: estimated from the noisy one-way tables")
@@ -157,13 +160,13 @@ def spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginal
     return plans, one_way
 
 
-def _edges(d, b_col, grid, gen, acc) -> ColumnPlan:
+def _edges(d, b_col, grid, gen, acc, k: int) -> ColumnPlan:
     """The column's plan, its edges drawn at private quantiles when still open."""
     if d.values is None:
         return d.plan
     edges = quantile_edges(
         d.values, d.n_bins, d.bounds, budget=b_col, grid=grid, rng=gen, accountant=acc,
-        what=f"prepare: quantile of {d.plan.name!r} at",
+        what=f"prepare: quantile of {d.plan.name!r} at", max_records_per_person=k,
     )  # fmt: skip
     return ColumnPlan.numeric(
         d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,

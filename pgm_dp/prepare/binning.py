@@ -23,6 +23,9 @@ whose sensitivity is 1 under add/remove-one and replace-one neighbours (the coun
 most 1, ``q n`` by ``q <= 1``). ``c`` is drawn with probability ``∝ exp(ε u(c) / 2)`` by
 :func:`pgm_dp.privacy.exponential_mechanism` (exact, on lattice-rounded utilities, which
 multiplies the sensitivity by ``1 + 2^-20``), which charges the accountant ``ε`` per quantile.
+When one person owns up to ``K`` of the values (``max_records_per_person``,
+:mod:`pgm_dp.prepare.persons`), the count moves by at most ``K`` and ``q n`` by ``q K``: the
+sensitivity is ``K`` and ``c`` is drawn ``∝ exp(ε u(c) / (2K))``.
 ``m`` quantiles of one column cost ``m ε`` (basic composition) or, under a zCDP budget
 ``ρ``, ``ε = sqrt(2ρ/m)`` each (``ε``-DP is ``ε²/2``-zCDP, Bun & Steinke 2016 Prop. 1.4).
 
@@ -51,6 +54,7 @@ import numpy as np
 from ..errors import DataValidationError, DomainError
 from ..privacy import ZCDP, Accountant, PureDP, exponential_mechanism
 from ..privacy.budget import Budget, require_budget
+from ..privacy.release import check_records_per_person
 from ..rng import RngLike, as_generator
 
 __all__ = [
@@ -170,6 +174,7 @@ def private_quantiles(
     rng: RngLike = None,
     accountant: Accountant | None = None,
     what: str = "quantile",
+    max_records_per_person: int = 1,
 ) -> np.ndarray:
     """Each quantile ``q`` of ``values`` (clamped to ``bounds``) by Smith's exponential mechanism
     on the public grid ``lo + j (hi - lo) / grid``, ``j = 1..grid-1`` (module docstring).
@@ -177,7 +182,8 @@ def private_quantiles(
     ``budget`` is the ``PureDP`` cost of **each** quantile (see :func:`per_quantile_budget`);
     the accountant is charged once per quantile. Everything is checked, and the accountant's
     room for all the charges too, before the first charge. Returns the chosen points in the
-    order of ``quantiles`` (not sorted; they are independent draws).
+    order of ``quantiles`` (not sorted; they are independent draws). With
+    ``max_records_per_person=K`` the utility's sensitivity is ``K`` (module docstring).
     """
     lo, hi = check_bounds(bounds, what)
     g = _check_count(grid, "grid", MAX_GRID)
@@ -187,6 +193,7 @@ def private_quantiles(
     if not qs or any(not 0 < q < 1 for q in qs):
         raise DomainError(f"quantiles must be a non-empty list in (0, 1), got {list(quantiles)}")
     require_budget(budget, PureDP, f"each quantile needs a PureDP budget, got {budget!r}")
+    sens = float(check_records_per_person(max_records_per_person))
     x = _clean_values(values, lo, hi)
     candidates = lo + (hi - lo) * np.arange(1, g) / g
     if accountant is not None:
@@ -196,7 +203,7 @@ def private_quantiles(
     for i, q in enumerate(qs):
         u = quantile_utility(x, candidates, q)
         j = exponential_mechanism(
-            u, sensitivity=1.0, budget=budget, rng=gen, accountant=accountant, what=f"{what} {q:g}"
+            u, sensitivity=sens, budget=budget, rng=gen, accountant=accountant, what=f"{what} {q:g}"
         )
         out[i] = candidates[j]
     return out
@@ -217,18 +224,21 @@ def quantile_edges(
     rng: np.random.Generator,
     accountant: Accountant | None,
     what: str,
+    max_records_per_person: int = 1,
 ) -> tuple[float, ...]:
     """Edges of ``n_bins`` roughly equal-count bins: ``lo``, the private quantiles
     ``1/n_bins, ..., (n_bins-1)/n_bins`` (sorted, repeats removed) and ``hi``. The column's
-    whole ``budget`` (PureDP or ZCDP) is split evenly over the ``n_bins - 1`` quantiles."""
+    whole ``budget`` (PureDP or ZCDP) is split evenly over the ``n_bins - 1`` quantiles;
+    ``max_records_per_person``: as :func:`private_quantiles`'."""
     lo, hi = bounds
     if n_bins == 1:
         return (lo, hi)
     each = per_quantile_budget(budget, n_bins - 1)
     qs = [i / n_bins for i in range(1, n_bins)]
     pts = private_quantiles(
-        values, qs, bounds, budget=each, grid=grid, rng=rng, accountant=accountant, what=what
-    )
+        values, qs, bounds, budget=each, grid=grid, rng=rng, accountant=accountant, what=what,
+        max_records_per_person=max_records_per_person,
+    )  # fmt: skip
     inner = sorted({float(p) for p in pts if lo < p < hi})
     return (lo, *inner, hi)
 

@@ -12,6 +12,10 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   integers, strings with ``>= identifier_fraction * n`` distinct values) is refused with a
   :class:`~pgm_dp.errors.DataValidationError` naming it, or dropped with a note when
   ``drop_identifiers=True``.
+* **Persons.** A column declared ``"person"`` in ``spec`` identifies a person with several
+  rows (:mod:`pgm_dp.prepare.persons`): at most ``max_records_per_person`` rows of each are
+  kept first, every sensitivity is that many times one record's, and the column is not
+  prepared. An undeclared column that looks like one (``person_reason``) is refused.
 * **Categorical columns** use the categories declared in ``spec`` (``{"sex": ["F", "M"]}``).
   ``categories="data"`` reads undeclared ones from the data (non-private; one
   :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
@@ -90,6 +94,7 @@ from ..domain import Domain
 from ..errors import (
     DataValidationError,
     DomainError,
+    PrivacyParameterError,
 )
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
@@ -103,9 +108,11 @@ from ._spec import (
     keep_columns,
     make_options,
     parse_spec,
+    person_of,
 )
 from ._steps import precheck, private_steps, spend, spent
 from .columns import ColumnPlan
+from .persons import PERSON, bound_records, privacy_unit
 
 __all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
 
@@ -120,7 +127,8 @@ class Preparation:
     :class:`ColumnPlan` each, in the table's order), ``dropped`` identifier columns,
     ``nonprivate_reads`` and ``notes`` (printed by :meth:`report`), the ``charges`` made and
     ``budget_spent`` (``None`` when nothing private ran), ``one_way`` (the noisy one-way
-    marginals on :attr:`full_domain`, or ``None``)."""
+    marginals on :attr:`full_domain`, or ``None``), the ``person`` column (``None``: none
+    declared) and ``max_records_per_person`` kept of each (:mod:`pgm_dp.prepare.persons`)."""
 
     columns: tuple[ColumnPlan, ...]
     dropped: tuple[Hashable, ...] = ()
@@ -129,6 +137,14 @@ class Preparation:
     charges: tuple[Charge, ...] = ()
     budget_spent: Budget | None = None
     one_way: NoisyMarginals | None = None
+    person: Hashable | None = None
+    max_records_per_person: int = 1
+
+    @property
+    def privacy_unit(self) -> str:
+        """What the budget spent protects: ``"record"`` or ``"person (column 'id') with at
+        most 3 records"`` (:func:`~pgm_dp.prepare.persons.privacy_unit`)."""
+        return privacy_unit(self.person, self.max_records_per_person)
 
     @property
     def names(self) -> tuple[Hashable, ...]:
@@ -254,7 +270,7 @@ class Preparation:
         if self.budget_spent is None:
             lines.append("Privacy budget spent: none")
         else:
-            lines.append(f"Privacy budget spent: {self.budget_spent}")
+            lines.append(f"Privacy budget spent: {self.budget_spent} per {self.privacy_unit}")
             lines.extend(f"  - {ch.what}: {ch.mechanism}, {ch.cost}" for ch in self.charges)
         return "\n".join(lines)
 
@@ -267,8 +283,11 @@ class Preparation:
         (public or at private quantiles: post-processing), ``"drop"`` for dropped columns.
         A column with anything read from the data without privacy keeps the mark
         ``"from_data": true``, so that the plan made from the spec lists the read again.
-        Rare states are merged anew by the next plan's one-way release."""
+        Rare states are merged anew by the next plan's one-way release. The person column is
+        ``"person"`` (its ``max_records_per_person`` is an option, not part of the spec)."""
         spec: dict = {str(d) if not isinstance(d, int) else d: "drop" for d in self.dropped}
+        if self.person is not None:
+            spec[self.person] = PERSON
         for c in self.columns:
             if c.kind == "numeric":
                 entry = {"bins": list(c.edges), "clip": c.clip}
@@ -293,6 +312,9 @@ class Preparation:
             "charges": [{**asdict(ch), "cost": _budget_dict(ch.cost)} for ch in self.charges],
             "budget_spent": None if self.budget_spent is None else _budget_dict(self.budget_spent),
             "one_way": None if self.one_way is None else json.loads(self.one_way.to_json()),
+            "person": self.person,
+            "max_records_per_person": self.max_records_per_person,
+            "privacy_unit": self.privacy_unit,
         }
         return json.dumps(doc, allow_nan=False)
 
@@ -311,6 +333,8 @@ class Preparation:
             charges=tuple(Charge(**{**c, "cost": _budget_of(c["cost"])}) for c in d["charges"]),
             budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
             one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
+            person=d.get("person"),
+            max_records_per_person=d.get("max_records_per_person", 1),
         )
 
 
@@ -343,6 +367,7 @@ def prepare_plan(
     threshold: float = 3.0,
     max_states: int = 1000,
     identifier_fraction: float = 0.5,
+    max_records_per_person: int = 1,
 ) -> Preparation:
     """Plan how ``df`` (a pandas DataFrame, never modified) becomes discrete codes; see the
     module docstring. ``spec``: ``{column: [categories] | {"categories"|"bins"|"bounds"|
@@ -353,11 +378,16 @@ def prepare_plan(
     deviations. ``n_bins``: private-quantile bins of a numeric column given only bounds;
     ``grid``: candidate quantiles per column; ``max_states``: most states of a column.
     ``rng``: ``None`` for a real release (ChaCha20, OS-keyed); seeds are for tests.
+    A column that ``spec`` declares ``"person"`` is the person column
+    (:mod:`pgm_dp.prepare.persons`): at most ``max_records_per_person`` (``K``) rows of each
+    person are kept, drawn with ``rng``, before anything is read; it is not prepared; the
+    sensitivities of the private steps are ``K`` times those of one record.
     Every input error is raised before the budget is touched.
     """
     kw = dict(
         quantile_share=quantile_share, threshold=threshold, identifier_fraction=identifier_fraction,
         max_states=max_states, n_bins=n_bins, grid=grid,
+        max_records_per_person=max_records_per_person,
     )  # fmt: skip
     opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
     df = check_frame(df)
@@ -366,6 +396,8 @@ def prepare_plan(
     check_accountant(accountant)
     decisions_needed(df, spec, opts)  # every undecided column in one message
     entries = parse_spec(df, spec)
+    person, gen = person_of(entries), as_generator(rng)
+    df = _bounded(df, person, opts.max_records_per_person, gen)
     reads: list[str] = []
     notes: list[str] = []
     names, dropped = keep_columns(df, entries, opts, reads, notes)
@@ -384,13 +416,26 @@ def prepare_plan(
             stacklevel=2,
         )
     start = 0 if acc is None else len(acc.charges)
-    plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, as_generator(rng), acc, notes)
+    plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, gen, acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
     return Preparation(
         columns=tuple(plans), dropped=dropped, nonprivate_reads=tuple(reads),
         notes=tuple(notes), charges=charges, budget_spent=spent(budget, charges),
-        one_way=one_way,
+        one_way=one_way, person=person, max_records_per_person=opts.max_records_per_person,
     )  # fmt: skip
+
+
+def _bounded(df: pd.DataFrame, person, k: int, gen) -> pd.DataFrame:
+    """``df`` with at most ``k`` rows per ``person`` (:func:`~.persons.bound_records`); ``df``
+    itself without a person column, where ``k`` must be 1."""
+    if person is None:
+        if k != 1:
+            raise PrivacyParameterError(
+                f"max_records_per_person={k} needs a person column: declare it (spec "
+                "{column: 'person'}) so that at most that many records of each are kept"
+            )
+        return df
+    return bound_records(df, person, k, gen)
 
 
 def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:

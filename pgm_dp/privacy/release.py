@@ -68,7 +68,9 @@ from .measurements import Measurements
 from .mechanisms import perturb
 from .samplers import RngLike, as_generator
 
-__all__ = ["NoisyMarginals", "Measurements", "release_marginals", "MECHANISMS"]
+__all__ = [
+    "NoisyMarginals", "Measurements", "release_marginals", "MECHANISMS", "check_records_per_person",
+]  # fmt: skip
 
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _TOTALS = ("public", "estimate", "private")
@@ -128,6 +130,13 @@ def _sensitivity(mechanism: str, n_cliques: int, per_person: int, neighbouring: 
     return per_person * math.sqrt(n_cliques * factor)
 
 
+def check_records_per_person(k: Any) -> int:
+    """``K``, the most records of one person, checked: an integer ``>= 1``."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise PrivacyParameterError(f"max_records_per_person must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
 def _check_options(
     mechanism, neighbouring, max_records_per_person, weights, total, total_fraction
 ) -> int:
@@ -137,9 +146,7 @@ def _check_options(
     if neighbouring not in ("add_remove", "replace"):
         raise PrivacyParameterError("neighbouring must be 'add_remove' or 'replace'")
     if max_records_per_person is not None:
-        k = max_records_per_person
-        if isinstance(k, bool) or int(k) != k or int(k) < 1:
-            raise PrivacyParameterError(f"max_records_per_person must be an int >= 1, got {k!r}")
+        check_records_per_person(max_records_per_person)
         if weights is not None:
             raise PrivacyParameterError("give weights or max_records_per_person, not both")
     if isinstance(total, str):

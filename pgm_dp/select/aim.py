@@ -30,6 +30,12 @@ estimator inside the loop is ours (:mod:`.estimators`; the paper's is Private-PG
 (:mod:`.schedule`). The number of records is never read from the data: the model's
 counts use ``N`` estimated from the noisy tables unless a public ``total`` is given.
 
+Persons: with ``max_records_per_person=K`` (one person owns at most ``K`` records, bounded
+by the caller, :mod:`pgm_dp.prepare.persons`) every sensitivity is ``K`` times that of one
+record: a measured table's L1 and L2 sensitivity is ``K`` (the ``K`` records may share a
+cell), so its noise scale is ``K`` times larger at the same cost, and the quality score moves
+by at most ``K max_r w_r``; the expected noise the scores subtract grows with it.
+
 Privacy: the round costs are chosen adaptively (annealing reads the noisy estimates) and
 never add up to more than the budget, so the run is ``ρ``-zCDP by the zCDP (Rényi)
 filter (Feldman & Zrnic 2021), then ``(ε, δ)``-DP by the CKS conversion when the budget
@@ -55,7 +61,7 @@ from ..privacy.accountant import Accountant, check_accountant
 from ..privacy.argmax import exponential_mechanism
 from ..privacy.budget import Budget, PureDP, budget_of, notion_type, require_budget
 from ..privacy.measurements import Measurements
-from ..privacy.release import NoisyMarginals, release_marginals
+from ..privacy.release import NoisyMarginals, check_records_per_person, release_marginals
 from ..rng import RngLike, as_generator
 from ..tables import contingency_table
 from .estimators import NaiveMLEEstimator, call_estimator, merged_release
@@ -105,12 +111,14 @@ class ScoredRound:
     Sec. 5's error bounds, :mod:`~pgm_dp.select.bounds`): ``model``, the estimate
     ``p̂_{T-1}`` the scores compared with, ``total``, the ``N`` its counts used,
     ``candidates``, ``{r: w_r}`` over the candidates ``C_T`` that passed the size limit, and
-    ``noise_bias``, the ``E|noise|`` per cell the scores subtracted."""
+    ``noise_bias``, the ``E|noise|`` per cell the scores subtracted; ``records_per_person``,
+    the ``K`` that multiplied the score's sensitivity."""
 
     model: Any
     total: float
     candidates: Mapping[Clique, float]
     noise_bias: float
+    records_per_person: int = 1
 
 
 @dataclass(frozen=True)
@@ -170,10 +178,13 @@ def select_marginal(
     rng: RngLike = None,
     accountant: Accountant | None = None,
     what: str = "aim: select",
+    records_per_person: int = 1,
 ) -> Clique:
     """AIM's selection step: the exponential mechanism with ``epsilon`` on
     ``q_r = w_r (||answers[r] - estimates[r]||_1 - noise_bias · n_r)``, sensitivity
-    ``max_r w_r`` (``w_r = candidates[r]``; counts, not frequencies). The accountant is
+    ``K max_r w_r`` (``w_r = candidates[r]``; counts, not frequencies; ``K`` the
+    ``records_per_person``: ``K`` records move ``||answers[r] - estimates[r]||_1`` by at most
+    ``K``). The accountant is
     charged ``ε² / 8`` zCDP (``notion="zcdp"``) or ``ε`` (``"pure"``) before the draw
     (``selection_cost`` of :func:`~pgm_dp.privacy.budget.notion_type`)."""
     keys = list(candidates)
@@ -183,7 +194,7 @@ def select_marginal(
             for r in keys
         ]
     )
-    sens = max(candidates[r] for r in keys)
+    sens = records_per_person * max(candidates[r] for r in keys)
     pure = PureDP(epsilon)
     unit = notion_type(notion)
     if not unit.is_pure:  # charged here; under pure DP the mechanism charges its own ε
@@ -237,6 +248,7 @@ def _measure(state: _State, cliques: list[Clique], cost: float, rnd: int) -> Non
         accountant=state.accountant,
         total="estimate",
         what=f"aim round {rnd}: measure",
+        max_records_per_person=s["k"],
     )
     state.measurements = rel if state.measurements is None else state.measurements.append(rel)
     state.used += Fraction(cost * k)  # the float charged, exactly
@@ -249,6 +261,7 @@ def _estimate(state: _State, final: bool = False) -> None:
         budget=s["budget"],
         mechanism=s["mechanism"],
         total=s["total"],
+        sensitivity=s["k"],
     )
     state.model = call_estimator(s["estimator"], state.release, s["domain"], state.model, final)
 
@@ -267,7 +280,7 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     small = filter_candidates(s["candidates"], s["domain"], state.release.cliques, limit)
     bias = sched.expected_abs_noise(measure)
     eps = sched.selection_epsilon(select)
-    state.scored = ScoredRound(state.model, state.release.total, small, bias)
+    state.scored = ScoredRound(state.model, state.release.total, small, bias, s["k"])
     clique = select_marginal(
         small,
         s["answers"],
@@ -278,6 +291,7 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
         rng=state.gen,
         accountant=state.accountant,
         what=f"aim round {t}: select",
+        records_per_person=s["k"],
     )
     state.used += Fraction(select)
     before = _counts(state, [clique])[clique]
@@ -338,6 +352,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
         )
     check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
+    k = check_records_per_person(options["max_records_per_person"])
     codes = domain.encode(data)  # DataValidationError before any charge
     cost = budget_of(notion, amount)
     if accountant is not None:
@@ -353,9 +368,10 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
         estimator=estimator,
         candidates=candidates,
         one_way=one_way,
-        schedule=Schedule(notion, amount, rounds),
+        schedule=Schedule(notion, amount, rounds, k),
         cost=cost,
         measured=measured,
+        k=k,
     )
 
 
@@ -406,6 +422,7 @@ def aim(
     total: float | None = None,
     progress: bool = False,
     measured: Measurements | None = None,
+    max_records_per_person: int = 1,
 ) -> AIMResult:
     """Run AIM (module docstring) on ``data`` over the public ``domain``.
 
@@ -420,10 +437,12 @@ def aim(
     :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
     (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:
-    estimated from the noisy tables). ``accountant`` is checked for the whole budget before
-    the data are read and charged before every draw; the whole budget is spent. Bad input
-    raises a ``ValueError`` subclass before anything is charged. ``rng``: leave ``None``
-    for a real release; a seed makes it reproducible (tests, experiments).
+    estimated from the noisy tables); ``max_records_per_person``: ``K``, the most records of
+    one person in ``data`` (bounded by the caller; module docstring). ``accountant`` is
+    checked for the whole budget before the data are read and charged before every draw;
+    the whole budget is spent. Bad input raises a ``ValueError`` subclass before anything is
+    charged. ``rng``: leave ``None`` for a real release; a seed makes it reproducible (tests,
+    experiments).
     """
     setup = _validate(
         data,
@@ -438,6 +457,7 @@ def aim(
             estimator=estimator,
             max_rounds=max_rounds,
             measured=measured,
+            max_records_per_person=max_records_per_person,
         ),
     )
     codes, sched = setup["codes"], setup["schedule"]

@@ -120,7 +120,8 @@ def _unsupported(result: AIMResult, r: Clique, level: float) -> ErrorBound:
     y_t = np.asarray(result.measurements.tables()[-1], dtype=float)
     noise_t = result.measurements.noise_models()[-1]
     m_t, center = model_marginals(scored.model, [chosen, r])
-    w, sens = scored.candidates, max(scored.candidates.values())
+    w = scored.candidates
+    sens = scored.records_per_person * max(w.values())  # the selection's (aim.select_marginal)
     q_t = w[chosen] * (
         np.abs(y_t - scored.total * m_t).sum()
         + l1_noise_bound(noise_t, y_t.size, fail)

@@ -52,16 +52,18 @@ def merged_release(
     budget: Budget,
     mechanism: str,
     total: float | None = None,
+    sensitivity: float = 1.0,
 ) -> Measurements:
     """All ``measurements`` as one release (module docstring): cliques in the order first
     measured, repeated ones merged (:meth:`~pgm_dp.privacy.Measurements.merged`); ``N``
     estimated unless a public ``total`` is given; ``budget`` is recorded as the release's
-    cost and ``sensitivity`` is 1 (each table was measured on its own, with sensitivity 1)."""
+    cost and ``sensitivity`` that of each table, measured on its own (1, or ``K`` when one
+    person owns up to ``K`` records)."""
     given = total is not None
     return measurements.merged(
         budget=budget,
         mechanism=mechanism,
-        sensitivity=1.0,
+        sensitivity=float(sensitivity),
         total=float(total) if given else measurements.estimated_total(),
         total_source="given" if given else "estimate",
         total_noise=None,

@@ -8,7 +8,10 @@ table and the independent estimate ``n̂_ij = y_i y_j^T / sum(y_j)`` built from 
 one-way tables ``y`` alone; (3) grow a spanning tree (Kruskal) whose ``d - 1`` edges are each
 chosen by the exponential mechanism among the pairs joining two components. ``n̂`` is
 post-processing of step (1), so under add/remove-one neighbours a record changes one cell of
-``n_ij`` by 1 and each score by at most 1: sensitivity 1. The budget (pure ε) is split:
+``n_ij`` by 1 and each score by at most 1: sensitivity 1. When one person owns up to ``K``
+records (``max_records_per_person``, bounded by the caller: :mod:`pgm_dp.prepare.persons`),
+``K`` records move each score by at most ``K`` and each one-way table by ``K`` (L1): every
+sensitivity is ``K``. The budget (pure ε) is split:
 ``one_way_fraction`` for step (1) through :func:`~pgm_dp.privacy.release_marginals`, the
 rest evenly over the ``d - 1`` exponential-mechanism draws; the accountant is checked for
 the whole before the data are read, then charged per step.
@@ -35,7 +38,7 @@ from ..errors import DomainError, PrivacyParameterError
 from ..privacy.accountant import Accountant
 from ..privacy.argmax import exponential_mechanism
 from ..privacy.budget import PureDP, compose, require_budget
-from ..privacy.release import NoisyMarginals, release_marginals
+from ..privacy.release import NoisyMarginals, check_records_per_person, release_marginals
 from ..rng import RngLike, as_generator
 from ..tables import contingency_table
 
@@ -74,6 +77,7 @@ def select_cliques(
     accountant: Accountant | None = None,
     one_way_fraction: float = 0.5,
     candidates: Sequence[tuple[Hashable, Hashable]] | None = None,
+    max_records_per_person: int = 1,
 ) -> Selection:
     """A private spanning tree of pairs (MST, McKenna et al. 2021; see the module doc).
 
@@ -87,6 +91,8 @@ def select_cliques(
         one_way_fraction: The share of ``budget`` spent on the one-way tables.
         candidates: The pairs to choose from (default: all); they must connect every
             variable.
+        max_records_per_person: ``K``, the most records of one person in ``data``: every
+            sensitivity times ``K`` (module doc).
 
     Everything is refused before the accountant is charged: candidates that do not connect
     every variable, a pair table over ``MAX_TABLE_CELLS`` cells. The one-way release
@@ -97,6 +103,7 @@ def select_cliques(
         raise PrivacyParameterError(f"one_way_fraction must be in (0, 1), got {one_way_fraction}")
     domain = Domain.from_dataframe(data) if domain is None else domain
     attrs, pairs = _candidate_pairs(domain, candidates)
+    k = check_records_per_person(max_records_per_person)
     if accountant is not None:
         accountant.check(budget, what="select_cliques")
     codes = domain.encode(data)
@@ -111,6 +118,7 @@ def select_cliques(
         accountant=accountant,
         what="select_cliques: one-way marginals",
         total="estimate",
+        max_records_per_person=k,
     )
     scores = pair_scores(codes, domain, one_way, pairs)
     step = PureDP((budget.epsilon - eps1) / (len(attrs) - 1))
@@ -129,7 +137,7 @@ def select_cliques(
         pick = open_[
             exponential_mechanism(
                 scores[open_],
-                sensitivity=1.0,
+                sensitivity=float(k),
                 budget=step,
                 rng=gen,
                 accountant=accountant,

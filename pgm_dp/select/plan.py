@@ -29,7 +29,9 @@ TARGET_TVD = 0.05
 TRIPLE_CELLS_RATIO = 7.0
 
 
-def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: int) -> int:
+def aim_rounds(
+    n_hat: float, cells: list[int], notion: str, amount: float, d: int, sensitivity: float = 1.0
+) -> int:
     """AIM's ``T`` (:mod:`pgm_dp.workflow`'s docstring): the largest ``T`` whose first
     rounds measure a marginal of the median size in ``cells`` with expected total-variation
     noise at most :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount``
@@ -41,12 +43,14 @@ def aim_rounds(n_hat: float, cells: list[int], notion: str, amount: float, d: in
         notion: ``"pure"`` or ``"zcdp"``, the unit of ``amount``.
         amount: the budget AIM's rounds share.
         d: the number of variables.
+        sensitivity: that of one measured table (``K``, the most records of one person):
+            the noise is that many times larger at the same cost.
 
     >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14), aim_rounds(48842, [100], "pure", 0.1, 14)
     (28, 14)
     """
     n = float(np.median(cells)) if cells else 1.0
-    allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / n  # E|noise| per cell allowed
+    allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / (n * sensitivity)  # E|noise| per unit
     # b = T / (0.9 ε) (pure) or sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho)) (zCDP)
     t = budget_of(notion, amount).split(MEASURE_SHARE).measurements_within(allowed)
     top = ROUNDS_PER_VARIABLE[notion] * d

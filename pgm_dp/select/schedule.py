@@ -1,7 +1,9 @@
 """AIM's budget annealing (McKenna et al. 2022, Sec. 4), in zCDP and in a pure-DP variant.
 
-A round measures one marginal (L2 / L1 sensitivity 1) and selects it with the exponential
-mechanism. The schedule keeps the two costs of the next round, ``(measure, select)``:
+A round measures one marginal (L2 / L1 sensitivity 1, or ``K`` when one person owns up to
+``K`` records: the schedule's ``sensitivity``, which multiplies every noise scale) and selects
+it with the exponential mechanism. The schedule keeps the two costs of the next round,
+``(measure, select)``:
 
 zCDP (the paper's mechanism; reference implementation ``AIM.run``)
     ``T`` rounds planned (``16 d`` by default); the initial costs are ``0.9 ρ / T`` and
@@ -61,12 +63,15 @@ def float_below(x: Fraction | float) -> float:
 @dataclass(frozen=True)
 class Schedule:
     """AIM's annealing plan for a total ``budget`` (``ρ`` for ``"zcdp"``, ``ε`` for
-    ``"pure"``) and ``rounds`` ``T`` (module docstring). The notion's formulas are those of
-    its budget type, ``unit`` (:func:`~pgm_dp.privacy.budget.notion_type`)."""
+    ``"pure"``) and ``rounds`` ``T`` (module docstring); ``sensitivity``: that of one
+    measured table (``K``, the most records of one person; 1 by default). The notion's
+    formulas are those of its budget type, ``unit``
+    (:func:`~pgm_dp.privacy.budget.notion_type`)."""
 
     notion: str
     budget: float
     rounds: int
+    sensitivity: float = 1.0
     unit: type[PureDP] | type[ZCDP] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -107,8 +112,9 @@ class Schedule:
         return costs[0] * self.growth, costs[1] * self.growth
 
     def scale(self, measure: float) -> float:
-        """Noise scale bought by a measurement cost: ``σ = sqrt(1/(2ρ))`` or ``b = 1/ε``."""
-        return self.unit.noise_scale(measure)
+        """Noise scale bought by a measurement cost: ``σ = Δ sqrt(1/(2ρ))`` or ``b = Δ/ε``
+        (``Δ`` the ``sensitivity``)."""
+        return self.sensitivity * self.unit.noise_scale(measure)
 
     def selection_epsilon(self, select: float) -> float:
         """``ε`` of the exponential mechanism: ``sqrt(8 ρ)`` (zCDP; rounded down so that the
