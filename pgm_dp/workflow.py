@@ -70,6 +70,7 @@ from fractions import Fraction
 from typing import Any
 
 from .errors import PrivacyParameterError
+from .prepare._spec import is_drop
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
@@ -191,7 +192,7 @@ def _clique_of(item) -> tuple:
 def _declared_columns(df, spec) -> list:
     """The columns ``spec`` does not mark ``"drop"`` (``drop_identifiers`` may drop more)."""
     items = spec.items() if isinstance(spec, Mapping) else ()
-    drop = {c for c, v in items if isinstance(v, str) and v == "drop"}
+    drop = {c for c, v in items if is_drop(v)}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
 
 

@@ -97,6 +97,7 @@ from ..privacy.budget import Budget
 from ..rng import RngLike, as_generator
 from ._frames import encode_column
 from ._spec import (
+    DROP_FROM_DATA,
     check_frame,
     decisions_needed,
     draft_column,
@@ -264,11 +265,16 @@ class Preparation:
     def to_spec(self) -> dict:
         """The spec that prepares a table as this plan does (``{column: entry}``, JSON types;
         :func:`prepare_plan` and ``--prepare`` read it): declared categories, the bins drawn
-        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns.
-        A column with anything read from the data without privacy keeps the mark
-        ``"from_data": true``, so that the plan made from the spec lists the read again.
+        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns
+        (``{"drop": true, "from_data": true}`` for one dropped as identifier-like, a decision
+        read from the data). A column with anything read from the data without privacy keeps
+        the mark ``"from_data": true``, so that the plan made from the spec lists the read again.
         Rare states are merged anew by the next plan's one-way release."""
-        spec: dict = {str(d) if not isinstance(d, int) else d: "drop" for d in self.dropped}
+        spec: dict = {}
+        for d in self.dropped:
+            spec[str(d) if not isinstance(d, int) else d] = (
+                dict(DROP_FROM_DATA) if self._read_drop(d) else "drop"
+            )
         for c in self.columns:
             if c.kind == "numeric":
                 entry = {"bins": list(c.edges), "clip": c.clip}
@@ -279,6 +285,12 @@ class Preparation:
                 entry["from_data"] = True
             spec[c.name] = entry
         return spec
+
+    def _read_drop(self, name: Hashable) -> bool:
+        """Whether ``name`` was dropped as identifier-like, a read without privacy."""
+        return any(
+            r.startswith(f"{name!r} dropped as identifier-like") for r in self.nonprivate_reads
+        )
 
     def to_json(self) -> str:
         """JSON text of the plan, its charges and its one-way release (exact float round trip);
