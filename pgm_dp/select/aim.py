@@ -367,11 +367,9 @@ def aim(
     guarantee, so a pure budget is never converted. ``workload``: see
     :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
     weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
-    paper's comparisons; whatever it is, no clique of more than
-    :data:`~pgm_dp.inference.triangulation.DEFAULT_MAX_CELLS` cells is selected);
-    ``max_rounds``: ``T`` (default ``16 d``; ``2 d`` in the pure
-    variant); ``estimator``: see :mod:`.estimators` (default
-    :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
+    paper's comparisons; capped by the model's largest table, module doc); ``max_rounds``:
+    ``T`` (default ``16 d``; ``2 d`` in the pure variant); ``estimator``: see
+    :mod:`.estimators` (default :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
     (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:
     estimated from the noisy tables). ``accountant`` is checked for the whole budget before
