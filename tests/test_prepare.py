@@ -400,3 +400,10 @@ def test_report_states_reads_and_charges():
                  "one-way marginals", "number of records is not released"):  # fmt: skip
         assert word in text, word
     assert str(plan) == text
+
+
+def test_an_integer_beyond_float64_in_bins_or_bounds_is_a_domain_error():
+    df = pd.DataFrame({"age": [1.0, 2.0, 3.0] * 10})
+    for entry in ({"bins": [0, 10**400]}, {"bounds": [0, 10**400], "n_bins": 2}):
+        with pytest.raises(DomainError, match="finite"):
+            prepare_plan(df, {"age": entry}, missing=False)

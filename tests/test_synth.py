@@ -3,6 +3,9 @@ table's own values, exact, seeded, the same in chunks as at once, written as CSV
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -194,3 +197,23 @@ def test_the_synthesizer_draws_nothing_from_the_budget(table_fit):
     synth = Synthesizer(table_fit)
     synth.chunk(synth.entropy(0), 0, 10)
     assert table_fit.fit.info == before
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("merged", [0, 99]), ("merged", [3]), ("merged", [2, 1]), ("missing_to", 99),
+     ("missing_to", -1), ("missing_to", 0), ("merged", [0, True])],
+)  # fmt: skip
+def test_sample_refuses_a_plan_with_codes_out_of_range(table_fit, tmp_path, capsys, field, value):
+    """A saved fit's plan with ``merged`` / ``missing_to`` outside its column's states (or
+    ``missing_to`` beside a missing state): refused by ``sample_table`` and ``pgm-dp
+    sample`` with a one-line error, nothing written."""
+    doc = json.loads(table_fit.fit.info["preparation"])
+    doc["columns"][1][field] = value  # city: five categories and '<missing>'
+    info = {**table_fit.fit.info, "preparation": json.dumps(doc)}
+    path = save_fit(replace(table_fit.fit, info=info), tmp_path / "m.npz")
+    with pytest.raises(DataValidationError, match=field):
+        sample_table(path, 10)
+    out = tmp_path / "s.csv"
+    assert main(["sample", str(path), "-n", "10", "--out", str(out)]) == 2
+    assert field in capsys.readouterr().err and not out.exists()

@@ -74,7 +74,10 @@ MAX_GRID = 10**6
 def _finite(x: Any, what: str) -> float:
     if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
         raise DomainError(f"{what} must be a number, got {x!r}")
-    v = float(x)
+    try:
+        v = float(x)
+    except OverflowError:  # an int beyond float64
+        v = math.inf
     if not math.isfinite(v):
         raise DomainError(f"{what} must be finite, got {x!r}")
     return v

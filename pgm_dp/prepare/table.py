@@ -87,10 +87,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
-from ..errors import (
-    DataValidationError,
-    DomainError,
-)
+from ..errors import DataValidationError, DomainError, reading
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget
@@ -310,29 +307,68 @@ class Preparation:
 
     @classmethod
     def from_json(cls, text: str) -> Preparation:
-        """Inverse of :meth:`to_json`."""
-        d = json.loads(text)
-        if d.get("format") != "pgm_dp.Preparation":
-            raise DataValidationError("not a pgm_dp.Preparation JSON document")
-        one_way = d["one_way"]
-        return cls(
-            columns=tuple(ColumnPlan.from_dict(c) for c in d["columns"]),
-            dropped=tuple(d["dropped"]),
-            nonprivate_reads=tuple(d["nonprivate_reads"]),
-            notes=tuple(d["notes"]),
-            charges=tuple(Charge(**{**c, "cost": _budget_of(c["cost"])}) for c in d["charges"]),
-            budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
-            one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
-        )
+        """Inverse of :meth:`to_json`. A saved plan may come from anywhere: every field is
+        checked, and anything malformed raises :class:`DataValidationError` (or
+        :class:`DomainError`), never a bare ``TypeError``."""
+        with reading("plan (pgm_dp.Preparation JSON)"):
+            d = json.loads(text)
+            if not isinstance(d, dict) or d.get("format") != "pgm_dp.Preparation":
+                raise DataValidationError("not a pgm_dp.Preparation JSON document")
+            columns = tuple(ColumnPlan.from_dict(c) for c in _list(d, "columns"))
+            one_way = d["one_way"]
+            plan = cls(
+                columns=columns,
+                dropped=tuple(_list(d, "dropped", (str, int))),
+                nonprivate_reads=tuple(_list(d, "nonprivate_reads", (str,))),
+                notes=tuple(_list(d, "notes", (str,))),
+                charges=tuple(_charge(c) for c in _list(d, "charges")),
+                budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
+                one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
+            )
+            names = plan.names
+            if not names or len(set(names)) < len(names):
+                raise DataValidationError("a plan needs columns with distinct names")
+            if one_way is not None and plan.one_way.domain != plan.full_domain:
+                raise DataValidationError("the plan's one-way release is not on its columns")
+            return plan
+
+
+def _list(d: dict, key: str, types: tuple = ()) -> list:
+    """``d[key]``, a list (of ``types``, when given; never bools)."""
+    v = d[key]
+    if not isinstance(v, list) or (
+        types and any(isinstance(x, bool) or not isinstance(x, types) for x in v)
+    ):
+        raise DataValidationError(f"{key} must be a list, got {v!r:.60}")
+    return v
+
+
+def _charge(c: Any) -> Charge:
+    if not isinstance(c, dict) or set(c) != {"what", "mechanism", "scale", "cost"}:
+        raise DataValidationError(f"a charge must have what, mechanism, scale, cost: {c!r:.60}")
+    scale = c["scale"]
+    if not isinstance(c["what"], str) or not isinstance(c["mechanism"], str):
+        raise DataValidationError("a charge's what and mechanism must be text")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)):
+        raise DataValidationError(f"a charge's scale must be a number, got {scale!r:.40}")
+    return Charge(c["what"], c["mechanism"], scale, _budget_of(c["cost"]))
 
 
 def _budget_dict(b: Budget) -> dict:
     return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
 
 
-def _budget_of(d: dict) -> Budget:
-    kinds = {"PureDP": PureDP, "ZCDP": ZCDP}
-    return kinds[d["type"]](**{k: v for k, v in d.items() if k != "type"})
+def _budget_of(d: Any) -> Budget:
+    kinds = {"PureDP": (PureDP, "epsilon"), "ZCDP": (ZCDP, "rho")}
+    kind = (
+        kinds.get(d.get("type")) if isinstance(d, dict) and isinstance(d.get("type"), str) else None
+    )
+    if kind is None or set(d) != {"type", kind[1]}:
+        raise DataValidationError(f"a budget must be PureDP or ZCDP, got {d!r:.60}")
+    amount = d[kind[1]]
+    if isinstance(amount, bool) or not isinstance(amount, int | float):
+        raise DataValidationError(f"a budget's {kind[1]} must be a number, got {amount!r:.40}")
+    return kind[0](amount)
 
 
 def prepare_plan(
