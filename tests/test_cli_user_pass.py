@@ -294,9 +294,9 @@ def fitted(csv, tmp_path_factory):
 
 @pytest.mark.slow
 def test_fit_samples_have_no_missing_values_and_the_plan_reads_back(fitted, csv, capsys):
-    from pgm_dp.workflow import sample_fit
+    from pgm_dp.synth import sample_table
 
-    rows = sample_fit(fitted / "m.npz", 2000, rng=0)
+    rows = sample_table(fitted / "m.npz", 2000, rng=0)
     assert not rows.isna().any().any()
     plan = Preparation.from_json((fitted / "plan.json").read_text())
     assert not any(c.missing for c in plan.columns)  # folded: the table has no missing value

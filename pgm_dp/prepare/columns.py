@@ -277,17 +277,38 @@ class ColumnPlan:
             out[is_rare] = gen.choice(merged, size=int(is_rare.sum()), p=weights)
         return out
 
-    def values(self, full: np.ndarray, numeric: str = "interval") -> np.ndarray:
-        """The user's values of full codes: categories (``"<other>"`` kept as is), interval
-        labels or, with ``numeric="midpoint"``, bin midpoints; missing as ``NaN``."""
-        if self.kind == "numeric" and numeric == "midpoint":
-            table = np.append(bin_midpoints(self.edges), np.nan)
-        else:
-            table = np.array(list(self.states) + [np.nan], dtype=object)
-            if self.missing:
-                table[len(self.states) - 1] = np.nan
-        miss = full == len(self.states) - 1 if self.missing else np.zeros(full.shape, bool)
-        return table[np.where(miss, len(table) - 1, full)]
+    def decode(
+        self, full: np.ndarray, numbers: str = "interval", within: np.ndarray | None = None
+    ) -> pd.Categorical | np.ndarray:
+        """The user's values of full codes: the one decoder of records (synthetic ones,
+        :mod:`pgm_dp.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
+
+        A categorical column, and a binned one with ``numbers="interval"``, gives a
+        ``pandas.Categorical`` whose categories are the column's labels as declared, each
+        of its own Python type (integers stay integers, booleans booleans), then
+        ``"<other>"`` when the column has it; a binned column's labels are its intervals
+        ``"[a, b)"``. ``numbers="midpoint"`` gives the bins' midpoints and ``"uniform"`` the
+        number ``a + u (b - a)`` of each bin ``[a, b)`` for the uniforms ``within`` (float64
+        either way, never above ``b``). The ``"<missing>"`` state is a missing value (a
+        missing category, ``NaN``).
+
+        Args:
+            full: full codes (``0..len(states) - 1``).
+            numbers: ``"interval"``, ``"midpoint"`` or ``"uniform"`` (binned columns only).
+            within: one uniform in ``[0, 1)`` per code, for ``numbers="uniform"``.
+        """
+        miss = full == len(self.states) - 1 if self.missing else None
+        if self.kind == "numeric" and numbers != "interval":
+            e = np.asarray(self.edges, dtype=np.float64)
+            b = np.minimum(full, len(e) - 2)
+            if numbers == "uniform":
+                x = np.minimum(e[b] + within * (e[b + 1] - e[b]), e[b + 1])
+            else:
+                x = bin_midpoints(e)[b]
+            return np.where(miss, np.nan, x) if miss is not None else x
+        cats = list(self.states[:-1] if self.missing else self.states)
+        codes = np.where(miss, -1, full) if miss is not None else full
+        return pd.Categorical.from_codes(codes, categories=cats)
 
 
 def _code(v: Any, plan: ColumnPlan, what: str) -> int:

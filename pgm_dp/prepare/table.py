@@ -48,9 +48,11 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   counts (``expand="noisy"``). The noisy one-way tables are returned (``plan.one_way``, and
   on the compressed domain :meth:`~Preparation.compressed_measurements`) for a fit to reuse.
 
-Decoding: categories come back as declared; binned numbers as interval labels ``"[20, 30)"``
-(``numeric="interval"``, the default: the honest answer, since only the bin was modelled) or
-as the bins' midpoints (``numeric="midpoint"``); ``"<missing>"`` as ``NaN``.
+Decoding (:meth:`ColumnPlan.decode`, the decoder of synthetic records too): categories come
+back as declared, in ``category`` columns (integers stay integers); binned numbers as interval
+labels ``"[20, 30)"`` (``numeric="interval"``, the default: the honest answer, since only the
+bin was modelled) or as the bins' midpoints (``numeric="midpoint"``, float64); ``"<missing>"``
+as a missing value.
 
 Privacy: the budget (``PureDP`` or ``ZCDP``) is spent only on private quantiles and the
 one-way release, ``quantile_share`` of it on the quantiles when both run. Everything, including
@@ -171,7 +173,9 @@ class Preparation:
     ) -> pd.DataFrame:
         """The user's values of codes on :attr:`domain` (a DataFrame with the plan's columns
         or an ``(n, d)`` array): see the module docstring for ``expand`` and ``numeric``.
-        ``rng`` draws the states of ``"<rare>"`` records."""
+        ``rng`` draws the states of ``"<rare>"`` records. Decoded as synthetic records are
+        (:meth:`ColumnPlan.decode`): ``category`` columns of the declared labels, float64
+        midpoints."""
         if expand not in ("uniform", "noisy"):
             raise DomainError(f"expand must be 'uniform' or 'noisy', got {expand!r}")
         if numeric not in ("interval", "midpoint"):
@@ -181,9 +185,9 @@ class Preparation:
         out = {}
         for j, c in enumerate(self.columns):
             weights = self._expand_weights(c) if expand == "noisy" else None
-            out[c.name] = c.values(c.expand(arr[:, j], gen, weights), numeric)
+            out[c.name] = c.decode(c.expand(arr[:, j], gen, weights), numeric)
         index = codes.index if isinstance(codes, pd.DataFrame) else None
-        return pd.DataFrame(out, index=index, columns=list(self.names)).infer_objects()
+        return pd.DataFrame(out, index=index, columns=list(self.names))
 
     def _codes(self, codes: Any) -> np.ndarray:
         """Validated ``(n, d)`` codes: integer columns are codes, ``category`` columns (as from
