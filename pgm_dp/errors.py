@@ -6,6 +6,9 @@ Every error about bad input is a :class:`ValueError` subclass so that callers ca
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "PgmDpError",
     "DomainError",
@@ -15,6 +18,7 @@ __all__ = [
     "BudgetExceededError",
     "ConvergenceWarning",
     "require_extra",
+    "reading",
 ]
 
 
@@ -54,3 +58,36 @@ def require_extra(module: str, extra: str, what: str) -> None:
 
     if importlib.util.find_spec(module) is None:
         raise ImportError(f"{what} needs {module}: pip install 'pgm-dp[{extra}]'")
+
+
+#: What parsing a malformed document may raise (wrong types, missing keys, numbers too large
+#: for their array, NaN or inf where a count belongs, nesting too deep).
+_MALFORMED = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    ZeroDivisionError,
+    RecursionError,
+)
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Read ``what`` (a saved document: a release, a plan) inside this block: whatever a
+    malformed document raises there becomes a :class:`DataValidationError` naming ``what``
+    (a :class:`PgmDpError` passes unchanged), so that a crafted file never escapes as a bare
+    ``TypeError`` or ``OverflowError``. The message quotes the parser's, never a record: a
+    document holds released values only.
+
+    Args:
+        what: the document's name in the message.
+    """
+    try:
+        yield
+    except PgmDpError:
+        raise
+    except _MALFORMED as err:
+        raise DataValidationError(f"malformed {what}: {type(err).__name__}: {err}"[:300]) from None

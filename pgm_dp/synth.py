@@ -1,6 +1,11 @@
 """Synthetic records from a private fit, in the user's own values: :func:`sample_table`,
 :func:`iter_table`, :func:`write_table` (``pgm-dp sample``) and :func:`sample_dask`.
 
+The one route to records: every entry point (these, :meth:`pgm_dp.workflow.TableFit.sample`
+and ``pgm-dp sample``) builds a :class:`Synthesizer`, which loads the fit's preparation
+(:func:`fit_preparation`), samples and decodes by :meth:`~pgm_dp.prepare.ColumnPlan.decode`,
+so the same seed gives the same records with the same dtypes from each.
+
 A fit of :func:`pgm_dp.workflow.fit_table` (``pgm-dp fit --data``) keeps its preparation,
 which maps the model's codes back to the table's columns. Records are drawn **exactly** from
 the model: forward sampling down its junction tree (:class:`~pgm_dp.inference.sampling.
@@ -8,12 +13,14 @@ ForwardSampler`, exact for any model whose junction tree fits, trees included), 
 decoded:
 
 * a categorical column gives its categories (``"<other>"`` as is), as a pandas
-  ``category`` column; a state merged into ``"<rare>"`` was expanded in the model already
+  ``category`` column whose categories are the labels as declared, each of its own type
+  (integers stay integers): one dtype from every entry point, missing values included; a
+  state merged into ``"<rare>"`` was expanded in the model already
   (:func:`pgm_dp.workflow.expand_model`), so every category is a value of the data's;
 * a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
-  ``"[a, b)"`` (what the model knows, nothing more); ``"uniform"`` a number drawn uniformly
-  within its bin (float64; a synthetic value, not a value of the data); ``"midpoint"`` the
-  bin's midpoint;
+  ``"[a, b)"`` (what the model knows, nothing more; a ``category`` column); ``"uniform"``
+  a number drawn uniformly within its bin (float64; a synthetic value, not a value of the
+  data); ``"midpoint"`` the bin's midpoint (float64);
 * the ``"<missing>"`` state is a missing value (``NaN``, an empty CSV cell), never the text.
   It appears as often as the model gives it mass, no more: a column whose model gives it
   none has none. ``missing="never"`` draws from the model conditioned on no missing value
@@ -44,7 +51,7 @@ from .rng import RngLike, as_generator
 __all__ = [
     "expand_model",
     "full_codes",
-    "sample_fit",
+    "fit_preparation",
     "Synthesizer",
     "sample_table",
     "iter_table",
@@ -67,8 +74,14 @@ BLOCK = 4096
 CHUNK = 32 * BLOCK
 
 
-def _plan_of(fit: Any):
-    """``(model, preparation)`` of a TableFit, a Fit of ``fit_table`` or its ``.npz`` path."""
+def fit_preparation(fit: Any) -> tuple[Any, Any]:
+    """``(model, preparation)`` of a TableFit, a Fit of ``fit_table`` or its ``.npz`` path:
+    the one loader of a fit's preparation (its ``info["preparation"]``, checked by
+    :meth:`~pgm_dp.prepare.Preparation.from_json`).
+
+    Args:
+        fit: a :class:`~pgm_dp.workflow.TableFit`, a :class:`~pgm_dp.learners.Fit` or a path.
+    """
     from .prepare import Preparation
 
     if isinstance(fit, str | os.PathLike):
@@ -125,7 +138,7 @@ class Synthesizer:
             raise DomainError(f"missing must be one of {MISSING_MODES}, got {missing!r}")
         from .inference.sampling import ForwardSampler
 
-        model, plan = _plan_of(fit)
+        model, plan = fit_preparation(fit)
         full = plan.full_domain
         if tuple(model.domain.attributes) != tuple(full.attributes) or tuple(
             model.domain.shape
@@ -167,30 +180,17 @@ class Synthesizer:
         return self.sampler.draw(u[:k]), u[k:]
 
     def chunk(self, entropy: int, start: int, stop: int) -> pd.DataFrame:
-        """Records ``start..stop-1`` of the stream ``entropy``, decoded."""
+        """Records ``start..stop-1`` of the stream ``entropy``, decoded by
+        :meth:`~pgm_dp.prepare.ColumnPlan.decode`."""
         codes, within = self.codes(entropy, start, stop)
-        cols = {}
         numeric = dict(zip(self._numeric, within, strict=True))
-        for j, c in enumerate(self.plan.columns):
-            cols[c.name] = self._decode(c, codes[:, j], numeric.get(j))
+        cols = {
+            c.name: c.decode(codes[:, j], self.numbers, numeric.get(j))
+            for j, c in enumerate(self.plan.columns)
+        }
         out = pd.DataFrame(cols, columns=self.columns)
         out.index = pd.RangeIndex(start, stop)
         return out
-
-    def _decode(self, c, full: np.ndarray, within: np.ndarray | None):
-        miss = full == len(c.states) - 1 if c.missing else None
-        if c.kind == "numeric" and self.numbers != "interval":
-            e = np.asarray(c.edges, dtype=np.float64)
-            b = np.minimum(full, len(e) - 2)
-            if self.numbers == "uniform":
-                x = e[b] + within * (e[b + 1] - e[b])
-                x = np.minimum(x, e[b + 1])  # rounding never leaves the bin
-            else:
-                x = (e[b] + e[b + 1]) / 2
-            return np.where(miss, np.nan, x) if miss is not None else x
-        cats = list(c.states[:-1] if c.missing else c.states)
-        codes = np.where(miss, -1, full) if miss is not None else full
-        return pd.Categorical.from_codes(codes, categories=cats)
 
     def meta(self) -> pd.DataFrame:
         """An empty frame with the records' columns and dtypes."""
@@ -380,27 +380,3 @@ def full_codes(plan, df) -> np.ndarray:
 
     df = check_frame(df)
     return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
-
-
-def _decode_full(plan, codes) -> pd.DataFrame:
-    arr = np.asarray(codes)
-    cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
-    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
-
-
-def sample_fit(fit, n: int, rng: RngLike = None):
-    """``n`` records drawn from a saved fit of :func:`fit_table` (``pgm-dp fit --data``), in
-    the user's own values: the fit keeps its preparation (``fit.info["preparation"]``), which
-    decodes the codes (``"<rare>"`` expanded, bins as intervals, ``"<missing>"`` as NaN).
-
-    ``fit``: a :class:`~pgm_dp.learners.Fit` or the path of its ``.npz`` file."""
-    from .errors import DataValidationError
-    from .io import load
-    from .prepare import Preparation
-
-    if not hasattr(fit, "info"):
-        fit = load(fit)
-    text = getattr(fit, "info", {}).get("preparation")
-    if text is None:
-        raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
-    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))

@@ -74,16 +74,16 @@ from fractions import Fraction
 from typing import Any
 
 from .errors import PrivacyParameterError
+from .prepare._spec import is_drop
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of, require_budget
 from .rng import RngLike, as_generator
 from .select.plan import TARGET_TVD, aim_rounds, default_workload
-from .synth import _decode_full, expand_model, full_codes, sample_fit
+from .synth import expand_model, full_codes, sample_table
 
 __all__ = [
     "TableFit",
     "fit_table",
-    "sample_fit",
     "expand_model",
     "full_codes",
     "aim_rounds",
@@ -132,9 +132,12 @@ class TableFit:
     report: dict
     selection: Any
 
-    def sample(self, n: int, rng: RngLike = None):
-        """``n`` synthetic records in the user's own values (``"<rare>"`` expanded)."""
-        return _decode_full(self.plan, self.fit.model.sample(n, rng=rng))
+    def sample(
+        self, n: int, rng: RngLike = None, *, numbers: str = "interval", missing: str = "model"
+    ):
+        """``n`` synthetic records in the user's own values: :func:`pgm_dp.synth.sample_table`
+        of this fit (the same records for the same seed as every other way to sample it)."""
+        return sample_table(self, n, rng=rng, numbers=numbers, missing=missing)
 
 
 def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
@@ -194,7 +197,7 @@ def _clique_of(item) -> tuple:
 def _declared_columns(df, spec) -> list:
     """The columns that ``spec`` neither drops nor declares the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
-    drop = {c for c, v in items if isinstance(v, str) and v in ("drop", "person")}
+    drop = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == "person")}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
 
 

@@ -70,7 +70,8 @@ def test_every_undecided_column_in_one_refusal_before_jax(csv):
         assert f"'{name}'" in err, name
     assert "'smoker'" not in err  # booleans need no declaration
     spec = _spec_in(err)
-    assert spec["Unnamed: 0"] == "drop" and spec["sex"] == {"categories": "data"}
+    assert spec["Unnamed: 0"] == {"drop": True, "from_data": True}
+    assert spec["sex"] == {"categories": "data"}
     assert spec["income"] == {"bounds": "data"}
 
 
@@ -92,7 +93,7 @@ def test_prepare_writes_a_spec_that_runs_unchanged_and_keeps_its_marks(csv, tmp_
     cap = capsys.readouterr()
     assert "WITHOUT privacy" in cap.err and '"from_data": true' in cap.err
     spec = json.loads(out.read_text())
-    assert spec["Unnamed: 0"] == "drop" and "smoker" not in spec
+    assert spec["Unnamed: 0"] == {"drop": True, "from_data": True} and "smoker" not in spec
     assert spec["children"] == {"categories": [0, 1, 2, 3], "from_data": True}
     assert spec["sex"] == {"categories": ["F", "M"], "from_data": True}
     df = pd.read_csv(csv)
@@ -105,6 +106,33 @@ def test_prepare_writes_a_spec_that_runs_unchanged_and_keeps_its_marks(csv, tmp_
         plan = prepare_plan(df, spec, budget=PureDP(1.0), rng=0)
     assert plan.column("sex").source == "declared"
     assert not any("'sex'" in r for r in plan.nonprivate_reads)
+
+
+def test_a_drop_read_from_the_data_keeps_its_mark_in_every_spec(csv, tmp_path, capsys):
+    """An identifier-like column dropped by a look at the data (``--drop-identifiers``,
+    ``pgm-dp prepare``, the refusal's spec) stays a non-private read in every spec written
+    from it: ``to_spec``, ``--plan-out`` read back by ``--prepare``, ``pgm-dp prepare``."""
+    df = pd.read_csv(csv)
+    declared = {"age": {"bounds": [0, 120]}, "income": {"bins": [0, 5e4, 1e6]},
+                "score": {"bounds": [-5, 5], "n_bins": 4}, "visits": list(range(20)),
+                "children": [0, 1, 2, 3], "sex": ["F", "M"], "health": ["good", "fair"],
+                "region": ["north", "south", "east", "west"]}  # fmt: skip
+    with pytest.warns(NonPrivateWarning):
+        plan = prepare_plan(df, declared, drop_identifiers=True, budget=PureDP(1.0), rng=0)
+    spec = plan.to_spec()
+    assert spec["Unnamed: 0"] == {"drop": True, "from_data": True}
+    with pytest.warns(NonPrivateWarning, match="'Unnamed: 0' dropped as identifier-like"):
+        again = prepare_plan(df, json.loads(json.dumps(spec)), budget=PureDP(1.0), rng=1)
+    assert again.dropped == ("Unnamed: 0",) and again.to_spec()["Unnamed: 0"] == spec["Unnamed: 0"]
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    out = tmp_path / "spec.json"
+    assert main(["prepare", str(csv), "--prepare", str(tmp_path / "plan.json"), "--out",
+                 str(out)]) == 0  # fmt: skip
+    assert json.loads(out.read_text())["Unnamed: 0"] == {"drop": True, "from_data": True}
+    reviewed = {**spec, "Unnamed: 0": "drop"}  # a public decision: no read
+    assert not any("Unnamed" in r for r in prepare_plan(df, reviewed).nonprivate_reads)
+    with pytest.raises(DomainError, match="a drop is"):
+        prepare_plan(df, {**spec, "Unnamed: 0": {"drop": False}})
 
 
 def test_a_plan_is_a_spec_that_prepares_the_table_the_same_way(csv):
@@ -266,9 +294,9 @@ def fitted(csv, tmp_path_factory):
 
 @pytest.mark.slow
 def test_fit_samples_have_no_missing_values_and_the_plan_reads_back(fitted, csv, capsys):
-    from pgm_dp.workflow import sample_fit
+    from pgm_dp.synth import sample_table
 
-    rows = sample_fit(fitted / "m.npz", 2000, rng=0)
+    rows = sample_table(fitted / "m.npz", 2000, rng=0)
     assert not rows.isna().any().any()
     plan = Preparation.from_json((fitted / "plan.json").read_text())
     assert not any(c.missing for c in plan.columns)  # folded: the table has no missing value

@@ -265,3 +265,82 @@ def test_malformed_metadata_is_a_data_validation_error(tmp_path):
     (tmp_path / "r.json").write_text('{"format": "pgm_dp.NoisyMarginals"}')
     with pytest.raises(DataValidationError):
         load(tmp_path / "r.json")
+
+
+# -- crafted documents: a release, a plan ------------------------------------------------------
+_CRAFTED = [None, True, -1, 0, 10**400, 1e308, float("inf"), float("nan"), "x", [], [1, [2]],
+            {"a": {"b": []}}, -(10**30), 2**63, [-1, -2]]  # fmt: skip
+
+
+def _paths(doc, head=()):
+    """Every path into ``doc`` (the first three items of each list)."""
+    yield head
+    items = (
+        doc.items()
+        if isinstance(doc, dict)
+        else enumerate(doc[:3] if isinstance(doc, list) else [])
+    )
+    for k, v in items:
+        yield from _paths(v, (*head, k))
+
+
+def _with(doc, path, value):
+    if not path:
+        return value
+    out = json.loads(json.dumps(doc))
+    inner = out
+    for k in path[:-1]:
+        inner = inner[k]
+    inner[path[-1]] = value
+    return out
+
+
+def _documents():
+    import pandas as pd
+
+    from pgm_dp.prepare import prepare_plan
+
+    df = pd.DataFrame({"sex": ["F", "M", None, "F"] * 50, "age": [23, 41.5, 67, None] * 50})
+    plan = prepare_plan(df, {"sex": ["F", "M"], "age": {"bins": [0, 30, 50, 120]}},
+                        budget=PureDP(1.0), rng=0)  # fmt: skip
+    return {"release": plan.one_way.to_json(), "plan": plan.to_json()}
+
+
+@pytest.mark.parametrize("kind", ["release", "plan"])
+def test_a_crafted_document_raises_a_value_error_of_the_package(kind):
+    """Every field of a saved release or plan replaced by a wrong type, nested junk, a huge
+    or negative number, NaN or inf: each load raises a ``ValueError`` subclass of
+    :mod:`pgm_dp.errors` or loads, never a bare ``TypeError`` / ``OverflowError``."""
+    from pgm_dp.errors import PgmDpError
+    from pgm_dp.prepare import Preparation
+    from pgm_dp.privacy import NoisyMarginals
+
+    read = {"release": NoisyMarginals.from_json, "plan": Preparation.from_json}[kind]
+    doc = json.loads(_documents()[kind])
+    for path in _paths(doc):
+        for value in _CRAFTED:
+            text = json.dumps(_with(doc, path, value))
+            try:
+                read(text)
+            except PgmDpError as err:
+                assert isinstance(err, ValueError), (path, value, err)
+    with pytest.raises(DataValidationError):
+        read("[1, 2")
+
+
+def test_inf_in_a_release_file_is_a_data_validation_error(tmp_path):
+    doc = json.loads(_documents()["release"])
+    doc["noisy"][0][0] = float("inf")  # an integer table
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    from pgm_dp.privacy import NoisyMarginals
+
+    with pytest.raises(DataValidationError, match="malformed release"):
+        NoisyMarginals.from_json(path.read_text())
+    with pytest.raises(DataValidationError):
+        load(path)
+    doc["dtype"][0] = "float64"  # a float table: NaN and inf refused too
+    for value in (float("inf"), float("nan")):
+        doc["noisy"][0][0] = value
+        with pytest.raises(DataValidationError, match="finite"):
+            NoisyMarginals.from_json(json.dumps(doc))

@@ -290,9 +290,9 @@ def test_a_panel_through_prepare_then_fit_prepare(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0 and "per person (column 'id') with at most 2 records" in text
     fit = load(out)
-    from pgm_dp.workflow import sample_fit
+    from pgm_dp.synth import sample_table
 
-    records = sample_fit(fit, 50, rng=0)
+    records = sample_table(fit, 50, rng=0)
     assert "id" not in records.columns and list(records.columns) == ["sex", "region", "income"]
 
 

@@ -3,6 +3,9 @@ table's own values, exact, seeded, the same in chunks as at once, written as CSV
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -194,3 +197,84 @@ def test_the_synthesizer_draws_nothing_from_the_budget(table_fit):
     synth = Synthesizer(table_fit)
     synth.chunk(synth.entropy(0), 0, 10)
     assert table_fit.fit.info == before
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("merged", [0, 99]), ("merged", [3]), ("merged", [2, 1]), ("missing_to", 99),
+     ("missing_to", -1), ("missing_to", 0), ("merged", [0, True])],
+)  # fmt: skip
+def test_sample_refuses_a_plan_with_codes_out_of_range(table_fit, tmp_path, capsys, field, value):
+    """A saved fit's plan with ``merged`` / ``missing_to`` outside its column's states (or
+    ``missing_to`` beside a missing state): refused by ``sample_table`` and ``pgm-dp
+    sample`` with a one-line error, nothing written."""
+    doc = json.loads(table_fit.fit.info["preparation"])
+    doc["columns"][1][field] = value  # city: five categories and '<missing>'
+    info = {**table_fit.fit.info, "preparation": json.dumps(doc)}
+    path = save_fit(replace(table_fit.fit, info=info), tmp_path / "m.npz")
+    with pytest.raises(DataValidationError, match=field):
+        sample_table(path, 10)
+    out = tmp_path / "s.csv"
+    assert main(["sample", str(path), "-n", "10", "--out", str(out)]) == 2
+    assert field in capsys.readouterr().err and not out.exists()
+
+
+def test_every_way_to_get_records_gives_the_same_records_and_dtypes(
+    table_fit, fit_file, tmp_path, capsys
+):
+    """One sampler and one decoder: ``TableFit.sample``, ``sample_table`` of a fit, of its
+    file, ``iter_table`` and a :class:`Synthesizer` give the same records with the same
+    dtypes for the same seed (``category`` columns, float64 numbers drawn within bins);
+    ``write_table`` and ``pgm-dp sample`` write the same file, holding those records."""
+    n, seed = BLOCK + 5, 11
+    for numbers in ("interval", "uniform"):
+        want = sample_table(table_fit, n, rng=seed, numbers=numbers)
+        synth = Synthesizer(fit_file, numbers)
+        ways = {
+            "TableFit.sample": table_fit.sample(n, rng=seed, numbers=numbers),
+            "Fit": sample_table(table_fit.fit, n, rng=seed, numbers=numbers),
+            "file": sample_table(fit_file, n, rng=seed, numbers=numbers),
+            "iter_table": pd.concat(
+                iter_table(fit_file, n, rng=seed, numbers=numbers, chunk_size=BLOCK)
+            ),  # fmt: skip
+            "Synthesizer": synth.chunk(synth.entropy(seed), 0, n),
+        }
+        for name, got in ways.items():
+            pd.testing.assert_frame_equal(got, want, check_index_type=False, obj=name)
+        assert isinstance(want.city.dtype, pd.CategoricalDtype)
+        assert list(want.city.cat.categories) == CITIES
+        if numbers == "uniform":
+            assert want.age.dtype == np.float64
+    out = tmp_path / "cli.csv"
+    argv = ["sample", str(fit_file), "-n", str(n), "--out", str(out), "--seed", str(seed)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    written = write_table(table_fit, n, tmp_path / "py.csv", rng=seed)
+    assert out.read_bytes() == written.read_bytes()
+    back = pd.read_csv(out, keep_default_na=False, na_values=[""])
+    want = sample_table(table_fit, n, rng=seed)
+    for name in want.columns:
+        exp = want[name].astype(object).where(want[name].notna(), None).tolist()
+        assert back[name].astype(object).where(back[name].notna(), None).tolist() == exp
+
+
+def test_the_one_decoder_keeps_each_labels_type_and_missing_values():
+    """:meth:`ColumnPlan.decode`: a ``Categorical`` of the declared labels as they are
+    (integers stay integers, booleans booleans, ``"<other>"`` kept), the missing state a
+    missing value; midpoints and within-bin numbers as float64."""
+    from pgm_dp.prepare import ColumnPlan
+
+    ints = ColumnPlan.categorical("k", (3, 1, 2), "declared", missing=True, other=True)
+    got = ints.decode(np.array([0, 1, 2, 3, 4]))
+    assert isinstance(got, pd.Categorical) and list(got.categories) == [3, 1, 2, "<other>"]
+    assert got.tolist()[:4] == [3, 1, 2, "<other>"] and pd.isna(got[4])
+    assert all(type(v) is int for v in got.tolist()[:3])
+    flags = ColumnPlan.categorical("b", (False, True), "bool", missing=False, other=False)
+    assert flags.decode(np.array([1, 0])).tolist() == [True, False]
+    age = ColumnPlan.numeric("age", (0.0, 10.0, 30.0), "public bins", missing=True)
+    codes = np.array([0, 1, 2])
+    assert age.decode(codes).tolist()[:2] == ["[0, 10)", "[10, 30]"]
+    mid = age.decode(codes, "midpoint")
+    assert mid.dtype == np.float64 and mid[:2].tolist() == [5.0, 20.0] and np.isnan(mid[2])
+    within = age.decode(codes, "uniform", np.array([0.5, 0.25, 0.9]))
+    assert within[:2].tolist() == [5.0, 15.0] and np.isnan(within[2])

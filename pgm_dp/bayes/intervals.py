@@ -11,16 +11,17 @@ super-population's probabilities), at nominal ``level``:
 * any other marginal (*unsupported*): the posterior is conditional on the structure AIM
   selected; where the data have a dependence that structure lacks, the model's marginal
   (``marginal:`` of the posterior, or ``mu(theta)`` of any marginal) is biased, and its
-  intervals cover the model's quantity, not the data's (about half the cells on Adult).
-  The interval is instead the set of tables that AIM's error bound allows
+  intervals cover the model's quantity, not the data's (about half the cells on Adult). The
+  interval is instead the set of tables that AIM's error bound allows
   (:func:`~pgm_dp.select.bounds.aim_error_bounds`, McKenna et al. 2022 Sec. 5, from the
-  exponential mechanism's selection: released quantities only), ``|e_j| <= B_r / (2 N̂)``
-  around the model ``p̂_{T-1}`` that bound is about, intersected with the Fréchet bounds
-  from the posterior intervals of the data's one-way tables: ``max(0, sum_v lo_v - (k-1))
-  <= d_x <= min_v hi_v``. Our choice (the richer-model alternative, a posterior over every
-  workload pair, does not scale): it is conservative, the L1 bound spent on each cell in
-  turn, and covers at least ``level`` whatever the model lacks, up to the Fréchet step's
-  one-way intervals (``docs/bayes.md``).
+  exponential mechanism's selection: released quantities only): the tightest per-cell
+  intervals that every table within ``B_r`` (L1) of the model ``p̂_{T-1}`` that bound is
+  about allows, whatever its sum (:func:`~pgm_dp.select.bounds.bound_intervals`),
+  intersected with the Fréchet bounds from the posterior intervals of the data's one-way
+  tables: ``max(0, sum_v lo_v - (k-1)) <= d_x <= min_v hi_v``. Our choice (the richer-model
+  alternative, a posterior over every workload pair, does not scale): it is conservative,
+  the L1 bound spent on each cell in turn, and covers at least ``level`` whatever the model
+  lacks, up to the Fréchet step's one-way intervals (``docs/bayes.md``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ printed as a note with the way to declare it instead (``--domain``, ``--prepare
 SPEC.json``). A report follows: what was selected, the budget per step, the expected error,
 and a warning when the model explains the measurements worse than the private independent
 model (:mod:`pgm_dp.fit_report`). The saved fit keeps its preparation: it decodes back to
-the original categories (:func:`pgm_dp.workflow.sample_fit`).
+the original categories (``pgm-dp sample``, :func:`pgm_dp.synth.sample_table`).
 
 With ``--cliques``: no preparation or selection; all of ``--epsilon`` goes to the release of
 those cliques over ``--domain`` (or, for a record learner such as psgd, to the learner).

@@ -3,16 +3,17 @@
 Every column gets an entry that ``pgm-dp fit --prepare SPEC.json`` (and
 :func:`pgm_dp.prepare.prepare_plan`) accepts unchanged: ``"person"`` for a column that looks
 like the identifier of a person with several rows (:func:`pgm_dp.prepare.persons.person_reason`:
-the budget then protects each person, :mod:`pgm_dp.prepare.persons`), ``"drop"`` for
-identifier-like columns, the categories seen in the data for text columns and for whole-number
-columns with at most 16 values, the minimum and maximum for other number columns (binned at
-private quantiles), booleans as they are. Columns declared by ``--prepare`` or ``--domain`` are
-kept as declared. Every value read from the data is marked ``"from_data": true``: a plan made
-from such an entry lists the read among its non-private reads. Check each marked entry against
-public knowledge (a codebook, a census's categories, plausible ranges), edit it, and delete the
-mark: the spec then declares public facts and nothing is read without privacy. No budget is
-spent; nothing is released but the file. Which column is a person's identifier is read from the
-data too, and said on the terminal: check it as well.
+the budget then protects each person, :mod:`pgm_dp.prepare.persons`), ``{"drop": true,
+"from_data": true}`` for identifier-like columns, the categories seen in the data for text
+columns and for whole-number columns with at most 16 values, the minimum and maximum for other
+number columns (binned at private quantiles), booleans as they are. Columns declared by
+``--prepare`` or ``--domain`` are kept as declared. Every value read from the data is marked
+``"from_data": true``: a plan made from such an entry lists the read among its non-private
+reads. Check each marked entry against public knowledge (a codebook, a census's categories,
+plausible ranges), edit it, and delete the mark: the spec then declares public facts and
+nothing is read without privacy. No budget is spent; nothing is released but the file. Which
+column is a person's identifier is read from the data too, and said on the terminal: check it
+as well.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def starting_spec(df, declared: dict) -> dict:
     import numpy as np
     import pandas as pd
 
+    from ..prepare._spec import DROP_FROM_DATA
     from ..prepare.columns import identifier_reason, missing_mask
     from ..prepare.persons import PERSON, person_reason
     from ._table import MAX_STATES, SMALL_INTEGER_STATES, _whole_numbers
@@ -43,7 +45,7 @@ def starting_spec(df, declared: dict) -> dict:
         elif person_reason(col, name) is not None and PERSON not in spec.values():
             spec[name] = PERSON
         elif identifier_reason(col, name, 0.5, MAX_STATES) is not None:
-            spec[name] = "drop"
+            spec[name] = dict(DROP_FROM_DATA)
         elif col.dtype.kind == "b":
             continue
         elif (w := _whole_numbers(col)) is not None and len(w) <= SMALL_INTEGER_STATES:
@@ -68,6 +70,7 @@ def _run(args) -> None:
     import sys
     from pathlib import Path
 
+    from ..prepare._spec import is_drop
     from ._data import read_data, say
     from ._table import _declared
 
@@ -77,7 +80,7 @@ def _run(args) -> None:
     lines = [f" {json.dumps(str(k))}: {json.dumps(v, allow_nan=False)}" for k, v in spec.items()]
     Path(args.out).write_text("{\n" + ",\n".join(lines) + "\n}\n")
     marked = [repr(n) for n, e in spec.items() if isinstance(e, dict) and e.get("from_data")]
-    dropped = [repr(n) for n, e in spec.items() if e == "drop"]
+    dropped = [repr(n) for n, e in spec.items() if is_drop(e) and n not in declared]
     persons = [repr(n) for n, e in spec.items() if e == "person" and n not in declared]
     if dropped:
         say(f"identifier-like, dropped: {', '.join(dropped)}")

@@ -27,6 +27,8 @@ __all__ = [
     "check_frame",
     "parse_spec",
     "parse_entry",
+    "is_drop",
+    "DROP_FROM_DATA",
     "is_declared",
     "person_of",
     "keep_columns",
@@ -129,12 +131,37 @@ def person_of(entries: Mapping) -> Hashable | None:
     return persons[0] if persons else None
 
 
+#: The spec entry of a column dropped as identifier-like when the spec was written: the
+#: decision was read from the data without privacy, and a plan made from it says so.
+DROP_FROM_DATA = {"drop": True, "from_data": True}
+
+
+def is_drop(raw: Any) -> bool:
+    """Whether a spec entry drops its column: ``"drop"`` or :data:`DROP_FROM_DATA`."""
+    return (isinstance(raw, str) and raw == "drop") or (
+        isinstance(raw, Mapping) and raw.get("drop") is True
+    )
+
+
+def _is_bool(v: Any) -> bool:
+    return v is True or v is False
+
+
 def parse_entry(name: Hashable, raw: Any) -> dict:
-    """One ``spec`` entry as a dict of known keys (a list means declared categories)."""
+    """One ``spec`` entry as a dict of known keys (a list means declared categories;
+    ``"drop"``, or ``{"drop": true, "from_data": true}`` for a drop decided from the data)."""
     if isinstance(raw, str) and raw == "drop":
         return {"drop": True}
     if isinstance(raw, str) and raw == PERSON:
         return {PERSON: True}
+    if isinstance(raw, Mapping) and "drop" in raw:
+        from_data = raw.get("from_data", False)
+        if raw["drop"] is not True or set(raw) - {"drop", "from_data"} or not _is_bool(from_data):
+            raise DomainError(
+                f'spec of {name!r}: a drop is "drop" or {{"drop": true, "from_data": true}}, '
+                f"got {raw!r}"
+            )
+        return {"drop": True, "from_data": from_data is True}
     if isinstance(raw, list | tuple):
         return {"categories": tuple(raw)}
     if not isinstance(raw, Mapping):
@@ -304,6 +331,10 @@ def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
         entry = spec.get(name, {})
         if entry.get("drop"):
             notes.append(f"{name!r} dropped as the spec asks")
+            if entry.get("from_data"):
+                reads.append(
+                    f'{name!r} dropped as identifier-like (marked "from_data" in the spec)'
+                )
             asked.append(name)
             continue
         if entry.get(PERSON):
@@ -365,8 +396,8 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
     identifier-like columns (unless ``drop_identifiers``), text columns without categories
     (unless ``categories='data'``), numeric columns without bins or bounds (unless
     ``bounds='data'``). The message ends with a spec that decides them all (``spec`` plus
-    ``"person"``, ``"drop"`` and ``"data"`` entries, one line of JSON): pasted unchanged it
-    runs, reading those values from the data without privacy, each said; replacing each
+    ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, one line of JSON): pasted
+    unchanged it runs, reading those values from the data without privacy, each said; replacing each
     ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
     like the checks it anticipates."""
     entries = parse_spec(df, spec)
@@ -380,7 +411,7 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
         if reason is not None:
             if not opts.drop_identifiers:
                 found.append((name, reason))
-                add[name] = "drop"
+                add[name] = dict(DROP_FROM_DATA)
         elif _is_numeric(entry, df[name]):
             if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
                 bounds.append(name)

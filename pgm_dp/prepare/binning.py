@@ -78,7 +78,10 @@ MAX_GRID = 10**6
 def _finite(x: Any, what: str) -> float:
     if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
         raise DomainError(f"{what} must be a number, got {x!r}")
-    v = float(x)
+    try:
+        v = float(x)
+    except OverflowError:  # an int beyond float64
+        v = math.inf
     if not math.isfinite(v):
         raise DomainError(f"{what} must be finite, got {x!r}")
     return v
@@ -277,14 +280,16 @@ def bin_midpoints(edges: Sequence[float]) -> np.ndarray:
 
 def bin_codes(x: np.ndarray, edges: Sequence[float], clip: bool, name: Hashable) -> np.ndarray:
     """Bin index of each (non-missing) value; out-of-range values are clamped when ``clip``,
-    else :class:`~pgm_dp.errors.DataValidationError` (naming the column and how many values,
-    never the values)."""
+    else :class:`~pgm_dp.errors.DataValidationError`, which names the column and its public
+    range only: never a value, a record or how many (a count of the data, not covered by any
+    mechanism)."""
     lo, hi = edges[0], edges[-1]
     outside = (x < lo) | (x > hi)
     if not clip and outside.any():
         raise DataValidationError(
-            f"column {name!r}: {int(outside.sum())} values lie outside its bins "
-            f"[{edges[0]:g}, {edges[-1]:g}] (values not shown); widen the bins or allow clip"
+            f"column {name!r}: some records lie outside its bins [{edges[0]:g}, {edges[-1]:g}] "
+            "(neither values nor how many shown); widen the bins, or allow clip "
+            '("clip": true, the default) to count them in the end bins'
         )
     inner = np.asarray(edges[1:-1], dtype=np.float64)
     return np.searchsorted(inner, x, side="right").astype(np.int64)

@@ -14,18 +14,16 @@ Error messages name columns; they never show a cell's value or count records.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..domain import Domain
 from ..errors import DataValidationError, DomainError
-from .binning import (
-    bin_codes,
-    bin_labels,
-    bin_midpoints,
-)
+from .binning import bin_codes, bin_labels, bin_midpoints, check_edges
 
 __all__ = [
     "MISSING",
@@ -43,6 +41,10 @@ OTHER = "<other>"
 RARE = "<rare>"
 #: Labels the package adds; a declared category may not use them.
 RESERVED = (MISSING, OTHER, RARE)
+#: A column's kinds.
+KINDS = ("categorical", "numeric")
+#: Most states a saved plan's column may have (``prepare_plan``'s largest ``max_states``).
+MAX_STATES = 10**7
 
 #: Fewest distinct values for the distinct-count rule of :func:`identifier_reason`.
 MIN_ID_DISTINCT = 16
@@ -190,11 +192,42 @@ class ColumnPlan:
                 "edges": None if self.edges is None else list(self.edges)}  # fmt: skip
 
     @classmethod
-    def from_dict(cls, d: dict) -> ColumnPlan:
-        """Inverse of :meth:`to_dict`."""
-        edges = d.get("edges")
-        return cls(**{**d, "states": tuple(d["states"]), "merged": tuple(d.get("merged", ())),
-                      "edges": None if edges is None else tuple(edges)})  # fmt: skip
+    def from_dict(cls, d: Any) -> ColumnPlan:
+        """Inverse of :meth:`to_dict`; every field checked (:class:`DataValidationError` or
+        :class:`DomainError`), since a saved plan may come from anywhere: the states are
+        those its kind, edges, ``other`` and ``missing`` make, ``merged`` lists two or more
+        distinct full codes, ``missing_to`` is a full code of a column without a missing
+        state."""
+        if not isinstance(d, Mapping):
+            raise DataValidationError(f"a column of a plan must be an object, got {d!r:.60}")
+        fields = set(cls.__dataclass_fields__)
+        if set(d) - fields or {"name", "kind", "states", "source", "missing"} - set(d):
+            raise DataValidationError(f"a column of a plan has the fields {sorted(fields)}")
+        name = d["name"]
+        if isinstance(name, bool) or not isinstance(name, str | int):
+            raise DataValidationError(f"a column's name must be a str or int, got {name!r:.60}")
+        flags = {k: d.get(k, k == "clip") for k in ("missing", "other", "clip")}
+        if not all(v is True or v is False for v in flags.values()) or d["kind"] not in KINDS:
+            raise DataValidationError(f"column {name!r}: kind, missing, other or clip malformed")
+        if not isinstance(d["source"], str) or not isinstance(d["states"], list):
+            raise DataValidationError(f"column {name!r}: source or states malformed")
+        if d["kind"] == "numeric":
+            if flags["other"]:
+                raise DataValidationError(f"column {name!r}: a numeric column has no '<other>'")
+            edges = check_edges(d.get("edges"), name, MAX_STATES)
+            plan = cls.numeric(name, edges, d["source"], flags["missing"], flags["clip"])
+        else:
+            n_cat = len(d["states"]) - flags["other"] - flags["missing"]
+            cats = tuple(d["states"][: max(n_cat, 0)])
+            if not cats or any(isinstance(c, str) and c in RESERVED for c in cats):
+                raise DataValidationError(f"column {name!r}: categories malformed")
+            Domain([name], [len(cats)], [cats])  # distinct labels of supported types
+            plan = cls.categorical(name, cats, d["source"], flags["missing"], flags["other"])
+        stray_edges = d.get("edges") is not None and d["kind"] != "numeric"
+        if stray_edges or plan.states != tuple(d["states"]):
+            raise DataValidationError(f"column {name!r}: states do not match its kind and edges")
+        merged = _codes_of(d.get("merged", []), plan, name)
+        return replace(plan, merged=merged, missing_to=_missing_to(d.get("missing_to"), plan))
 
     # -- encoding ------------------------------------------------------------------------------
     def encode_full(self, col: pd.Series) -> np.ndarray:
@@ -244,14 +277,63 @@ class ColumnPlan:
             out[is_rare] = gen.choice(merged, size=int(is_rare.sum()), p=weights)
         return out
 
-    def values(self, full: np.ndarray, numeric: str = "interval") -> np.ndarray:
-        """The user's values of full codes: categories (``"<other>"`` kept as is), interval
-        labels or, with ``numeric="midpoint"``, bin midpoints; missing as ``NaN``."""
-        if self.kind == "numeric" and numeric == "midpoint":
-            table = np.append(bin_midpoints(self.edges), np.nan)
-        else:
-            table = np.array(list(self.states) + [np.nan], dtype=object)
-            if self.missing:
-                table[len(self.states) - 1] = np.nan
-        miss = full == len(self.states) - 1 if self.missing else np.zeros(full.shape, bool)
-        return table[np.where(miss, len(table) - 1, full)]
+    def decode(
+        self, full: np.ndarray, numbers: str = "interval", within: np.ndarray | None = None
+    ) -> pd.Categorical | np.ndarray:
+        """The user's values of full codes: the one decoder of records (synthetic ones,
+        :mod:`pgm_dp.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
+
+        A categorical column, and a binned one with ``numbers="interval"``, gives a
+        ``pandas.Categorical`` whose categories are the column's labels as declared, each
+        of its own Python type (integers stay integers, booleans booleans), then
+        ``"<other>"`` when the column has it; a binned column's labels are its intervals
+        ``"[a, b)"``. ``numbers="midpoint"`` gives the bins' midpoints and ``"uniform"`` the
+        number ``a + u (b - a)`` of each bin ``[a, b)`` for the uniforms ``within`` (float64
+        either way, never above ``b``). The ``"<missing>"`` state is a missing value (a
+        missing category, ``NaN``).
+
+        Args:
+            full: full codes (``0..len(states) - 1``).
+            numbers: ``"interval"``, ``"midpoint"`` or ``"uniform"`` (binned columns only).
+            within: one uniform in ``[0, 1)`` per code, for ``numbers="uniform"``.
+        """
+        miss = full == len(self.states) - 1 if self.missing else None
+        if self.kind == "numeric" and numbers != "interval":
+            e = np.asarray(self.edges, dtype=np.float64)
+            b = np.minimum(full, len(e) - 2)
+            if numbers == "uniform":
+                x = np.minimum(e[b] + within * (e[b + 1] - e[b]), e[b + 1])
+            else:
+                x = bin_midpoints(e)[b]
+            return np.where(miss, np.nan, x) if miss is not None else x
+        cats = list(self.states[:-1] if self.missing else self.states)
+        codes = np.where(miss, -1, full) if miss is not None else full
+        return pd.Categorical.from_codes(codes, categories=cats)
+
+
+def _code(v: Any, plan: ColumnPlan, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < len(plan.states):
+        raise DataValidationError(
+            f"column {plan.name!r}: {what} must be codes in 0..{len(plan.states) - 1}, "
+            f"got {v!r:.40}"
+        )
+    return v
+
+
+def _codes_of(merged: Any, plan: ColumnPlan, name: Hashable) -> tuple[int, ...]:
+    """A saved ``merged``: none, or at least two distinct full codes, in order."""
+    if not isinstance(merged, list):
+        raise DataValidationError(f"column {name!r}: merged must be a list, got {merged!r:.40}")
+    codes = tuple(_code(v, plan, "merged") for v in merged)
+    if len(codes) == 1 or list(codes) != sorted(set(codes)):
+        raise DataValidationError(f"column {name!r}: merged must be two or more codes, in order")
+    return codes
+
+
+def _missing_to(to: Any, plan: ColumnPlan) -> int | None:
+    """A saved ``missing_to``: ``None``, or a full code of a column without a missing state."""
+    if to is None:
+        return None
+    if plan.missing:
+        raise DataValidationError(f"column {plan.name!r}: missing_to with a missing state")
+    return _code(to, plan, "missing_to")

@@ -52,9 +52,11 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
   counts (``expand="noisy"``). The noisy one-way tables are returned (``plan.one_way``, and
   on the compressed domain :meth:`~Preparation.compressed_measurements`) for a fit to reuse.
 
-Decoding: categories come back as declared; binned numbers as interval labels ``"[20, 30)"``
-(``numeric="interval"``, the default: the honest answer, since only the bin was modelled) or
-as the bins' midpoints (``numeric="midpoint"``); ``"<missing>"`` as ``NaN``.
+Decoding (:meth:`ColumnPlan.decode`, the decoder of synthetic records too): categories come
+back as declared, in ``category`` columns (integers stay integers); binned numbers as interval
+labels ``"[20, 30)"`` (``numeric="interval"``, the default: the honest answer, since only the
+bin was modelled) or as the bins' midpoints (``numeric="midpoint"``, float64); ``"<missing>"``
+as a missing value.
 
 Privacy: the budget (``PureDP`` or ``ZCDP``) is spent only on private quantiles and the
 one-way release, ``quantile_share`` of it on the quantiles when both run. Everything, including
@@ -91,17 +93,15 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
-from ..errors import (
-    DataValidationError,
-    DomainError,
-    PrivacyParameterError,
-)
+from ..errors import DataValidationError, DomainError, PrivacyParameterError, reading
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget
+from ..privacy.release import check_records_per_person
 from ..rng import RngLike, as_generator
 from ._frames import encode_column
 from ._spec import (
+    DROP_FROM_DATA,
     check_frame,
     decisions_needed,
     draft_column,
@@ -189,7 +189,9 @@ class Preparation:
     ) -> pd.DataFrame:
         """The user's values of codes on :attr:`domain` (a DataFrame with the plan's columns
         or an ``(n, d)`` array): see the module docstring for ``expand`` and ``numeric``.
-        ``rng`` draws the states of ``"<rare>"`` records."""
+        ``rng`` draws the states of ``"<rare>"`` records. Decoded as synthetic records are
+        (:meth:`ColumnPlan.decode`): ``category`` columns of the declared labels, float64
+        midpoints."""
         if expand not in ("uniform", "noisy"):
             raise DomainError(f"expand must be 'uniform' or 'noisy', got {expand!r}")
         if numeric not in ("interval", "midpoint"):
@@ -199,9 +201,9 @@ class Preparation:
         out = {}
         for j, c in enumerate(self.columns):
             weights = self._expand_weights(c) if expand == "noisy" else None
-            out[c.name] = c.values(c.expand(arr[:, j], gen, weights), numeric)
+            out[c.name] = c.decode(c.expand(arr[:, j], gen, weights), numeric)
         index = codes.index if isinstance(codes, pd.DataFrame) else None
-        return pd.DataFrame(out, index=index, columns=list(self.names)).infer_objects()
+        return pd.DataFrame(out, index=index, columns=list(self.names))
 
     def _codes(self, codes: Any) -> np.ndarray:
         """Validated ``(n, d)`` codes: integer columns are codes, ``category`` columns (as from
@@ -280,12 +282,17 @@ class Preparation:
     def to_spec(self) -> dict:
         """The spec that prepares a table as this plan does (``{column: entry}``, JSON types;
         :func:`prepare_plan` and ``--prepare`` read it): declared categories, the bins drawn
-        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns.
-        A column with anything read from the data without privacy keeps the mark
-        ``"from_data": true``, so that the plan made from the spec lists the read again.
+        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns
+        (``{"drop": true, "from_data": true}`` for one dropped as identifier-like, a decision
+        read from the data). A column with anything read from the data without privacy keeps
+        the mark ``"from_data": true``, so that the plan made from the spec lists the read again.
         Rare states are merged anew by the next plan's one-way release. The person column is
         ``"person"`` (its ``max_records_per_person`` is an option, not part of the spec)."""
-        spec: dict = {str(d) if not isinstance(d, int) else d: "drop" for d in self.dropped}
+        spec: dict = {}
+        for d in self.dropped:
+            spec[str(d) if not isinstance(d, int) else d] = (
+                dict(DROP_FROM_DATA) if self._read_drop(d) else "drop"
+            )
         if self.person is not None:
             spec[self.person] = PERSON
         for c in self.columns:
@@ -298,6 +305,12 @@ class Preparation:
                 entry["from_data"] = True
             spec[c.name] = entry
         return spec
+
+    def _read_drop(self, name: Hashable) -> bool:
+        """Whether ``name`` was dropped as identifier-like, a read without privacy."""
+        return any(
+            r.startswith(f"{name!r} dropped as identifier-like") for r in self.nonprivate_reads
+        )
 
     def to_json(self) -> str:
         """JSON text of the plan, its charges and its one-way release (exact float round trip);
@@ -320,31 +333,77 @@ class Preparation:
 
     @classmethod
     def from_json(cls, text: str) -> Preparation:
-        """Inverse of :meth:`to_json`."""
-        d = json.loads(text)
-        if d.get("format") != "pgm_dp.Preparation":
-            raise DataValidationError("not a pgm_dp.Preparation JSON document")
-        one_way = d["one_way"]
-        return cls(
-            columns=tuple(ColumnPlan.from_dict(c) for c in d["columns"]),
-            dropped=tuple(d["dropped"]),
-            nonprivate_reads=tuple(d["nonprivate_reads"]),
-            notes=tuple(d["notes"]),
-            charges=tuple(Charge(**{**c, "cost": _budget_of(c["cost"])}) for c in d["charges"]),
-            budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
-            one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
-            person=d.get("person"),
-            max_records_per_person=d.get("max_records_per_person", 1),
-        )
+        """Inverse of :meth:`to_json`. A saved plan may come from anywhere: every field is
+        checked, and anything malformed raises :class:`DataValidationError` (or
+        :class:`DomainError`), never a bare ``TypeError``."""
+        with reading("plan (pgm_dp.Preparation JSON)"):
+            d = json.loads(text)
+            if not isinstance(d, dict) or d.get("format") != "pgm_dp.Preparation":
+                raise DataValidationError("not a pgm_dp.Preparation JSON document")
+            columns = tuple(ColumnPlan.from_dict(c) for c in _list(d, "columns"))
+            one_way = d["one_way"]
+            plan = cls(
+                columns=columns,
+                dropped=tuple(_list(d, "dropped", (str, int))),
+                nonprivate_reads=tuple(_list(d, "nonprivate_reads", (str,))),
+                notes=tuple(_list(d, "notes", (str,))),
+                charges=tuple(_charge(c) for c in _list(d, "charges")),
+                budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
+                one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
+                person=_person(d.get("person")),
+                max_records_per_person=check_records_per_person(d.get("max_records_per_person", 1)),
+            )
+            names = plan.names
+            if not names or len(set(names)) < len(names):
+                raise DataValidationError("a plan needs columns with distinct names")
+            if one_way is not None and plan.one_way.domain != plan.full_domain:
+                raise DataValidationError("the plan's one-way release is not on its columns")
+            return plan
+
+
+def _list(d: dict, key: str, types: tuple = ()) -> list:
+    """``d[key]``, a list (of ``types``, when given; never bools)."""
+    v = d[key]
+    if not isinstance(v, list) or (
+        types and any(isinstance(x, bool) or not isinstance(x, types) for x in v)
+    ):
+        raise DataValidationError(f"{key} must be a list, got {v!r:.60}")
+    return v
+
+
+def _charge(c: Any) -> Charge:
+    if not isinstance(c, dict) or set(c) != {"what", "mechanism", "scale", "cost"}:
+        raise DataValidationError(f"a charge must have what, mechanism, scale, cost: {c!r:.60}")
+    scale = c["scale"]
+    if not isinstance(c["what"], str) or not isinstance(c["mechanism"], str):
+        raise DataValidationError("a charge's what and mechanism must be text")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)):
+        raise DataValidationError(f"a charge's scale must be a number, got {scale!r:.40}")
+    return Charge(c["what"], c["mechanism"], scale, _budget_of(c["cost"]))
+
+
+def _person(v: Any) -> Any:
+    """A saved plan's person column: ``None``, a name (text) or an integer column label."""
+    if v is not None and (isinstance(v, bool) or not isinstance(v, str | int)):
+        raise DataValidationError(f"a plan's person column must be a name, got {v!r:.40}")
+    return v
 
 
 def _budget_dict(b: Budget) -> dict:
     return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
 
 
-def _budget_of(d: dict) -> Budget:
-    kinds = {"PureDP": PureDP, "ZCDP": ZCDP}
-    return kinds[d["type"]](**{k: v for k, v in d.items() if k != "type"})
+def _budget_of(d: Any) -> Budget:
+    kinds = {"PureDP": (PureDP, "epsilon"), "ZCDP": (ZCDP, "rho")}
+    kind = (
+        kinds.get(d.get("type")) if isinstance(d, dict) and isinstance(d.get("type"), str) else None
+    )
+    if kind is None or set(d) != {"type", kind[1]}:
+        raise DataValidationError(f"a budget must be PureDP or ZCDP, got {d!r:.60}")
+    amount = d[kind[1]]
+    if isinstance(amount, bool) or not isinstance(amount, int | float):
+        raise DataValidationError(f"a budget's {kind[1]} must be a number, got {amount!r:.40}")
+    return kind[0](amount)
 
 
 def prepare_plan(

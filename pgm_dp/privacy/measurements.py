@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import Clique, Domain
-from ..errors import DataValidationError, DomainError
+from ..errors import DataValidationError, DomainError, reading
 from ..tables import TableLayout, table_layout
 from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
 from .noise import NoiseModel
@@ -322,9 +322,15 @@ class Measurements:
     def from_json(cls, text: str) -> Measurements:
         """Inverse of :meth:`to_json` (and the files of every earlier version). The tables'
         dtypes must be ``int64`` or ``float64`` (what :meth:`to_json` writes); others are
-        refused before any table is built."""
-        d = json.loads(text)
-        if d.get("format") != "pgm_dp.NoisyMarginals":
+        refused before any table is built. Anything malformed (wrong types, numbers too large
+        for their table, NaN or inf in a table or the total) raises
+        :class:`~pgm_dp.errors.DataValidationError`."""
+        with reading("release (pgm_dp.NoisyMarginals JSON)"):
+            return cls._from_doc(json.loads(text))
+
+    @classmethod
+    def _from_doc(cls, d: Any) -> Measurements:
+        if not isinstance(d, dict) or d.get("format") != "pgm_dp.NoisyMarginals":
             raise DataValidationError("not a pgm_dp.NoisyMarginals JSON document")
         dom = Domain.from_json_dict(d["domain"])
         cliques = tuple(tuple(c) for c in d["cliques"])
@@ -335,6 +341,8 @@ class Measurements:
             np.array(v, dtype=_DTYPES[dt]).reshape(dom.sizes(c))
             for c, v, dt in zip(cliques, d["noisy"], d["dtype"], strict=True)
         ]
+        if not all(np.isfinite(t).all() for t in noisy) or not math.isfinite(float(d["total"])):
+            raise DataValidationError("a release's noisy tables and total must be finite")
         noise = [NoiseModel(**m) for m in d["noise"]]
         tn = d["total_noise"]
         return cls.from_tables(

@@ -6,7 +6,9 @@ chooses marginals to measure, one per round, against a workload (:mod:`.workload
 1. *Initialise*: measure every one-way marginal of the candidates with Gaussian noise
    ``σ_0`` and estimate a model ``p̂_0`` from them.
 2. *Select* (round ``t``): among the candidates whose model stays within the size limit
-   ``max_model_size · ρ_used / ρ`` (:func:`~.workload.filter_candidates`), draw ``r`` by
+   ``max_model_size · ρ_used / ρ`` (:func:`~.workload.filter_candidates`; ours besides: no
+   junction-tree clique above the model's largest table, so that a large ``max_model_size``
+   never selects a marginal whose model would be refused after the charge), draw ``r`` by
    the exponential mechanism with ``ε_t`` on the quality
    ``q_r = w_r (||M_r(D) - M_r(p̂_{t-1})||_1 - sqrt(2/π) σ_t n_r)`` (``n_r`` cells,
    sensitivity ``max_r w_r``): large where the model is wrong by more than the noise a
@@ -432,9 +434,9 @@ def aim(
     guarantee, so a pure budget is never converted. ``workload``: see
     :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
     weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
-    paper's comparisons); ``max_rounds``: ``T`` (default ``16 d``; ``2 d`` in the pure
-    variant); ``estimator``: see :mod:`.estimators` (default
-    :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
+    paper's comparisons; capped by the model's largest table, module doc); ``max_rounds``:
+    ``T`` (default ``16 d``; ``2 d`` in the pure variant); ``estimator``: see
+    :mod:`.estimators` (default :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
     (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:
     estimated from the noisy tables); ``max_records_per_person``: ``K``, the most records of

@@ -5,7 +5,7 @@ selection record: nothing else of the data) into, per workload marginal ``r``, a
 :class:`ErrorBound`: an upper bound ``B_r`` on the L1 error ``||M_r(D) - N̂ m_r||_1`` (counts)
 of a model's marginal ``m_r`` that holds with probability at least ``level`` over the
 mechanism's randomness, and :func:`bound_intervals` turns it into per-cell intervals of the
-data's proportions. Everything is post-processing of released quantities.
+data's proportions ``M_r(D) / N``. Everything is post-processing of released quantities.
 
 * **Supported** ``r`` (inside a measured clique ``c``; Sec. 5, the measured case): the noisy
   table ``ỹ_c`` marginalised to ``r`` is the data's marginal plus noise, and marginalising
@@ -180,9 +180,25 @@ def _key(r: Clique, weights) -> Clique:
 
 
 def bound_intervals(bound: ErrorBound) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell ``(lower, upper)`` of the data's proportions implied by ``bound``: the
-    error ``e = M_r(D) / N̂ - center`` has ``||e||_1 <= l1 / N̂`` and (the data's and the
-    model's tables both summing to ``N̂``) ``sum e = 0``, so ``|e_j| <= l1 / (2 N̂)``;
-    clipped to ``[0, 1]``."""
-    half = bound.l1 / (2.0 * bound.total)
-    return np.clip(bound.center - half, 0.0, 1.0), np.clip(bound.center + half, 0.0, 1.0)
+    """Per cell ``(lower, upper)`` of the data's proportions ``p = M_r(D) / N`` implied by
+    ``bound``, the tightest that hold for every table ``a = M_r(D) >= 0`` with
+    ``||a - N̂ c||_1 <= l1`` (``c`` the ``center``), whatever its sum ``N`` (the data's
+    table sums to ``N``, not to ``N̂``). With ``ℓ = l1 / N̂``, write ``a = N̂ c + d``: cell
+    ``j`` is largest when ``d_j = x >= 0`` and the other cells lose ``y >= 0`` in all,
+    ``x + y = ℓ N̂``, so ``p_j = (c_j + x') / (1 + 2x' - ℓ)`` (``x' = x / N̂``), monotone in
+    ``x'``: its largest value is at an end, ``max((c_j + ℓ) / (1 + ℓ), c_j / (1 - ℓ))``, or 1
+    when ``ℓ >= 1 - c_j`` (the other cells can all be emptied). Likewise the smallest is
+    ``min(c_j / (1 + ℓ), (c_j - ℓ) / (1 - ℓ))``, or 0 when ``ℓ >= c_j``. Both ends are
+    attained by such a table.
+
+    Args:
+        bound: an :class:`ErrorBound` (``total`` ``N̂ > 0``).
+    """
+    c = np.asarray(bound.center, dtype=np.float64)
+    ell = bound.l1 / bound.total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.maximum((c + ell) / (1.0 + ell), c / (1.0 - ell))
+        low = np.minimum(c / (1.0 + ell), (c - ell) / (1.0 - ell))
+    upper = np.where(ell < 1.0 - c, up, 1.0)
+    lower = np.where(ell < c, low, 0.0)
+    return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)

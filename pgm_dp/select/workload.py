@@ -8,7 +8,8 @@ to the workload, ``w_r = sum_W c_W |r ∩ W|`` (the reference implementation's
 small: the junction tree of the measured cliques plus ``r`` must fit in
 ``max_model_size * (budget used / budget)`` megabytes (8 bytes a cell), unless ``r`` is
 already inside a clique of the current junction tree (``filter_candidates`` of the
-reference implementation). The junction tree is ours (min-fill triangulation,
+reference implementation), and no clique of that junction tree may exceed the model's
+largest table (ours). The junction tree is ours (min-fill triangulation,
 :mod:`pgm_dp.inference.triangulation`) where Private-PGM uses a greedy min-size elimination
 order, so a size near the limit may be judged differently.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from ..domain import Clique, Domain
 from ..errors import DomainError
-from ..inference.triangulation import elimination_order
+from ..inference.triangulation import DEFAULT_MAX_CELLS, elimination_order
 
 __all__ = [
     "WORKLOAD_MAX_CELLS",
@@ -162,14 +163,24 @@ def filter_candidates(
     domain: Domain,
     measured: Sequence[Clique],
     limit_mb: float,
+    max_cells: int = DEFAULT_MAX_CELLS,
 ) -> dict[Clique, float]:
     """The candidates a model on ``measured`` may take next: the model on ``measured`` plus
     ``r`` fits in ``limit_mb`` megabytes, or ``r`` lies inside a clique of the junction tree
-    of ``measured`` (free: no new table). The reference implementation's
-    ``filter_candidates``."""
+    of ``measured`` (free: no new table); the reference implementation's
+    ``filter_candidates``. Ours besides: no clique of the new junction tree may have more
+    than ``max_cells`` cells, the most that the model's exact inference builds
+    (:data:`~pgm_dp.inference.triangulation.DEFAULT_MAX_CELLS`), so that whatever
+    ``limit_mb``, a selection never picks a marginal whose model would then be refused
+    (after the round's charge)."""
     free = junction_tree_cliques(domain, measured) if measured else ()
     out = {}
     for r, w in candidates.items():
-        if any(set(r) <= c for c in free) or model_size_mb(domain, [*measured, r]) <= limit_mb:
+        if any(set(r) <= c for c in free):
+            out[r] = w
+            continue
+        tree = junction_tree_cliques(domain, [*measured, r])
+        sizes = [domain.size(c) for c in tree]
+        if max(sizes) <= max_cells and sum(sizes) * 8 / 2**20 <= limit_mb:
             out[r] = w
     return out

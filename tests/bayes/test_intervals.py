@@ -18,7 +18,7 @@ from pgm_dp.errors import DomainError
 from pgm_dp.privacy import ZCDP, PureDP
 from pgm_dp.privacy.noise import NoiseModel
 from pgm_dp.select import aim
-from pgm_dp.select.bounds import aim_error_bounds, bound_intervals, l1_noise_bound
+from pgm_dp.select.bounds import ErrorBound, aim_error_bounds, bound_intervals, l1_noise_bound
 
 DOM = Domain(["A", "B", "C", "D"], [3, 3, 2, 2])
 
@@ -110,3 +110,43 @@ def test_unmeasured_intervals_contain_the_data_marginal_a_model_lacks():
         workload_intervals(idata, cliques, [("A", "D")])
     with pytest.raises(DomainError, match="level"):
         workload_intervals(idata, cliques, [("A", "B")], level=1.5)
+
+
+def test_bound_intervals_hold_for_every_table_within_the_bound_whatever_its_sum():
+    """Brute force: every table ``a >= 0`` with ``||a - N̂ c||_1 <= l1`` (its own sum ``N``,
+    not ``N̂``) has its proportions ``a / N`` inside :func:`bound_intervals`, and both ends
+    are attained; the former ``c ± l1 / (2 N̂)`` missed ``a = (50, 40)`` below."""
+    center = np.array([0.5, 0.5])
+    bound = ErrorBound(("A",), 10.0, 100.0, center, False, 0.9)
+    lo, hi = bound_intervals(bound)
+    assert 50 / 90 <= hi[0] + 1e-12 and 0.5 + 10 / 200 < 50 / 90
+    gen = np.random.default_rng(0)
+    for _ in range(60):
+        c = gen.dirichlet(np.ones(3))
+        total, l1 = 100.0, float(gen.uniform(1, 80))
+        lo, hi = bound_intervals(ErrorBound(("A",), l1, total, c, False, 0.9))
+        seen_lo, seen_hi = np.ones(3), np.zeros(3)
+        for _ in range(200):
+            d = gen.laplace(size=3)
+            a = np.maximum(total * c + d / np.abs(d).sum() * l1 * gen.uniform(0, 1), 0.0)
+            if np.abs(a - total * c).sum() > l1 or a.sum() <= 0:
+                continue
+            p = a / a.sum()
+            assert np.all((lo - 1e-12 <= p) & (p <= hi + 1e-12))
+        for j in range(3):  # the extreme tables of the derivation
+            for x in (0.0, l1):
+                for sign in (1, -1):
+                    a = total * c.copy()
+                    a[j] += sign * x
+                    rest, take = [i for i in range(3) if i != j], l1 - x
+                    for i in rest:  # move the rest of the L1 budget the other way
+                        step = min(take, a[i]) if sign > 0 else take
+                        a[i] += -step if sign > 0 else step
+                        take -= step
+                    if a[j] < 0 or a.sum() <= 0:
+                        continue
+                    seen_lo[j] = min(seen_lo[j], a[j] / a.sum())
+                    seen_hi[j] = max(seen_hi[j], a[j] / a.sum())
+        assert np.all(seen_hi <= hi + 1e-9) and np.all(seen_lo >= lo - 1e-9)
+        attained = np.isclose(seen_hi, hi) | (hi == 1.0)
+        assert attained.all()

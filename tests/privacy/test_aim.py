@@ -284,6 +284,30 @@ def test_every_selection_passed_the_filter():
         measured.append(c)
 
 
+def test_a_large_max_model_size_never_selects_a_clique_the_model_refuses():
+    """Three 512-state copies of one variable: any two pairs fit, all three make the
+    triangle ``ABC`` of 2^27 cells, above the model's largest table (2^26), though within
+    a max_model_size of 10^4 MB. The filter leaves the third pair out, so AIM spends the
+    whole budget; before, seed 2 selected it and the model refused it after 121 of the 200
+    charged."""
+    dom = Domain(list("ABC"), [512, 512, 512])
+    x = np.random.default_rng(0).integers(0, 512, 20_000)
+    data = pd.DataFrame({v: x for v in dom.attributes})
+    pairs = [("A", "B"), ("B", "C"), ("A", "C")]
+    cands = candidate_weights(workload_cliques(dom, pairs))
+    assert ("A", "C") not in filter_candidates(cands, dom, pairs[:2], 1e4)
+    assert ("A", "C") in filter_candidates(cands, dom, pairs[:2], 1e4, max_cells=2**27)
+    acc = Accountant(PureDP(200.0))
+
+    def uniform(release, cliques, domain):
+        return MarkovRandomField(domain, cliques)
+
+    kw = dict(estimator=uniform, max_rounds=16, max_model_size=1e4)
+    res = aim(data, dom, PureDP(200.0), pairs, rng=2, accountant=acc, **kw)
+    assert acc.spent.epsilon == pytest.approx(200.0)
+    assert len({frozenset(c) for c in res.cliques}) == 2
+
+
 # -- refusals, reproducibility, release ---------------------------------------------------
 
 

@@ -108,19 +108,17 @@ LOGISTIC = Loss("logistic", lambda m, y: jnp.logaddexp(0.0, -y * m), 1.0)
 
 @dataclass(frozen=True)
 class FWResult:
-    """Frank-Wolfe output: ``w`` ``(d,)`` or ``(B, d)``, the steps, the Laplace scale of Alg. 1
-    line 3 (per problem for a batch), the zCDP cost and ``sum_scale``.
-
-    ``scale`` is ``... / (n_b sqrt(rho))`` (``inf`` for a problem without records): it
-    reveals each problem's number of records ``n_b`` exactly, so it is for analysis, not for
-    release. ``sum_scale`` (``scale * n_b``, the same for every problem) is the scale on the
-    summed scores ``n_b <s, grad L_b>`` that the selection uses (module doc): it depends on
-    ``T``, ``rho`` and ``||C||_1`` only, and is what the accountant records.
+    """Frank-Wolfe output: ``w`` ``(d,)`` or ``(B, d)``, the steps, the zCDP cost and
+    ``sum_scale``, the scale on the summed scores ``n_b <s, grad L_b>`` that the selection
+    uses (module doc): a function of ``T``, ``rho`` and ``||C||_1`` only, the same for every
+    problem, and what the accountant records. Alg. 1's scale on the mean scores,
+    ``sum_scale / n_b``, is not returned: it would give each problem's number of records
+    ``n_b`` exactly (a count of the data, never noised); :func:`pfw_noise_scale` computes it
+    from a public ``n``.
     """
 
     w: np.ndarray
     steps: int
-    scale: float | np.ndarray
     spent: ZCDP | None
     sum_scale: float = 0.0
 
@@ -307,10 +305,7 @@ def frank_wolfe_batch(
     if private and accountant is not None:
         accountant.charge(spent, what=what, mechanism="report_noisy_min", scale=sum_scale)
     w = _run(F, Y, R, mask, radius, steps, private, loss, k, t, as_generator(rng))
-    counts = R.sum(axis=0)
-    with np.errstate(divide="ignore"):
-        scale = sum_scale / counts if private else np.zeros(B)  # for analysis only
-    return FWResult(w.T, steps, scale, spent, sum_scale)
+    return FWResult(w.T, steps, spent, sum_scale)
 
 
 def private_frank_wolfe(
@@ -341,4 +336,4 @@ def private_frank_wolfe(
         rng=rng,
         accountant=accountant,
     )
-    return FWResult(res.w[0], res.steps, float(res.scale[0]), res.spent, res.sum_scale)
+    return FWResult(res.w[0], res.steps, res.spent, res.sum_scale)

@@ -21,8 +21,8 @@ fit exposes. Alg. 1's scale on the mean loss of ``S_uv`` is ``c / |S_uv|`` with 
 The noisy arg-min is the same as report-noisy-min on the summed scores ``|S_uv| <s, grad L>``
 (sensitivity at most ``2 ||C||_1`` when a record is replaced, whether or not it moves in or
 out of ``S_uv``) with the data-independent scale ``c``, which is what runs; ``fit.info`` and
-the accountant show ``c`` (``"sum_scale"``), never the per-problem scales (kept on
-:class:`IsingEstimate` / :class:`PairwiseEstimate` for analysis only). The number of steps
+the accountant show ``c`` (``"sum_scale"``), and so do :class:`IsingEstimate` and
+:class:`PairwiseEstimate`: no function returns the per-problem scales. The number of steps
 ``T`` (``fit.info["steps"]``; the iterates lie on a grid set by ``T``), unless given, is a
 function of the public ``n``, ``p``, ``k``, ``lam`` and ``rho`` only, never of the
 ``|S_uv|`` (a sub-problem without records runs on noise alone; nothing is refused).
@@ -73,27 +73,25 @@ __all__ = [
 
 @dataclass(frozen=True)
 class IsingEstimate:
-    """Alg. 2's ``A`` ``(p, p)`` (row ``i`` from node ``i``), fields, steps, Alg. 1's scale
-    (reveals ``n``: not for release), cost, the data-independent ``sum_scale`` (module doc)."""
+    """Alg. 2's ``A`` ``(p, p)`` (row ``i`` from node ``i``), fields, steps, cost and the
+    data-independent ``sum_scale`` (module doc)."""
 
     A: np.ndarray
     theta: np.ndarray
     steps: int
-    scale: float
     spent: ZCDP | None
     sum_scale: float = 0.0
 
 
 @dataclass(frozen=True)
 class PairwiseEstimate:
-    """Alg. 3's ``W`` ``(p, p, k, k)`` (``W[i, j]`` from node ``i``), ``Theta`` ``(p, k)``;
-    ``scale`` per sub-problem reveals every ``|S_uv|`` (not for release); ``sum_scale`` does
-    not (module doc)."""
+    """Alg. 3's ``W`` ``(p, p, k, k)`` (``W[i, j]`` from node ``i``), ``Theta`` ``(p, k)``,
+    steps, cost and the data-independent ``sum_scale`` (module doc; no per-sub-problem
+    scale, which would give every ``|S_uv|``)."""
 
     W: np.ndarray
     Theta: np.ndarray
     steps: int
-    scale: np.ndarray
     spent: ZCDP | None
     sum_scale: float = 0.0
 
@@ -157,9 +155,7 @@ def learn_ising(
     )
     A = res.w[:, :p] / 2
     A[np.diag_indices(p)] = 0.0
-    return IsingEstimate(
-        A, res.w[:, p] / 2, res.steps, float(res.scale[0]), res.spent, res.sum_scale
-    )
+    return IsingEstimate(A, res.w[:, p] / 2, res.steps, res.spent, res.sum_scale)
 
 
 def _pairwise_problems(z: np.ndarray, k: int):
@@ -234,7 +230,7 @@ def learn_pairwise(
         what="Zhang et al. Alg. 3 (k(k-1)p private Frank-Wolfe runs)",
     )
     W, Theta = _center_and_average(res.w, triples, p, k)
-    return PairwiseEstimate(W, Theta, res.steps, res.scale, res.spent, res.sum_scale)
+    return PairwiseEstimate(W, Theta, res.steps, res.spent, res.sum_scale)
 
 
 def zcdp_for_epsilon(epsilon: float, n: int) -> ZCDP:

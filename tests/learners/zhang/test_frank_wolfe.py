@@ -1,6 +1,7 @@
 """Private Frank-Wolfe (Zhang et al. 2020, Alg. 1): convergence, noise scale, budget, audit."""
 
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -54,26 +55,31 @@ def test_noise_scale_steps_and_budget_are_the_papers():
     L1 = 2 * math.sqrt(2) * 1.0  # logistic loss, ||x||_inf <= 1 (module docstring)
     T = math.ceil((2.0**2) ** (2 / 3) * (500 * math.sqrt(0.5)) ** (2 / 3) / (L1 * 2.0 ** (2 / 3)))
     assert res.steps == T == lemma33_steps(500, 0.5, L1, 2.0)
-    assert res.scale == pytest.approx(L1 * 2.0 * math.sqrt(T) / (500 * math.sqrt(0.5)))
-    assert res.scale == pytest.approx(pfw_noise_scale(pfw_lipschitz(1.0), 2.0, T, 500, 0.5))
+    assert res.sum_scale / 500 == pytest.approx(L1 * 2.0 * math.sqrt(T) / (500 * math.sqrt(0.5)))
+    assert res.sum_scale == pytest.approx(pfw_noise_scale(pfw_lipschitz(1.0), 2.0, T, 1, 0.5))
     assert res.spent == ZCDP(0.5) and acc.spent.rho == pytest.approx(0.5)
     # per step: eps = sqrt(2 rho / T) -> rho / T zCDP (Lemma 2.14); T steps: rho (Lemma 2.15)
     eps = frank_wolfe_step_budget(0.5, T).epsilon
     assert T * eps**2 / 2 == pytest.approx(0.5)
 
 
-def test_batch_spends_rho_per_problem_and_scales_by_each_subset():
+def test_batch_spends_rho_per_problem_and_returns_no_count_of_the_data():
+    """``rho`` per problem; what a batch returns besides the noisy ``w`` is the same for two
+    tables that differ in each problem's number of records ``n_b`` (no per-problem scale,
+    which would give each ``n_b`` exactly)."""
     X, y = _problem(n=400)
-    rows = np.ones((400, 2))
-    rows[200:, 1] = 0.0
-    acc = Accountant(ZCDP(1.0))
-    res = frank_wolfe_batch(X, np.stack([y, y], 1), radius=1.0, rho=0.25, rows=rows, rng=1,
-                            accountant=acc)  # fmt: skip
-    assert acc.spent.rho == pytest.approx(0.5)
-    lip = pfw_lipschitz(1.0)
-    np.testing.assert_allclose(
-        res.scale, [pfw_noise_scale(lip, 1.0, res.steps, m, 0.25) for m in (400, 200)]
-    )
+    out = []
+    for cut in (200, 150):
+        rows = np.ones((400, 2))
+        rows[cut:, 1] = 0.0
+        acc = Accountant(ZCDP(1.0))
+        res = frank_wolfe_batch(X, np.stack([y, y], 1), radius=1.0, rho=0.25, rows=rows, rng=1,
+                                accountant=acc)  # fmt: skip
+        assert acc.spent.rho == pytest.approx(0.5)
+        out.append({f.name: getattr(res, f.name) for f in fields(res) if f.name != "w"})
+    assert out[0] == out[1]
+    want = pfw_noise_scale(pfw_lipschitz(1.0), 1.0, out[0]["steps"], 1, 0.25)
+    assert out[0]["sum_scale"] == pytest.approx(want)
 
 
 def test_bad_input_spends_nothing_and_data_are_not_mutated():
