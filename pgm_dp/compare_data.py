@@ -67,7 +67,7 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int) -> tuple:
     return df.iloc[perm[n_test:]], df.iloc[perm[:n_test]]
 
 
-def _encodable(plan, test: pd.DataFrame) -> tuple[np.ndarray, int]:
+def _encodable(plan, test: pd.DataFrame) -> tuple[Any, int]:
     """Full-domain codes of the held-out rows the plan can encode, and how many were left
     out."""
     from .workflow import full_codes
@@ -90,12 +90,13 @@ def _one_ok(c, value) -> bool:
     return True
 
 
-def heldout_scores(model, test_codes: np.ndarray) -> dict:
+def heldout_scores(model, test_codes: Any) -> dict:
     """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
     from .stats import contingency_table
 
     dom = model.domain
     logp = np.asarray(model.log_prob(test_codes))
+    test_codes = dom.encode(test_codes)  # an array (codes stay codes)
     pairs = list(combinations(dom.attributes, 2))
     tvd = []
     tables = model.marginals(pairs)

@@ -374,12 +374,16 @@ def expand_model(model, plan):
     return MarkovRandomField(plan.full_domain, model.cliques, tables)
 
 
-def full_codes(plan, df) -> np.ndarray:
-    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
+def full_codes(plan, df):
+    """The :class:`~pgm_dp.domain.Codes` of ``df`` on ``plan.full_domain`` (the domain of a
+    saved fit's model)."""
+    from .domain import Codes
     from .prepare._spec import check_frame
 
     df = check_frame(df)
-    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
+    cols = [c.encode_full(df[c.name]) for c in plan.columns]
+    arr = np.column_stack(cols) if cols else np.empty((len(df), 0), dtype=np.int64)
+    return Codes(arr, plan.full_domain, df.index)
 
 
 def _decode_full(plan, codes) -> pd.DataFrame:

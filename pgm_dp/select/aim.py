@@ -329,7 +329,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
         )
     check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
-    codes = domain.encode(data)  # DataValidationError before any charge
+    codes = domain.codes(data)  # DataValidationError before any charge; never read by label
     cost = budget_of(notion, amount)
     if accountant is not None:
         accountant.check(cost, what="aim")
@@ -380,7 +380,7 @@ def aim(
         dict(mechanism=mechanism, max_model_size=max_model_size, total=total,
              estimator=estimator, max_rounds=max_rounds, measured=measured),
     )  # fmt: skip
-    codes, sched = setup["codes"], setup["schedule"]
+    codes, sched = setup["codes"].array, setup["schedule"]
     setup["answers"] = {
         c: contingency_table(codes, [domain.index(v) for v in c], domain.sizes(c)).astype(float)
         for c in setup["candidates"]
