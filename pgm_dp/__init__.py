@@ -6,13 +6,13 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 ``errors`` / ``rng`` / ``_config`` → ``domain`` / ``encoding`` (columns → codes) →
 ``models.tables`` (the flat table layout, shared numerics) → ``inference`` (pure functions
 of tables; its backends) → ``models`` (``MarkovRandomField``, the gauge) → ``stats`` /
-``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
-``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
-marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
-codes; its ``prepare._dask`` sits beside ``stats``)
-→ ``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
-``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
-→ ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
+``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) → ``learners``
+(the contract; CGM-EM in ``learners.cgm``, Zhang et al. in ``learners.zhang``) →
+``select`` (AIM, MST: the marginals to measure) → ``bayes`` (posteriors) / ``io`` /
+``prepare`` (a user's table → codes; its ``prepare._dask`` sits beside ``stats``) →
+``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
+``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one
+budget) → ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from .domain import MAX_TABLE_CELLS, Clique, Codes, Domain, check_table_cells, normalize_cliques
-from .errors import DataValidationError, ModelTooLargeError
 from .encoding import encode_column, is_dask, split_columns
+from .errors import DataValidationError, ModelTooLargeError
 
 __all__ = ["sufficient_statistics", "contingency_table", "CHUNK_ROWS"]
 

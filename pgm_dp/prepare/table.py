@@ -88,6 +88,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Codes, Domain
+from ..encoding import encode_column
 from ..errors import (
     DataValidationError,
     DomainError,
@@ -96,7 +97,6 @@ from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget
 from ..rng import RngLike, as_generator
-from ..encoding import encode_column
 from ._spec import (
     check_frame,
     decisions_needed,
