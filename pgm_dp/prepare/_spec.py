@@ -92,9 +92,16 @@ def count_arg(x: Any, what: str, low: int, high: int) -> int:
 
 
 def check_frame(df: Any) -> pd.DataFrame:
-    """``df`` if it is a DataFrame with distinct column names, else DataValidationError."""
+    """``df`` if it is a DataFrame with distinct column names, each a string or an integer
+    (what a saved plan, fit and spec hold: JSON), else DataValidationError."""
     if not isinstance(df, pd.DataFrame):
         raise DataValidationError(f"data must be a pandas DataFrame, got {type(df).__name__}")
+    odd = [c for c in df.columns if isinstance(c, bool) or not isinstance(c, str | int)]
+    if odd:
+        raise DataValidationError(
+            f"column names must be strings or integers (plans and fits are saved as JSON), "
+            f"got {odd[:5]}: rename them, e.g. df.columns = [str(c) for c in df.columns]"
+        )
     repeated = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
     if repeated:
         raise DataValidationError(f"data have more than one column named {repeated}")
