@@ -130,5 +130,6 @@ def test_categories_from_data_run_through_fit(survey, capsys):
            "--plan-out", str(survey / "plan.json")]  # fmt: skip
     assert main(fit) == 0, capsys.readouterr().err
     again = ["fit", "--data", str(survey / "t.csv"), "--prepare", str(survey / "plan.json"),
-             "--epsilon", "1", "--max-rounds", "2", "--seed", "1", "--out", str(survey / "p.npz")]  # fmt: skip
+             "--epsilon", "1", "--max-rounds", "2", "--seed", "1",
+             "--out", str(survey / "p.npz")]  # fmt: skip
     assert main(again) == 0, capsys.readouterr().err

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import warnings
 
-import numpy as np
 import pandas as pd
 import pytest
 from table_corpus import TABLES, table

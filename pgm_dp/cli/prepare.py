@@ -4,12 +4,13 @@ Every column gets an entry that ``pgm-dp fit --prepare SPEC.json`` (and
 :func:`pgm_dp.prepare.prepare_plan`) accepts unchanged: ``"drop"`` for identifier-like
 columns, the categories seen in the data for text columns and for whole-number columns with
 at most 16 values, the minimum and maximum for other number columns (binned at private
-quantiles), booleans as they are. Columns declared by ``--prepare`` or ``--domain`` are kept
-as declared. Every value read from the data is marked ``"from_data": true``: a plan made from
-such an entry lists the read among its non-private reads. Check each marked entry against
-public knowledge (a codebook, a census's categories, plausible ranges), edit it, and delete
-the mark: the spec then declares public facts and nothing is read without privacy. No
-budget is spent; nothing is released but the file.
+quantiles), ``[false, true]`` or ``[0, 1]`` for flags (booleans, 0/1 columns). Columns
+declared by ``--prepare`` or ``--domain`` are kept as declared. Every value read from the
+data is marked ``"from_data": true``: a plan made from such an entry lists the read among
+its non-private reads. Check each marked entry against public knowledge (a codebook, a
+census's categories, plausible ranges), edit it, and delete the mark: the spec then declares
+public facts and nothing is read without privacy. No budget is spent; nothing is released
+but the file.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def starting_spec(df, declared: dict) -> dict:
     import numpy as np
     import pandas as pd
 
+    from ..prepare._spec import flag_states
     from ..prepare.columns import identifier_reason, missing_mask
     from ._table import MAX_STATES, SMALL_INTEGER_STATES, _whole_numbers
 
@@ -38,8 +40,8 @@ def starting_spec(df, declared: dict) -> dict:
             spec[name] = declared[name]
         elif identifier_reason(col, name, 0.5, MAX_STATES) is not None:
             spec[name] = "drop"
-        elif col.dtype.kind == "b":
-            continue
+        elif (flag := flag_states(col)) is not None:
+            spec[name] = {"categories": list(flag), "from_data": True}
         elif (w := _whole_numbers(col)) is not None and len(w) <= SMALL_INTEGER_STATES:
             spec[name] = {"categories": [int(v) for v in w], "from_data": True}
         elif pd.api.types.is_numeric_dtype(col):

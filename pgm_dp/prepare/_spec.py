@@ -30,6 +30,7 @@ __all__ = [
     "decisions_needed",
     "Draft",
     "draft_column",
+    "flag_states",
 ]
 
 _SPEC_KEYS = {
@@ -215,19 +216,37 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     return draft
 
 
+def flag_states(col: pd.Series) -> tuple | None:
+    """The states of an undeclared flag: ``(False, True)`` when the column's non-missing
+    values are all booleans, ``(0, 1)`` when they are all the numbers 0 and 1 (a 0/1 column,
+    integers or, with missing cells, floats); ``None`` otherwise (also when every cell is
+    missing). Decided from the values, not the pandas dtype, so one missing cell does not
+    change it; reading them is a non-private read, which the caller records."""
+    present = col[~missing_mask(col)]
+    if present.size == 0:
+        return None
+    if col.dtype.kind == "b" or present.map(type).isin([bool, np.bool_]).all():
+        return (False, True)
+    if col.dtype.kind in "iuf" and present.isin([0, 1]).all():
+        return (0, 1)
+    return None
+
+
 def _is_numeric(entry: dict, col: pd.Series) -> bool:
-    """Whether a column is binned: numeric keys in its entry, or numbers not declared as
-    categories."""
+    """Whether a column is binned: numeric keys in its entry, or numbers, not a flag, not
+    declared as categories."""
     return bool(set(entry) & {"bins", "bounds", "n_bins", "quantiles"}) or (
-        "categories" not in entry and col.dtype.kind in "iuf"
+        "categories" not in entry and col.dtype.kind in "iuf" and flag_states(col) is None
     )
 
 
 def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
     cats = entry.get("categories")
     if cats is None:
-        if col.dtype.kind == "b":
-            return (False, True), "bool"
+        flag = flag_states(col)
+        if flag is not None:
+            reads.append(f"that {name!r} is a flag {list(flag)} (its values)")
+            return flag, "flag (data, non-private)"
         if opts.categories != "data":
             raise DataValidationError(
                 f"column {name!r} needs declared categories: spec={{{name!r}: [...]}}, or "
@@ -340,7 +359,7 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
             if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
                 bounds.append(name)
                 add[name] = {"bounds": "data"}
-        elif entry.get("categories") is None and df[name].dtype.kind != "b":
+        elif entry.get("categories") is None and flag_states(df[name]) is None:
             if opts.categories != "data":
                 cats.append(name)
                 add[name] = {"categories": "data"}

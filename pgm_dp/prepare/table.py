@@ -16,8 +16,13 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
 * **Categorical columns** use the categories declared in ``spec`` (``{"sex": ["F", "M"]}``).
   ``categories="data"`` reads undeclared ones from the data (non-private; one
   :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
-  state when ``other=True``, else they are refused. Boolean columns are ``(False, True)``.
-  An integer column is categorical only when declared so (``{"children": [0, 1, 2, 3]}``).
+  state when ``other=True``, else they are refused. An undeclared **flag** (non-missing
+  values all booleans, or all the numbers 0 and 1) has the states ``(False, True)`` or
+  ``(0, 1)``: decided from its values, not its pandas type (which one missing cell
+  changes), a non-private read listed in the plan. Any other integer column is categorical
+  only when declared so (``{"children": [0, 1, 2, 3]}``); its codes are the declared
+  categories' positions (:class:`~pgm_dp.domain.Codes`, never read again by label), and
+  decoding gives back the declared integers.
 * **Numeric columns** are binned (:mod:`pgm_dp.prepare.binning`): public edges
   (``{"age": {"bins": [0, 18, 30, 45, 65, 120]}}``), public bounds cut into equal widths
   (``{"age": {"bounds": [0, 120], "n_bins": 10}}``), or public bounds cut at private
