@@ -12,8 +12,10 @@ decoded:
   (:func:`pgm_dp.workflow.expand_model`), so every category is a value of the data's;
 * a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
   ``"[a, b)"`` (what the model knows, nothing more); ``"uniform"`` a number drawn uniformly
-  within its bin (float64; a synthetic value, not a value of the data); ``"midpoint"`` the
-  bin's midpoint;
+  within its bin (float64; a synthetic value, not a value of the data), for a column
+  declared ``"integer"`` a whole number drawn uniformly among the bin's whole numbers (an
+  int64 column, nullable ``Int64`` when it has a missing state; within the declared
+  range); ``"midpoint"`` the bin's midpoint;
 * the ``"<missing>"`` state is a missing value (``NaN``, an empty CSV cell), never the text.
   It appears as often as the model gives it mass, no more: a column whose model gives it
   none has none. ``missing="never"`` draws from the model conditioned on no missing value
@@ -182,6 +184,11 @@ class Synthesizer:
         if c.kind == "numeric" and self.numbers != "interval":
             e = np.asarray(c.edges, dtype=np.float64)
             b = np.minimum(full, len(e) - 2)
+            if self.numbers == "uniform" and c.integer:
+                x = _whole_within(e, b, within)
+                if miss is None:
+                    return x.astype(np.int64)
+                return pd.array(np.where(miss, np.nan, x), dtype="Int64")  # <NA>: missing
             if self.numbers == "uniform":
                 x = e[b] + within * (e[b + 1] - e[b])
                 x = np.minimum(x, e[b + 1])  # rounding never leaves the bin
@@ -203,6 +210,23 @@ class Synthesizer:
         entropy = self.entropy(rng)
         for start in range(0, n, size):
             yield self.chunk(entropy, start, min(start + size, n))
+
+
+def _whole_within(edges: np.ndarray, b: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """Whole numbers drawn uniformly among those of bin ``b`` (``[e_b, e_{b+1})``, the last
+    bin closed) with the uniforms ``within``; a bin holding none (narrower than one) gives
+    the whole number nearest its midpoint within the declared range ``[e_0, e_k]`` (the
+    range rounded inwards when it holds a whole number). Float64, whole-valued."""
+    last = len(edges) - 2
+    lo = np.ceil(edges[b])
+    hi = np.where(b == last, np.floor(edges[b + 1]), np.ceil(edges[b + 1]) - 1)
+    count = hi - lo + 1
+    drawn = lo + np.minimum(np.floor(within * np.maximum(count, 1)), np.maximum(count - 1, 0))
+    low, high = np.ceil(edges[0]), np.floor(edges[-1])
+    nearest = np.round((edges[b] + edges[b + 1]) / 2)
+    if low <= high:
+        nearest = np.clip(nearest, low, high)
+    return np.where(count >= 1, drawn, nearest)
 
 
 def sample_table(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 from table_corpus import TABLES, table
@@ -51,9 +52,28 @@ def test_a_prepared_spec_fits_or_is_refused_before_any_charge(name, notion):
     pd.testing.assert_frame_equal(df, before)
     assert acc.charges and tf.fit.info["budget"] == acc.spent
     json.loads(tf.plan.to_json())
+    _records_in_the_tables_values(tf)
+
+
+def _records_in_the_tables_values(tf) -> None:
+    """Categories come back as the table's values (integers as integers); whole-number
+    columns drawn within bins (``numbers="uniform"``) as integers within their bins."""
     rows = sample_table(tf, 50, rng=1)
+    uniform = sample_table(tf, 50, rng=1, numbers="uniform")
     assert list(rows.columns) == list(tf.plan.names)
     for c in tf.plan.columns:
         values = set(rows[c.name].dropna())
         if c.kind == "categorical":
             assert values <= set(c.states), c.name
+            kinds = {type(v) for v in c.states[: c.n_categories]}
+            if kinds == {int}:
+                assert rows[c.name].cat.categories.dtype.kind == "i", c.name
+        elif c.integer:
+            x = uniform[c.name]
+            assert x.dtype.kind == "i" or str(x.dtype) == "Int64", c.name
+            lo, hi = c.edges[0], c.edges[-1]
+            assert x.dropna().between(np.ceil(lo), np.floor(hi)).all(), c.name
+            bins = rows[c.name].dropna().map(lambda s: json.loads(s.replace(")", "]")))
+            for (a, b), v in zip(bins, x.dropna(), strict=True):  # a bin without a whole
+                empty = np.ceil(a) > np.floor(b) or np.ceil(a) == b  # number: the nearest
+                assert a <= v <= b or (empty and abs(v - (a + b) / 2) <= 0.5), (c.name, a, b, v)

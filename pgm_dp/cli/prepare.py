@@ -49,6 +49,8 @@ def starting_spec(df, declared: dict) -> dict:
             x = x[np.isfinite(x)]
             lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
             spec[name] = {"bounds": [lo, hi if hi > lo else lo + 1.0], "from_data": True}
+            if w is not None:  # whole numbers: drawn within bins as whole numbers
+                spec[name]["integer"] = True
         else:
             uniq = [_plain(v) for v in pd.unique(col[~missing_mask(col)])]
             try:

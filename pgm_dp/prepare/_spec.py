@@ -35,7 +35,10 @@ __all__ = [
 
 _SPEC_KEYS = {
     "categories", "bins", "bounds", "n_bins", "quantiles", "missing", "other", "clip", "from_data",
+    "integer",
 }  # fmt: skip
+#: The keys of a numeric (binned) column's entry.
+_NUMERIC_KEYS = {"bins", "bounds", "n_bins", "quantiles", "integer"}
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def parse_entry(name: Hashable, raw: Any) -> dict:
             f"spec of {name!r} has unknown keys {sorted(unknown)}; known: {sorted(_SPEC_KEYS)}"
         )
     entry = dict(raw)
-    if "categories" in entry and set(entry) & {"bins", "bounds", "n_bins", "quantiles"}:
+    if "categories" in entry and set(entry) & _NUMERIC_KEYS:
         raise DomainError(f"spec of {name!r} mixes categories with numeric bins")
     if "bins" in entry and set(entry) & {"bounds", "n_bins", "quantiles"}:
         raise DomainError(f"spec of {name!r}: give bins, or bounds with n_bins or quantiles")
@@ -205,6 +208,8 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     from_data = _flag(entry, "from_data", False, name, (True, False))
     if _is_numeric(entry, col):
         draft = _numeric(name, col, entry, opts, reads, missing, clip)
+        integer = _integer(name, col, entry, opts, reads)
+        draft = replace(draft, plan=replace(draft.plan, integer=integer))
     else:
         cats, source = _categories(name, col, entry, opts, reads)
         draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
@@ -235,7 +240,7 @@ def flag_states(col: pd.Series) -> tuple | None:
 def _is_numeric(entry: dict, col: pd.Series) -> bool:
     """Whether a column is binned: numeric keys in its entry, or numbers, not a flag, not
     declared as categories."""
-    return bool(set(entry) & {"bins", "bounds", "n_bins", "quantiles"}) or (
+    return bool(set(entry) & _NUMERIC_KEYS) or (
         "categories" not in entry and col.dtype.kind in "iuf" and flag_states(col) is None
     )
 
@@ -268,6 +273,24 @@ def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
     if not isinstance(cats, list | tuple):
         raise DomainError(f"categories of {name!r} must be a list, got {cats!r}")
     return _check_categories(tuple(cats), name, opts.max_states), "declared"
+
+
+def _integer(name, col, entry, opts, reads) -> bool:
+    """Whether a numeric column holds whole numbers: as declared (``"integer"``); else,
+    where its bounds are read from the data anyway (``bounds='data'``), read with them (a
+    non-private read, listed); else not."""
+    declared = _flag(entry, "integer", None, name, (True, False, None))
+    if declared is not None:
+        return declared
+    if "bins" in entry or not (
+        isinstance(b := entry.get("bounds", opts.bounds), str) and b == "data"
+    ):
+        return False
+    x, _ = numeric_values(col, name)
+    whole = bool(x.size) and bool(np.all(x == np.round(x)))
+    if whole:
+        reads.append(f"that {name!r} holds whole numbers (with its bounds, bounds='data')")
+    return whole
 
 
 def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:

@@ -131,7 +131,9 @@ class ColumnPlan:
     ``clip`` whether out-of-range numbers go to the end bins; ``merged`` the full codes
     merged into one ``"<rare>"`` state (empty: no merging); ``missing_to`` the full code that
     takes missing values when the missing state was folded away (its noisy count was rare:
-    no ``"<missing>"`` state then, and none is ever decoded).
+    no ``"<missing>"`` state then, and none is ever decoded); ``integer`` whether a numeric
+    column holds whole numbers (declared ``"integer": true``), so that numbers drawn within
+    a bin are whole numbers too.
     """
 
     name: Hashable
@@ -144,11 +146,13 @@ class ColumnPlan:
     clip: bool = True
     merged: tuple[int, ...] = ()
     missing_to: int | None = None
+    integer: bool = False
 
     @classmethod
-    def numeric(cls, name, edges, source, missing, clip=True) -> ColumnPlan:
+    def numeric(cls, name, edges, source, missing, clip=True, integer=False) -> ColumnPlan:
         states = bin_labels(edges) + ((MISSING,) if missing else ())
-        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip)
+        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip,
+                   integer=integer)  # fmt: skip
 
     @classmethod
     def categorical(cls, name, categories, source, missing, other) -> ColumnPlan:

@@ -282,6 +282,8 @@ class Preparation:
         for c in self.columns:
             if c.kind == "numeric":
                 entry = {"bins": list(c.edges), "clip": c.clip}
+                if c.integer:
+                    entry["integer"] = True
             else:
                 entry = {"categories": list(c.states[: c.n_categories]), "other": c.other}
             entry["missing"] = c.missing or c.missing_to is not None
