@@ -16,7 +16,7 @@ from pgm_dp import Domain, sufficient_statistics
 from pgm_dp.cli import main
 from pgm_dp.domain import Codes
 from pgm_dp.errors import DataValidationError
-from pgm_dp.prepare import prepare_plan
+from pgm_dp.prepare import NonPrivateWarning, prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, PureDP
 from pgm_dp.synth import sample_table
 from pgm_dp.workflow import fit_table
@@ -133,3 +133,22 @@ def test_categories_from_data_run_through_fit(survey, capsys):
              "--epsilon", "1", "--max-rounds", "2", "--seed", "1",
              "--out", str(survey / "p.npz")]  # fmt: skip
     assert main(again) == 0, capsys.readouterr().err
+
+
+def test_an_undeclared_flag_is_decided_by_its_values_and_listed_as_read():
+    n = 200
+    df = pd.DataFrame({"smoker": [True, False] * (n // 2), "flag": [0, 1] * (n // 2)})
+    holed = df.astype(object)
+    holed.loc[0, "smoker"] = None  # object dtype now: one missing cell
+    holed["flag"] = df.flag.where(np.arange(n) > 0)  # floats with a NaN
+    for frame in (df, holed):
+        with pytest.warns(NonPrivateWarning, match="is a flag"):
+            plan = prepare_plan(frame)
+        assert plan.column("smoker").states == (False, True, "<missing>")
+        assert plan.column("flag").states == (0, 1, "<missing>")
+        assert sum("is a flag" in r for r in plan.nonprivate_reads) == 2
+        assert plan.to_spec()["flag"] == {
+            "categories": [0, 1], "other": False, "missing": True, "from_data": True,
+        }  # fmt: skip
+        back = plan.decode(plan.encode(frame), rng=0)
+        assert back.flag.tolist()[1:4] == [1, 0, 1] and back.smoker.tolist()[1:3] == [False, True]
