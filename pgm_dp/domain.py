@@ -357,7 +357,9 @@ class Codes:
         return self.array.shape
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        return self.array if dtype is None else self.array.astype(dtype)
+        if copy or dtype is not None:
+            return np.array(self.array, dtype=dtype)
+        return self.array
 
     def __repr__(self) -> str:
         return f"Codes({len(self)} records on {self.domain!r})"
