@@ -282,9 +282,8 @@ def _integer(name, col, entry, opts, reads) -> bool:
     declared = _flag(entry, "integer", None, name, (True, False, None))
     if declared is not None:
         return declared
-    if "bins" in entry or not (
-        isinstance(b := entry.get("bounds", opts.bounds), str) and b == "data"
-    ):
+    bounds = None if "bins" in entry else entry.get("bounds", opts.bounds)
+    if not (isinstance(bounds, str) and bounds == "data"):
         return False
     x, _ = numeric_values(col, name)
     whole = bool(x.size) and bool(np.all(x == np.round(x)))
