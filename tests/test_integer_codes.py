@@ -152,3 +152,17 @@ def test_an_undeclared_flag_is_decided_by_its_values_and_listed_as_read():
         }  # fmt: skip
         back = plan.decode(plan.encode(frame), rng=0)
         assert back.flag.tolist()[1:4] == [1, 0, 1] and back.smoker.tolist()[1:3] == [False, True]
+
+
+def test_whole_numbers_are_declared_or_read_with_the_bounds():
+    df = pd.DataFrame({"age": np.arange(300) % 70 + 18, "income": np.linspace(0, 1, 300)})
+    with pytest.warns(NonPrivateWarning, match="'age' holds whole numbers"):
+        plan = prepare_plan(
+            df, {"age": {"bounds": "data", "n_bins": 4}, "income": {"bins": [0, 1]}}
+        )
+    assert plan.column("age").integer and not plan.column("income").integer
+    assert plan.to_spec()["age"]["integer"] is True and "integer" not in plan.to_spec()["income"]
+    spec = {"age": {"bounds": "data", "n_bins": 4, "integer": False}, "income": {"bins": [0, 1]}}
+    assert not prepare_plan(df, spec).column("age").integer
+    with pytest.raises(ValueError, match="mixes categories"):
+        prepare_plan(df, {"age": {"categories": [1], "integer": True}})
