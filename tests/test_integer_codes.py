@@ -163,6 +163,7 @@ def test_whole_numbers_are_declared_or_read_with_the_bounds():
     assert plan.column("age").integer and not plan.column("income").integer
     assert plan.to_spec()["age"]["integer"] is True and "integer" not in plan.to_spec()["income"]
     spec = {"age": {"bounds": "data", "n_bins": 4, "integer": False}, "income": {"bins": [0, 1]}}
-    assert not prepare_plan(df, spec).column("age").integer
+    with pytest.warns(NonPrivateWarning, match="bounds of 'age'"):
+        assert not prepare_plan(df, spec).column("age").integer
     with pytest.raises(ValueError, match="mixes categories"):
         prepare_plan(df, {"age": {"categories": [1], "integer": True}})
