@@ -3,16 +3,16 @@
 Layers, bottom to top (each a module or folder, or a module inside a folder placed below
 its folder; a module imports only from its own layer or the ones below, and no two modules
 import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS`):
-``errors`` / ``rng`` / ``_config`` → ``domain`` → ``tables`` (the flat table layout,
-counting records into a table) → ``inference`` (pure functions of tables; its backends)
-→ ``models`` (``MarkovRandomField``, the gauge) → ``stats`` / ``datasets`` / ``metrics``
-→ ``privacy`` → ``ising`` (one network, PrIsing) → ``learners`` (the contract; CGM-EM in
-``learners.cgm``, Zhang et al. in ``learners.zhang``) → ``select`` (AIM, MST: the
-marginals to measure) → ``bayes`` (posteriors) / ``io`` / ``prepare`` (a user's table →
-codes; its ``prepare._frames`` sits beside ``domain``, ``prepare._dask`` beside ``stats``)
-→ ``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
-``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one budget)
-→ ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
+``errors`` / ``rng`` / ``_config`` → ``domain`` / ``encoding`` (columns → codes) →
+``tables`` (the flat table layout, counting records into a table) → ``inference`` (pure
+functions of tables; its backends) → ``models`` (``MarkovRandomField``, the gauge) →
+``stats`` / ``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) →
+``learners`` (the contract; CGM-EM in ``learners.cgm``, Zhang et al. in ``learners.zhang``)
+→ ``select`` (AIM, MST: the marginals to measure) → ``bayes`` (posteriors) / ``io`` /
+``prepare`` (a user's table → codes; its ``prepare._dask`` sits beside ``stats``) →
+``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
+``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one
+budget) → ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -101,7 +101,7 @@ __version__ = "0.1.0"
 #: The package's layers, bottom to top (see the module docstring).
 LAYERS = (
     ("errors", "rng", "_config", "_progress", "plugins", "plotting"),
-    ("domain", "prepare._frames"),
+    ("domain", "encoding"),
     ("tables",),
     ("inference",),
     ("models",),

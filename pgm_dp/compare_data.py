@@ -84,7 +84,7 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int, person=None) 
     return df[~held[ids]], df[held[ids]]
 
 
-def _encodable(plan, test: pd.DataFrame) -> tuple[np.ndarray, int]:
+def _encodable(plan, test: pd.DataFrame) -> tuple[Any, int]:
     """Full-domain codes of the held-out rows the plan can encode, and how many were left
     out."""
     from .workflow import full_codes
@@ -107,12 +107,13 @@ def _one_ok(c, value) -> bool:
     return True
 
 
-def heldout_scores(model, test_codes: np.ndarray) -> dict:
+def heldout_scores(model, test_codes: Any) -> dict:
     """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
     from .tables import contingency_table
 
     dom = model.domain
     logp = np.asarray(model.log_prob(test_codes))
+    test_codes = dom.encode(test_codes)  # an array (codes stay codes)
     pairs = list(combinations(dom.attributes, 2))
     tvd = []
     tables = model.marginals(pairs)

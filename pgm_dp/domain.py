@@ -12,6 +12,12 @@ Labelled columns are encoded **by label** — never by pandas' category order, w
 how the frame was built (pgmpy's sampler sorts categories, its CPDs need not) — so a label
 not in the domain is an error, not a silent code.
 
+Records once encoded are a :class:`Codes` value (an ``(n, d)`` code array and the domain it is
+coded on; :meth:`pgm_dp.prepare.Preparation.encode` returns one). Codes are not labels:
+:meth:`Domain.encode` passes them through (after checking that they are on this domain) and
+never reads them by label, so a variable whose labels are numbers (``[1984, 1985]``,
+``[2, 1, 0]``) keeps its codes wherever the codes travel.
+
 Example
 -------
 >>> import pandas as pd
@@ -37,10 +43,12 @@ from typing import Any
 
 import numpy as np
 
+from .encoding import column_domain, encode_column, split_columns
 from .errors import DataValidationError, DomainError, ModelTooLargeError
 
 __all__ = [
     "Domain",
+    "Codes",
     "Clique",
     "Labels",
     "normalize_cliques",
@@ -157,7 +165,6 @@ class Domain:
         values occur. For a private release declare the domain from public knowledge
         (``Domain.from_dict({"smoker": ["no", "yes"], ...})``) instead.
         """
-        from .prepare._frames import column_domain
 
         names = list(df.columns) if columns is None else list(columns)
         missing = [c for c in names if c not in df.columns]
@@ -253,8 +260,9 @@ class Domain:
         """Validate ``data`` against the domain and return an ``(n, d)`` int64 array.
 
         ``data`` is a pandas DataFrame (columns named by the variables; extra columns are
-        ignored, columns are reordered to the domain order), a Dask DataFrame (computed), or
-        an array of shape ``(n, len(domain))`` in domain order. A labelled variable's column
+        ignored, columns are reordered to the domain order), a Dask DataFrame (computed), an
+        array of shape ``(n, len(domain))`` in domain order, or :class:`Codes` (passed
+        through, never read by label: :meth:`Codes.on`). A labelled variable's column
         is encoded by label: strings, categories, booleans and labels of any type map to
         their label's position; an integer column of a variable whose labels are not numbers
         is read as codes. An unlabelled variable needs integer codes ``0..k-1``. Raises
@@ -263,8 +271,8 @@ class Domain:
         shape. The input is never modified; columns are validated one at a time, so no
         copy of the whole input is made besides the returned codes.
         """
-        from .prepare._frames import encode_column, split_columns
-
+        if isinstance(data, Codes):
+            return data.on(self)
         columns = split_columns(data, self)
         n = len(columns[0])
         if n == 0:
@@ -273,6 +281,11 @@ class Domain:
         for j, col in enumerate(columns):
             out[:, j] = encode_column(col, self.attributes[j], self.shape[j], self.labels[j])
         return out
+
+    def codes(self, data: Any) -> Codes:
+        """:meth:`encode`'s codes of ``data`` as :class:`Codes` on this domain: what to hand
+        on to a step that reads records again (no step then reads them by label)."""
+        return Codes(self.encode(data), self, data.index if isinstance(data, Codes) else None)
 
     def decode(self, codes: Any, labels: bool = True):
         """A DataFrame of an ``(n, d)`` code array: labelled variables as pandas
@@ -291,6 +304,108 @@ class Domain:
             else:
                 cols[a] = col
         return pd.DataFrame(cols, columns=list(self.attributes))
+
+
+@dataclass(frozen=True, eq=False)
+class Codes:
+    """Records encoded on a domain: codes, never labels (module docstring).
+
+    Args:
+        array (array of shape (n, d)): Integer codes, column ``j`` those of
+            ``domain.attributes[j]``, each in ``0..k-1``. Kept as a read-only int64 copy.
+        domain (Domain): The domain the codes are on (its labels say what each code means;
+            they are never used to read the codes).
+        index (pandas Index, optional): The records' index in the table they were encoded
+            from (kept by :meth:`to_frame`).
+
+    Raises :class:`DataValidationError` for a wrong shape, non-integer codes or a code
+    outside its variable's ``0..k-1``.
+
+    >>> codes = Codes([[0, 2], [1, 0]], Domain.from_dict({"d": [2, 1], "e": [0, 1, 5]}))
+    >>> Domain.from_dict({"e": [0, 1, 5]}).encode(codes).tolist()  # codes, not labels
+    [[2], [0]]
+    """
+
+    array: np.ndarray
+    domain: Domain
+    index: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.domain, Domain):
+            raise DomainError(f"codes need a Domain, got {type(self.domain).__name__}")
+        arr = np.asarray(self.array)
+        if arr.ndim != 2 or arr.shape[1] != len(self.domain):
+            raise DataValidationError(
+                f"codes must have shape (n, {len(self.domain)}), got {arr.shape}"
+            )
+        if arr.dtype.kind not in "iu":
+            raise DataValidationError(f"codes must be integers, got dtype {arr.dtype}")
+        if arr.size and ((arr < 0).any() or (arr >= np.asarray(self.domain.shape)).any()):
+            raise DataValidationError("codes outside their variables' domains 0..k-1")
+        arr = np.array(arr, dtype=np.int64, order="F")
+        arr.flags.writeable = False
+        if self.index is not None and len(self.index) != arr.shape[0]:
+            raise DataValidationError(f"{len(self.index)} index labels for {arr.shape[0]} records")
+        object.__setattr__(self, "array", arr)
+
+    def __len__(self) -> int:
+        return self.array.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n, d)``."""
+        return self.array.shape
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy or dtype is not None:
+            return np.array(self.array, dtype=dtype)
+        return self.array
+
+    def __repr__(self) -> str:
+        return f"Codes({len(self)} records on {self.domain!r})"
+
+    def column(self, name: Hashable) -> np.ndarray:
+        """The codes of one variable (read-only)."""
+        return self.array[:, self.domain.index(name)]
+
+    def take(self, rows: Any) -> Codes:
+        """The records at positions (or a boolean mask) ``rows``, on the same domain."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        index = None if self.index is None else self.index[rows]
+        return Codes(self.array[rows], self.domain, index)
+
+    def to_frame(self):
+        """A pandas DataFrame of the codes (int64 columns named by the variables)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.array, index=self.index, columns=list(self.domain.attributes))
+
+    def on(self, domain: Domain) -> np.ndarray:
+        """A new ``(n, len(domain))`` int64 array of the codes of ``domain``'s variables, in
+        its order: what :meth:`Domain.encode` returns for codes. ``domain`` must name
+        variables of these codes with the same sizes and, where both have labels, the same
+        labels (else :class:`DataValidationError`: codes on another domain mean something
+        else). The labels never decode or re-encode the codes."""
+        cols = []
+        for name, size, labels in zip(domain.attributes, domain.shape, domain.labels, strict=True):
+            if name not in self.domain:
+                raise DataValidationError(
+                    f"codes lack variable {name!r}; they have {list(self.domain.attributes)}"
+                )
+            j = self.domain.index(name)
+            own = self.domain.labels[j]
+            if self.domain.shape[j] != size or (labels is not None and own is not None
+                                                and own != labels):  # fmt: skip
+                raise DataValidationError(
+                    f"codes of {name!r} are on another domain ({self.domain.shape[j]} states "
+                    f"{list(own) if own else ''}, not {size} {list(labels) if labels else ''})"
+                )
+            cols.append(j)
+        if len(self) == 0:
+            raise DataValidationError("data are empty (0 records)")
+        return np.array(self.array[:, cols], dtype=np.int64, order="F")
 
 
 def normalize_cliques(domain: Domain, cliques: Iterable[Sequence[Hashable]]) -> tuple[Clique, ...]:

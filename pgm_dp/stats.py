@@ -3,7 +3,7 @@
 For an MRF with cliques ``C``, the sufficient statistics of a data set are the clique count
 tables ``n_C(x_C) = #{records with X_C = x_C}`` (Bernstein et al. 2017, Sec. 2). They are
 computed in chunks of rows: each chunk's columns are validated and encoded
-(:func:`~pgm_dp.prepare._frames.encode_column`), combined into flat cell indices and counted with
+(:func:`~pgm_dp.encoding.encode_column`), combined into flat cell indices and counted with
 ``np.bincount``; the tables are summed over chunks. No copy of the whole input is made
 (peak memory: the input plus a few chunk-sized buffers), and the speed is that of a
 hand-written bincount (``benchmarks/bench_stats.py``). A Dask DataFrame, or a Parquet / CSV
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .domain import Clique, Domain, check_table_cells, normalize_cliques
+from .domain import Clique, Codes, Domain, check_table_cells, normalize_cliques
+from .encoding import encode_column, is_dask, split_columns
 from .errors import DataValidationError
-from .prepare._frames import encode_column, is_dask, split_columns
 
 __all__ = ["sufficient_statistics", "CHUNK_ROWS"]
 
@@ -104,8 +104,9 @@ def sufficient_statistics(
     """Count tables ``{clique: array}`` of ``data`` on each clique.
 
     Args:
-        data (pandas.DataFrame, array of shape (n, d), Dask DataFrame, or Parquet / CSV path): Codes
-            or labels, validated as :meth:`Domain.encode` does (chunk by chunk; only the cliques'
+        data (pandas.DataFrame, array of shape (n, d), :class:`~pgm_dp.domain.Codes`, Dask
+            DataFrame, or Parquet / CSV path): Codes or labels, validated as
+            :meth:`Domain.encode` does (chunk by chunk; only the cliques'
             variables are read). A Dask DataFrame or a path is counted partition by partition (one
             task each) on ``client`` (a ``distributed.Client``; default: the current client if one
             exists, else Dask's local scheduler) and the tables summed.
@@ -127,6 +128,8 @@ def sufficient_statistics(
         if weights is not None:
             raise DataValidationError("weights are not supported with Dask data or paths")
         return dask_statistics(data, cliques, domain, count_columns, client=client)
+    if isinstance(data, Codes):  # codes, never read by label
+        data, domain = domain.encode(data), Domain(domain.attributes, domain.shape)
     columns = split_columns(data, domain)
     n = len(columns[0])
     if n == 0:

@@ -20,7 +20,9 @@ decoded:
 * a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
   ``"[a, b)"`` (what the model knows, nothing more; a ``category`` column); ``"uniform"``
   a number drawn uniformly within its bin (float64; a synthetic value, not a value of the
-  data); ``"midpoint"`` the bin's midpoint (float64);
+  data), for a column declared ``"integer"`` a whole number drawn uniformly among the bin's
+  whole numbers (an int64 column, nullable ``Int64`` when it has a missing state; within
+  the declared range); ``"midpoint"`` the bin's midpoint (float64);
 * the ``"<missing>"`` state is a missing value (``NaN``, an empty CSV cell), never the text.
   It appears as often as the model gives it mass, no more: a column whose model gives it
   none has none. ``missing="never"`` draws from the model conditioned on no missing value
@@ -374,9 +376,13 @@ def expand_model(model, plan):
     return MarkovRandomField(plan.full_domain, model.cliques, tables)
 
 
-def full_codes(plan, df) -> np.ndarray:
-    """Codes of ``df`` on ``plan.full_domain`` (the domain of a saved fit's model)."""
+def full_codes(plan, df):
+    """The :class:`~pgm_dp.domain.Codes` of ``df`` on ``plan.full_domain`` (the domain of a
+    saved fit's model)."""
+    from .domain import Codes
     from .prepare._spec import check_frame
 
     df = check_frame(df)
-    return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
+    cols = [c.encode_full(df[c.name]) for c in plan.columns]
+    arr = np.column_stack(cols) if cols else np.empty((len(df), 0), dtype=np.int64)
+    return Codes(arr, plan.full_domain, df.index)

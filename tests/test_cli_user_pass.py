@@ -93,7 +93,8 @@ def test_prepare_writes_a_spec_that_runs_unchanged_and_keeps_its_marks(csv, tmp_
     cap = capsys.readouterr()
     assert "WITHOUT privacy" in cap.err and '"from_data": true' in cap.err
     spec = json.loads(out.read_text())
-    assert spec["Unnamed: 0"] == {"drop": True, "from_data": True} and "smoker" not in spec
+    assert spec["Unnamed: 0"] == {"drop": True, "from_data": True}
+    assert spec["smoker"] == {"categories": [False, True], "from_data": True}  # a flag
     assert spec["children"] == {"categories": [0, 1, 2, 3], "from_data": True}
     assert spec["sex"] == {"categories": ["F", "M"], "from_data": True}
     df = pd.read_csv(csv)
@@ -140,7 +141,8 @@ def test_a_plan_is_a_spec_that_prepares_the_table_the_same_way(csv):
     spec = {"Unnamed: 0": "drop", "age": {"bounds": [0, 120]}, "income": {"bins": [0, 5e4, 1e6]},
             "score": {"bounds": [-5, 5], "n_bins": 4}, "visits": list(range(20)),
             "children": [0, 1, 2, 3], "sex": ["F", "M"], "health": ["good", "fair"],
-            "region": ["north", "south", "east", "west"]}  # fmt: skip
+            "region": ["north", "south", "east", "west"],
+            "smoker": [False, True]}  # fmt: skip
     plan = prepare_plan(df, spec, budget=PureDP(1.0), rng=0)
     text = json.loads(plan.to_json())
     again = Preparation.from_json(json.dumps(text)).to_spec()

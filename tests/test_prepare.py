@@ -66,7 +66,7 @@ def test_public_bins_encode_decode_and_cost_nothing():
     codes = plan.encode(df)
     want = np.digitize(df.age.fillna(-1), [18, 30, 45, 65])
     want[df.age.isna().to_numpy()] = 5
-    np.testing.assert_array_equal(codes.age, want)
+    np.testing.assert_array_equal(codes.column("age"), want)
     assert plan.column("income").edges == (0.0, 50_000.0, 100_000.0, 150_000.0, 200_000.0)
     back = plan.decode(codes, rng=0)
     assert back.age[df.age == 20].eq("[18, 30)").all() and back.age[df.age.isna()].isna().all()
@@ -77,7 +77,7 @@ def test_public_bins_encode_decode_and_cost_nothing():
 def test_out_of_range_numbers_clipped_or_refused_without_values():
     df = pd.DataFrame({"age": [-5.0, 10.0, 130.0, 777.0] * 10})
     plan = prepare_plan(df, {"age": {"bins": [0, 50, 120]}}, missing=False)
-    assert plan.encode(df).age.tolist()[:4] == [0, 0, 1, 1]
+    assert plan.encode(df).column("age").tolist()[:4] == [0, 0, 1, 1]
     messages = []
     for extra in (0, 1):  # one more out-of-range record: the same refusal, word for word
         data = pd.concat([df, pd.DataFrame({"age": [500.0] * extra})], ignore_index=True)
@@ -161,7 +161,7 @@ def test_integer_columns_are_categorical_only_when_declared():
     plan = prepare_plan(df, {"children": [0, 1, 2, 3, 4]}, missing=False)
     assert plan.column("children").kind == "categorical"
     assert plan.domain.labels_of("children") == (0, 1, 2, 3, 4)
-    assert plan.encode(df).children.tolist()[:4] == [0, 1, 2, 3]
+    assert plan.encode(df).column("children").tolist()[:4] == [0, 1, 2, 3]
 
 
 # -- categorical columns -----------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_to_csv_index_column_refused_then_dropped():
         )
     assert plan.dropped == ("Unnamed: 0",) and "Unnamed: 0" not in plan.names
     assert "Dropped columns" in plan.report()
-    pd.testing.assert_frame_equal(plan.encode(back), plan.encode(df))
+    pd.testing.assert_frame_equal(plan.encode(back).to_frame(), plan.encode(df).to_frame())
 
 
 @pytest.mark.parametrize(
@@ -264,7 +264,7 @@ def test_missing_values_are_their_own_state():
     df = pd.DataFrame({"sex": ["F", None, "", "  ", "M", np.nan], "age": [1.0, np.nan, 3, 4, 5, 6]})
     spec = {"sex": ["F", "M"], "age": {"bins": [0, 10]}}
     plan = prepare_plan(df, spec)
-    assert plan.encode(df).sex.tolist() == [0, 2, 2, 2, 1, 2]
+    assert plan.encode(df).column("sex").tolist() == [0, 2, 2, 2, 1, 2]
     back = plan.decode(plan.encode(df), rng=0)
     assert back.sex.isna().tolist() == [False, True, True, True, False, True]
     assert back.age.isna().tolist() == [False, True, False, False, False, False]
@@ -322,7 +322,7 @@ def test_decode_reads_labelled_categories_too():
     df = _frame(n=2000, seed=6)
     plan = prepare_plan(df, SPEC, budget=ZCDP(1.0), rng=0)
     codes = plan.encode(df)
-    labelled = plan.domain.decode(codes.to_numpy())
+    labelled = plan.domain.decode(codes.array)
     pd.testing.assert_frame_equal(plan.decode(labelled, rng=1), plan.decode(codes, rng=1))
 
 
@@ -332,10 +332,11 @@ def test_caller_frame_is_never_modified_and_plan_is_frozen():
     before = df.copy()
     plan = prepare_plan(df, SPEC, budget=ZCDP(1.0), rng=0)
     codes = plan.encode(df)
-    codes_before = codes.copy()
+    codes_before = codes.array.copy()
     plan.decode(codes, rng=0)
     pd.testing.assert_frame_equal(df, before)
-    pd.testing.assert_frame_equal(codes, codes_before)
+    np.testing.assert_array_equal(codes.array, codes_before)
+    assert not codes.array.flags.writeable
     assert isinstance(plan, Preparation)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.columns = ()  # type: ignore[misc]
@@ -388,7 +389,7 @@ def test_plan_json_round_trip():
     assert again.columns == plan.columns and again.domain == plan.domain
     assert again.one_way == plan.one_way and again.charges == plan.charges
     assert again.report() == plan.report()
-    pd.testing.assert_frame_equal(again.encode(df), plan.encode(df))
+    pd.testing.assert_frame_equal(again.encode(df).to_frame(), plan.encode(df).to_frame())
 
 
 def test_report_states_reads_and_charges():

@@ -52,7 +52,7 @@ def _graph() -> nx.DiGraph:
 
 
 def _layer(module: str) -> int | None:
-    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``prepare._frames``
+    """The layer of the longest entry of ``LAYERS`` that ``module`` is in (``prepare._dask``
     before ``prepare``); ``None`` for the root package, the facade."""
     parts = module.split(".")[1:]
     for n in range(len(parts), 0, -1):
@@ -322,7 +322,7 @@ def test_one_measurement_type():
 #: Imports that tie two rooms of the package (a folder, or a module at the top) both ways, so
 #: that one of them runs back up: ``domain`` reads the table preparation's column encoder.
 #: The set may only shrink.
-ROOMS_TIED_BOTH_WAYS = {("domain", "prepare")}
+ROOMS_TIED_BOTH_WAYS: set[tuple[str, str]] = set()
 
 
 def _room(module: str) -> str:

@@ -97,7 +97,7 @@ def test_records_follow_the_model_exactly(table_fit):
     """Frequencies of re-encoded records against the model's exact marginals."""
     n = 40000
     df = sample_table(table_fit, n, rng=2, numbers="midpoint")
-    codes = full_codes(table_fit.plan, df)
+    codes = full_codes(table_fit.plan, df).array
     model = table_fit.fit.model
     names = list(model.domain.attributes)
     for clique in [("age",), ("city",), ("age", "smoker"), ("city", "income")]:

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from ..domain import Clique, Domain
-from .model import site_name, table_name
+from .model import name_text, site_name, table_name
 
 __all__ = ["dim_name", "posterior_dims"]
 
@@ -23,9 +23,9 @@ RESERVED = frozenset({"chain", "draw", "cell", "laplace_cell", "count_direction"
 
 
 def dim_name(variable) -> str:
-    """The dim of a variable: its name as a string (``"chain"`` and the layer's own dims
-    get a trailing ``_``)."""
-    name = str(variable)
+    """The dim of a variable: its name as the sites spell it (:func:`~.model.name_text`;
+    ``"chain"`` and the layer's own dims get a trailing ``_``)."""
+    name = name_text(variable)
     return name + "_" if name in RESERVED else name
 
 
@@ -41,7 +41,7 @@ def _coord(domain: Domain, variable) -> np.ndarray:
 
 def _cell_names(domain: Domain, clique: Clique) -> list[str]:
     values = [_coord(domain, v) for v in clique]
-    names = [str(v) for v in clique]
+    names = [name_text(v) for v in clique]
     return [
         ",".join(f"{n}={x}" for n, x in zip(names, cell, strict=True))
         for cell in itertools.product(*values)

@@ -72,6 +72,7 @@ __all__ = [
     "release_model",
     "site_name",
     "table_name",
+    "name_text",
 ]
 
 #: Prior standard deviation of each log-potential: ``pi / sqrt(6)`` (see module docstring).
@@ -102,15 +103,25 @@ class Problem(NamedTuple):
         return int(self.y.size)
 
 
+def name_text(variable) -> str:
+    """A variable's name as the posterior's sites and dims spell it: its text, with ``/``
+    (a group separator in netCDF and HDF5) written ``∕`` (U+2215), and a name that xarray
+    or HDF5 would take for something else (``self``, an argument of xarray's methods;
+    ``""``, ``"."``, ``".."``, paths) followed by ``_``. Distinct names stay distinct
+    unless one is another's spelling."""
+    text = str(variable).replace("/", "\u2215")
+    return text + "_" if text in ("self", "", ".", "..") else text
+
+
 def site_name(clique: Clique) -> str:
     """The deterministic site of a clique's marginal table, e.g. ``"marginal:A,B"``."""
-    return "marginal:" + ",".join(str(v) for v in clique)
+    return "marginal:" + ",".join(name_text(v) for v in clique)
 
 
 def table_name(clique: Clique) -> str:
     """The site of the data's own table of a clique (proportions ``n / N`` of the records
     released; :mod:`~pgm_dp.bayes.linear`), e.g. ``"table:A,B"``."""
-    return "table:" + ",".join(str(v) for v in clique)
+    return "table:" + ",".join(name_text(v) for v in clique)
 
 
 def prepare(release, mrf: MarkovRandomField) -> Problem:

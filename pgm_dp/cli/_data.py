@@ -15,7 +15,7 @@ def say(message: str) -> None:
 
 def read_data(path: str):
     """A CSV (optionally compressed) or Parquet file as a pandas DataFrame."""
-    from ..prepare._frames import read_table
+    from ..encoding import read_table
 
     return read_table(path)
 

@@ -6,7 +6,8 @@ like the identifier of a person with several rows (:func:`pgm_dp.prepare.persons
 the budget then protects each person, :mod:`pgm_dp.prepare.persons`), ``{"drop": true,
 "from_data": true}`` for identifier-like columns, the categories seen in the data for text
 columns and for whole-number columns with at most 16 values, the minimum and maximum for other
-number columns (binned at private quantiles), booleans as they are. Columns declared by
+number columns (binned at private quantiles), ``[false, true]`` or ``[0, 1]`` for flags
+(booleans, 0/1 columns). Columns declared by
 ``--prepare`` or ``--domain`` are kept as declared. Every value read from the data is marked
 ``"from_data": true``: a plan made from such an entry lists the read among its non-private
 reads. Check each marked entry against public knowledge (a codebook, a census's categories,
@@ -32,7 +33,7 @@ def starting_spec(df, declared: dict) -> dict:
     import numpy as np
     import pandas as pd
 
-    from ..prepare._spec import DROP_FROM_DATA
+    from ..prepare._spec import DROP_FROM_DATA, flag_states
     from ..prepare.columns import identifier_reason, missing_mask
     from ..prepare.persons import PERSON, person_reason
     from ._table import MAX_STATES, SMALL_INTEGER_STATES, _whole_numbers
@@ -46,8 +47,8 @@ def starting_spec(df, declared: dict) -> dict:
             spec[name] = PERSON
         elif identifier_reason(col, name, 0.5, MAX_STATES) is not None:
             spec[name] = dict(DROP_FROM_DATA)
-        elif col.dtype.kind == "b":
-            continue
+        elif (flag := flag_states(col)) is not None:
+            spec[name] = {"categories": list(flag), "from_data": True}
         elif (w := _whole_numbers(col)) is not None and len(w) <= SMALL_INTEGER_STATES:
             spec[name] = {"categories": [int(v) for v in w], "from_data": True}
         elif pd.api.types.is_numeric_dtype(col):
@@ -55,6 +56,8 @@ def starting_spec(df, declared: dict) -> dict:
             x = x[np.isfinite(x)]
             lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)
             spec[name] = {"bounds": [lo, hi if hi > lo else lo + 1.0], "from_data": True}
+            if w is not None:  # whole numbers: drawn within bins as whole numbers
+                spec[name]["integer"] = True
         else:
             uniq = [_plain(v) for v in pd.unique(col[~missing_mask(col)])]
             try:

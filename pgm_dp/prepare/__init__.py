@@ -2,11 +2,11 @@
 (:func:`prepare_plan`, :class:`Preparation`; its private steps in ``_steps``), the user's
 declarations (``_spec``), one column's plan (:mod:`pgm_dp.prepare.columns`), the person column
 and the bound on each person's records (:mod:`pgm_dp.prepare.persons`), bins and private
-quantiles (:mod:`pgm_dp.prepare.binning`), pandas/Dask frames (``_frames``, ``_dask``).
+quantiles (:mod:`pgm_dp.prepare.binning`), Dask frames (``_dask``).
 
-``_frames`` sits low in the package's layers (:mod:`pgm_dp.domain` encodes frames with it) and
-``_dask`` beside :mod:`pgm_dp.stats`, so this package's names are imported lazily (PEP 562):
-importing ``pgm_dp.prepare._frames`` loads neither the preparation nor the privacy layer.
+``_dask`` sits beside :mod:`pgm_dp.stats`, low in the package's layers, so this package's names
+are imported lazily (PEP 562): importing ``pgm_dp.prepare._dask`` loads neither the
+preparation nor the privacy layer.
 """
 
 from __future__ import annotations

@@ -35,11 +35,15 @@ __all__ = [
     "decisions_needed",
     "Draft",
     "draft_column",
+    "flag_states",
 ]
 
 _SPEC_KEYS = {
     "categories", "bins", "bounds", "n_bins", "quantiles", "missing", "other", "clip", "from_data",
+    "integer",
 }  # fmt: skip
+#: The keys of a numeric (binned) column's entry.
+_NUMERIC_KEYS = {"bins", "bounds", "n_bins", "quantiles", "integer"}
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,16 @@ def count_arg(x: Any, what: str, low: int, high: int) -> int:
 
 
 def check_frame(df: Any) -> pd.DataFrame:
-    """``df`` if it is a DataFrame with distinct column names, else DataValidationError."""
+    """``df`` if it is a DataFrame with distinct column names, each a string or an integer
+    (what a saved plan, fit and spec hold: JSON), else DataValidationError."""
     if not isinstance(df, pd.DataFrame):
         raise DataValidationError(f"data must be a pandas DataFrame, got {type(df).__name__}")
+    odd = [c for c in df.columns if isinstance(c, bool) or not isinstance(c, str | int)]
+    if odd:
+        raise DataValidationError(
+            f"column names must be strings or integers (plans and fits are saved as JSON), "
+            f"got {odd[:5]}: rename them, e.g. df.columns = [str(c) for c in df.columns]"
+        )
     repeated = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
     if repeated:
         raise DataValidationError(f"data have more than one column named {repeated}")
@@ -175,7 +186,7 @@ def parse_entry(name: Hashable, raw: Any) -> dict:
             f"spec of {name!r} has unknown keys {sorted(unknown)}; known: {sorted(_SPEC_KEYS)}"
         )
     entry = dict(raw)
-    if "categories" in entry and set(entry) & {"bins", "bounds", "n_bins", "quantiles"}:
+    if "categories" in entry and set(entry) & _NUMERIC_KEYS:
         raise DomainError(f"spec of {name!r} mixes categories with numeric bins")
     if "bins" in entry and set(entry) & {"bounds", "n_bins", "quantiles"}:
         raise DomainError(f"spec of {name!r}: give bins, or bounds with n_bins or quantiles")
@@ -243,6 +254,8 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     from_data = _flag(entry, "from_data", False, name, (True, False))
     if _is_numeric(entry, col):
         draft = _numeric(name, col, entry, opts, reads, missing, clip)
+        integer = _integer(name, col, entry, opts, reads)
+        draft = replace(draft, plan=replace(draft.plan, integer=integer))
     else:
         cats, source = _categories(name, col, entry, opts, reads)
         draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
@@ -254,19 +267,37 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     return draft
 
 
+def flag_states(col: pd.Series) -> tuple | None:
+    """The states of an undeclared flag: ``(False, True)`` when the column's non-missing
+    values are all booleans, ``(0, 1)`` when they are all the numbers 0 and 1 (a 0/1 column,
+    integers or, with missing cells, floats); ``None`` otherwise (also when every cell is
+    missing). Decided from the values, not the pandas dtype, so one missing cell does not
+    change it; reading them is a non-private read, which the caller records."""
+    present = col[~missing_mask(col)]
+    if present.size == 0:
+        return None
+    if col.dtype.kind == "b" or present.map(type).isin([bool, np.bool_]).all():
+        return (False, True)
+    if col.dtype.kind in "iuf" and present.isin([0, 1]).all():
+        return (0, 1)
+    return None
+
+
 def _is_numeric(entry: dict, col: pd.Series) -> bool:
-    """Whether a column is binned: numeric keys in its entry, or numbers not declared as
-    categories."""
-    return bool(set(entry) & {"bins", "bounds", "n_bins", "quantiles"}) or (
-        "categories" not in entry and col.dtype.kind in "iuf"
+    """Whether a column is binned: numeric keys in its entry, or numbers, not a flag, not
+    declared as categories."""
+    return bool(set(entry) & _NUMERIC_KEYS) or (
+        "categories" not in entry and col.dtype.kind in "iuf" and flag_states(col) is None
     )
 
 
 def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
     cats = entry.get("categories")
     if cats is None:
-        if col.dtype.kind == "b":
-            return (False, True), "bool"
+        flag = flag_states(col)
+        if flag is not None:
+            reads.append(f"that {name!r} is a flag {list(flag)} (its values)")
+            return flag, "flag (data, non-private)"
         if opts.categories != "data":
             raise DataValidationError(
                 f"column {name!r} needs declared categories: spec={{{name!r}: [...]}}, or "
@@ -288,6 +319,23 @@ def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
     if not isinstance(cats, list | tuple):
         raise DomainError(f"categories of {name!r} must be a list, got {cats!r}")
     return _check_categories(tuple(cats), name, opts.max_states), "declared"
+
+
+def _integer(name, col, entry, opts, reads) -> bool:
+    """Whether a numeric column holds whole numbers: as declared (``"integer"``); else,
+    where its bounds are read from the data anyway (``bounds='data'``), read with them (a
+    non-private read, listed); else not."""
+    declared = _flag(entry, "integer", None, name, (True, False, None))
+    if declared is not None:
+        return declared
+    bounds = None if "bins" in entry else entry.get("bounds", opts.bounds)
+    if not (isinstance(bounds, str) and bounds == "data"):
+        return False
+    x, _ = numeric_values(col, name)
+    whole = bool(x.size) and bool(np.all(x == np.round(x)))
+    if whole:
+        reads.append(f"that {name!r} holds whole numbers (with its bounds, bounds='data')")
+    return whole
 
 
 def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
@@ -416,7 +464,7 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
             if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
                 bounds.append(name)
                 add[name] = {"bounds": "data"}
-        elif entry.get("categories") is None and df[name].dtype.kind != "b":
+        elif entry.get("categories") is None and flag_states(df[name]) is None:
             if opts.categories != "data":
                 cats.append(name)
                 add[name] = {"categories": "data"}

@@ -170,7 +170,7 @@ def _edges(d, b_col, grid, gen, acc, k: int) -> ColumnPlan:
     )  # fmt: skip
     return ColumnPlan.numeric(
         d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,
-        d.plan.clip,
+        d.plan.clip, d.plan.integer,
     )  # fmt: skip
 
 

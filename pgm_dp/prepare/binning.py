@@ -59,6 +59,7 @@ from ..rng import RngLike, as_generator
 
 __all__ = [
     "MAX_GRID",
+    "whole_within",
     "check_bounds",
     "check_edges",
     "uniform_edges",
@@ -293,3 +294,20 @@ def bin_codes(x: np.ndarray, edges: Sequence[float], clip: bool, name: Hashable)
         )
     inner = np.asarray(edges[1:-1], dtype=np.float64)
     return np.searchsorted(inner, x, side="right").astype(np.int64)
+
+
+def whole_within(edges: np.ndarray, b: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """Whole numbers drawn uniformly among those of bin ``b`` (``[e_b, e_{b+1})``, the last
+    bin closed) with the uniforms ``within``; a bin holding none (narrower than one) gives
+    the whole number nearest its midpoint within the declared range ``[e_0, e_k]`` (the
+    range rounded inwards when it holds a whole number). Float64, whole-valued."""
+    last = len(edges) - 2
+    lo = np.ceil(edges[b])
+    hi = np.where(b == last, np.floor(edges[b + 1]), np.ceil(edges[b + 1]) - 1)
+    count = hi - lo + 1
+    drawn = lo + np.minimum(np.floor(within * np.maximum(count, 1)), np.maximum(count - 1, 0))
+    low, high = np.ceil(edges[0]), np.floor(edges[-1])
+    nearest = np.round((edges[b] + edges[b + 1]) / 2)
+    if low <= high:
+        nearest = np.clip(nearest, low, high)
+    return np.where(count >= 1, drawn, nearest)

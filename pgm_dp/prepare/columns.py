@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import DataValidationError, DomainError
-from .binning import bin_codes, bin_labels, bin_midpoints, check_edges
+from .binning import bin_codes, bin_labels, bin_midpoints, check_edges, whole_within
 
 __all__ = [
     "MISSING",
@@ -133,7 +133,9 @@ class ColumnPlan:
     ``clip`` whether out-of-range numbers go to the end bins; ``merged`` the full codes
     merged into one ``"<rare>"`` state (empty: no merging); ``missing_to`` the full code that
     takes missing values when the missing state was folded away (its noisy count was rare:
-    no ``"<missing>"`` state then, and none is ever decoded).
+    no ``"<missing>"`` state then, and none is ever decoded); ``integer`` whether a numeric
+    column holds whole numbers (declared ``"integer": true``), so that numbers drawn within
+    a bin are whole numbers too.
     """
 
     name: Hashable
@@ -146,11 +148,13 @@ class ColumnPlan:
     clip: bool = True
     merged: tuple[int, ...] = ()
     missing_to: int | None = None
+    integer: bool = False
 
     @classmethod
-    def numeric(cls, name, edges, source, missing, clip=True) -> ColumnPlan:
+    def numeric(cls, name, edges, source, missing, clip=True, integer=False) -> ColumnPlan:
         states = bin_labels(edges) + ((MISSING,) if missing else ())
-        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip)
+        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip,
+                   integer=integer)  # fmt: skip
 
     @classmethod
     def categorical(cls, name, categories, source, missing, other) -> ColumnPlan:
@@ -206,17 +210,23 @@ class ColumnPlan:
         name = d["name"]
         if isinstance(name, bool) or not isinstance(name, str | int):
             raise DataValidationError(f"a column's name must be a str or int, got {name!r:.60}")
-        flags = {k: d.get(k, k == "clip") for k in ("missing", "other", "clip")}
+        flags = {k: d.get(k, k == "clip") for k in ("missing", "other", "clip", "integer")}
         if not all(v is True or v is False for v in flags.values()) or d["kind"] not in KINDS:
-            raise DataValidationError(f"column {name!r}: kind, missing, other or clip malformed")
+            raise DataValidationError(
+                f"column {name!r}: kind, missing, other, clip or integer malformed"
+            )
         if not isinstance(d["source"], str) or not isinstance(d["states"], list):
             raise DataValidationError(f"column {name!r}: source or states malformed")
         if d["kind"] == "numeric":
             if flags["other"]:
                 raise DataValidationError(f"column {name!r}: a numeric column has no '<other>'")
             edges = check_edges(d.get("edges"), name, MAX_STATES)
-            plan = cls.numeric(name, edges, d["source"], flags["missing"], flags["clip"])
+            plan = cls.numeric(
+                name, edges, d["source"], flags["missing"], flags["clip"], flags["integer"]
+            )
         else:
+            if flags["integer"]:
+                raise DataValidationError(f"column {name!r}: only a numeric column is integer")
             n_cat = len(d["states"]) - flags["other"] - flags["missing"]
             cats = tuple(d["states"][: max(n_cat, 0)])
             if not cats or any(isinstance(c, str) and c in RESERVED for c in cats):
@@ -289,8 +299,10 @@ class ColumnPlan:
         ``"<other>"`` when the column has it; a binned column's labels are its intervals
         ``"[a, b)"``. ``numbers="midpoint"`` gives the bins' midpoints and ``"uniform"`` the
         number ``a + u (b - a)`` of each bin ``[a, b)`` for the uniforms ``within`` (float64
-        either way, never above ``b``). The ``"<missing>"`` state is a missing value (a
-        missing category, ``NaN``).
+        either way, never above ``b``); for a column declared ``integer``, ``"uniform"`` gives
+        a whole number drawn uniformly among the bin's (:func:`~.binning.whole_within`: an
+        int64 column, nullable ``Int64`` with a missing state). The ``"<missing>"`` state is a
+        missing value (a missing category, ``NaN``).
 
         Args:
             full: full codes (``0..len(states) - 1``).
@@ -301,6 +313,11 @@ class ColumnPlan:
         if self.kind == "numeric" and numbers != "interval":
             e = np.asarray(self.edges, dtype=np.float64)
             b = np.minimum(full, len(e) - 2)
+            if numbers == "uniform" and self.integer:
+                x = whole_within(e, b, within)
+                if miss is None:
+                    return x.astype(np.int64)
+                return pd.array(np.where(miss, np.nan, x), dtype="Int64")  # <NA>: missing
             if numbers == "uniform":
                 x = np.minimum(e[b] + within * (e[b + 1] - e[b]), e[b + 1])
             else:

@@ -3,7 +3,8 @@
 A sensitive CSV rarely arrives as integer codes: it has strings, numbers, missing cells and,
 when written by ``DataFrame.to_csv()``, a row-number column. :func:`prepare_plan` turns it into
 a frozen :class:`Preparation`, one :class:`~pgm_dp.prepare.columns.ColumnPlan` per column, with a
-labelled :class:`~pgm_dp.Domain`, :meth:`~Preparation.encode` (table → codes) and
+labelled :class:`~pgm_dp.Domain`, :meth:`~Preparation.encode` (table →
+:class:`~pgm_dp.domain.Codes`) and
 :meth:`~Preparation.decode` (codes → the user's values). Nothing about the data is read without
 privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``:
 
@@ -19,8 +20,13 @@ privacy unless asked, and every such read is listed in ``plan.nonprivate_reads``
 * **Categorical columns** use the categories declared in ``spec`` (``{"sex": ["F", "M"]}``).
   ``categories="data"`` reads undeclared ones from the data (non-private; one
   :class:`NonPrivateWarning`). Values outside the declared categories go to an ``"<other>"``
-  state when ``other=True``, else they are refused. Boolean columns are ``(False, True)``.
-  An integer column is categorical only when declared so (``{"children": [0, 1, 2, 3]}``).
+  state when ``other=True``, else they are refused. An undeclared **flag** (non-missing
+  values all booleans, or all the numbers 0 and 1) has the states ``(False, True)`` or
+  ``(0, 1)``: decided from its values, not its pandas type (which one missing cell
+  changes), a non-private read listed in the plan. Any other integer column is categorical
+  only when declared so (``{"children": [0, 1, 2, 3]}``); its codes are the declared
+  categories' positions (:class:`~pgm_dp.domain.Codes`, never read again by label), and
+  decoding gives back the declared integers.
 * **Numeric columns** are binned (:mod:`pgm_dp.prepare.binning`): public edges
   (``{"age": {"bins": [0, 18, 30, 45, 65, 120]}}``), public bounds cut into equal widths
   (``{"age": {"bounds": [0, 120], "n_bins": 10}}``), or public bounds cut at private
@@ -74,9 +80,9 @@ Example
 >>> plan.domain
 Domain(sex: ['F', 'M', '<missing>'], age: ['[0, 30)', '[30, 50)', '[50, 120]', '<missing>'])
 >>> codes = plan.encode(df)
->>> codes.iloc[:4].to_numpy().tolist()
+>>> codes.array[:4].tolist()
 [[0, 0], [1, 1], [2, 2], [0, 3]]
->>> plan.decode(codes.iloc[:3], rng=0).age.tolist()
+>>> plan.decode(codes.take([0, 1, 2]), rng=0).age.tolist()
 ['[0, 30)', '[30, 50)', '[50, 120]']
 """
 
@@ -92,14 +98,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain
+from ..domain import Codes, Domain
+from ..encoding import encode_column
 from ..errors import DataValidationError, DomainError, PrivacyParameterError, reading
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget
 from ..privacy.release import check_records_per_person
 from ..rng import RngLike, as_generator
-from ._frames import encode_column
 from ._spec import (
     DROP_FROM_DATA,
     check_frame,
@@ -172,17 +178,19 @@ class Preparation:
                 return c
         raise DomainError(f"unknown column {name!r}; the plan has {list(self.names)}")
 
-    def encode(self, df: Any) -> pd.DataFrame:
-        """Codes of ``df``'s columns on :attr:`domain` (int64, same index; extra and dropped
-        columns ignored; ``df`` is not modified). Raises :class:`DataValidationError` for a
-        missing column, a value outside declared categories (without ``other``), a missing
-        value without a missing state, a number outside the bins without ``clip``."""
+    def encode(self, df: Any) -> Codes:
+        """The :class:`~pgm_dp.domain.Codes` of ``df``'s columns on :attr:`domain` (``df``'s
+        index kept; extra and dropped columns ignored; ``df`` is not modified): codes, which
+        no later step reads by label (``.to_frame()`` gives them as a DataFrame). Raises
+        :class:`DataValidationError` for a missing column, a value outside declared
+        categories (without ``other``), a missing value without a missing state, a number
+        outside the bins without ``clip``."""
         df = check_frame(df)
         lack = [n for n in self.names if n not in df.columns]
         if lack:
             raise DataValidationError(f"data lack columns {lack}")
-        cols = {c.name: c.encode(df[c.name]) for c in self.columns}
-        return pd.DataFrame(cols, index=df.index, columns=list(self.names))
+        cols = [c.encode(df[c.name]) for c in self.columns]
+        return Codes(np.column_stack(cols), self.domain, df.index)
 
     def decode(
         self, codes: Any, *, rng: RngLike = None, expand: str = "uniform", numeric: str = "interval"
@@ -202,13 +210,15 @@ class Preparation:
         for j, c in enumerate(self.columns):
             weights = self._expand_weights(c) if expand == "noisy" else None
             out[c.name] = c.decode(c.expand(arr[:, j], gen, weights), numeric)
-        index = codes.index if isinstance(codes, pd.DataFrame) else None
+        index = codes.index if isinstance(codes, pd.DataFrame | Codes) else None
         return pd.DataFrame(out, index=index, columns=list(self.names))
 
     def _codes(self, codes: Any) -> np.ndarray:
-        """Validated ``(n, d)`` codes: integer columns are codes, ``category`` columns (as from
-        :meth:`Domain.decode`) are read by label."""
+        """Validated ``(n, d)`` codes: :class:`~pgm_dp.domain.Codes` and integer columns are
+        codes, ``category`` columns (as from :meth:`Domain.decode`) are read by label."""
         dom = self.domain
+        if isinstance(codes, Codes):
+            return dom.encode(codes)
         if not isinstance(codes, pd.DataFrame):
             return Domain(dom.attributes, dom.shape).encode(codes)
         lack = [n for n in self.names if n not in codes.columns]
@@ -298,6 +308,8 @@ class Preparation:
         for c in self.columns:
             if c.kind == "numeric":
                 entry = {"bins": list(c.edges), "clip": c.clip}
+                if c.integer:
+                    entry["integer"] = True
             else:
                 entry = {"categories": list(c.states[: c.n_categories]), "other": c.other}
             entry["missing"] = c.missing or c.missing_to is not None

@@ -355,7 +355,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
     k = check_records_per_person(options["max_records_per_person"])
-    codes = domain.encode(data)  # DataValidationError before any charge
+    codes = domain.codes(data)  # DataValidationError before any charge; never read by label
     cost = budget_of(notion, amount)
     if accountant is not None:
         accountant.check(cost, what="aim")
@@ -462,7 +462,7 @@ def aim(
             max_records_per_person=max_records_per_person,
         ),
     )
-    codes, sched = setup["codes"], setup["schedule"]
+    codes, sched = setup["codes"].array, setup["schedule"]
     setup["answers"] = {
         c: contingency_table(codes, [domain.index(v) for v in c], domain.sizes(c)).astype(float)
         for c in setup["candidates"]

@@ -106,7 +106,7 @@ def select_cliques(
     k = check_records_per_person(max_records_per_person)
     if accountant is not None:
         accountant.check(budget, what="select_cliques")
-    codes = domain.encode(data)
+    codes = domain.codes(data)  # never read by label again
     gen = as_generator(rng)
     eps1 = budget.epsilon * one_way_fraction
     one_way = release_marginals(
@@ -120,7 +120,7 @@ def select_cliques(
         total="estimate",
         max_records_per_person=k,
     )
-    scores = pair_scores(codes, domain, one_way, pairs)
+    scores = pair_scores(codes.array, domain, one_way, pairs)
     step = PureDP((budget.epsilon - eps1) / (len(attrs) - 1))
     component = {a: a for a in attrs}
 

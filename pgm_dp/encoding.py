@@ -1,9 +1,12 @@
-"""Column access and per-column encoding behind :meth:`pgm_dp.Domain.encode`.
+"""Column access and per-column encoding behind :meth:`pgm_dp.Domain.encode`, at the
+domain's layer (it imports nothing of the package but its errors).
 
 Data arrive as a pandas DataFrame, a Dask DataFrame, a CSV / Parquet path or an array; each
 variable's column is taken without copying the whole input and encoded on its own: by label
 for labelled variables (each distinct value is looked up among the domain's labels, so a
-frame's own category order never matters), as integer codes otherwise.
+frame's own category order never matters), as integer codes otherwise. Records already
+encoded (:class:`pgm_dp.domain.Codes`) never come here: codes are not labels, and
+:meth:`pgm_dp.Domain.encode` passes them through.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import DataValidationError
+from .errors import DataValidationError
 
 __all__ = ["split_columns", "encode_column", "column_domain", "read_table", "is_dask"]
 
