@@ -396,8 +396,9 @@ class Codes:
                 )
             j = self.domain.index(name)
             own = self.domain.labels[j]
-            if self.domain.shape[j] != size or (labels is not None and own is not None
-                                                and own != labels):  # fmt: skip
+            if self.domain.shape[j] != size or (
+                labels is not None and own is not None and own != labels
+            ):
                 raise DataValidationError(
                     f"codes of {name!r} are on another domain ({self.domain.shape[j]} states "
                     f"{list(own) if own else ''}, not {size} {list(labels) if labels else ''})"

@@ -273,9 +273,14 @@ def prising_posterior(
     else:
         model = functools.partial(prising_model, kind=cal.mechanism)  # arrays stay arguments
         mcmc = MCMC(
-            NUTS(model), num_warmup=int(num_warmup), num_samples=shape[1], num_chains=shape[0],
-            chain_method="vectorized", progress_bar=False, jit_model_args=True,
-        )  # fmt: skip
+            NUTS(model),
+            num_warmup=int(num_warmup),
+            num_samples=shape[1],
+            num_chains=shape[0],
+            chain_method="vectorized",
+            progress_bar=False,
+            jit_model_args=True,
+        )
         mcmc.run(key_run, ref, args[1], scale=args[3], t=t, extra_fields=("diverging",))
         draws = np.asarray(mcmc.get_samples(group_by_chain=True)["beta"])
         stats = {"diverging": np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])}

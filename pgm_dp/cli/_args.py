@@ -164,13 +164,18 @@ def add_person_arguments(p: argparse.ArgumentParser, context: str = "") -> None:
     """``--person COLUMN`` and ``--max-records-per-person K`` (:mod:`pgm_dp.prepare.persons`);
     ``context`` starts their help (``"with --data: "``)."""
     p.add_argument(
-        "--person", default=None, metavar="COLUMN",
-        help=f"{context}the column that identifies a person (a spec entry \"COLUMN\": "
+        "--person",
+        default=None,
+        metavar="COLUMN",
+        help=f'{context}the column that identifies a person (a spec entry "COLUMN": '
         '"person" says the same): the budget then protects each person, not each record; '
         "the column is never modelled nor written",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--max-records-per-person", type=positive_int, default=1, metavar="K",
+        "--max-records-per-person",
+        type=positive_int,
+        default=1,
+        metavar="K",
         help=f"{context}with a person column: at most K records of each person are kept "
         "(drawn at random) and every sensitivity is K times one record's (default 1)",
-    )  # fmt: skip
+    )

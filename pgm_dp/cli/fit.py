@@ -83,8 +83,15 @@ def _with_cliques(args, spec, data, budget, mechanism):
         learner = spec.make(**_record_options(spec, args))
         fit = learner.fit(data, mrf, budget=budget, rng=rng, accountant=accountant)
     else:
-        rel = release_marginals(data, mrf, budget=budget, mechanism=mechanism, rng=rng,
-                                accountant=accountant, total=args.total)  # fmt: skip
+        rel = release_marginals(
+            data,
+            mrf,
+            budget=budget,
+            mechanism=mechanism,
+            rng=rng,
+            accountant=accountant,
+            total=args.total,
+        )
         fit = spec.make().fit(rel, mrf)
     return replace(fit, info={**fit.info, "budget": accountant.spent})
 
@@ -149,10 +156,14 @@ def _run(args) -> None:
 
 
 def _add_check_argument(p) -> None:
-    p.add_argument("--check-share", type=float, default=None,
-                   help="budget share held out to check the model against the private "
-                   "independent model on the workload, which replaces a worse model; "
-                   "default 0.02, 0: no check (pgm_dp.workload_check)")  # fmt: skip
+    p.add_argument(
+        "--check-share",
+        type=float,
+        default=None,
+        help="budget share held out to check the model against the private "
+        "independent model on the workload, which replaces a worse model; "
+        "default 0.02, 0: no check (pgm_dp.workload_check)",
+    )
 
 
 def _add_table_arguments(p) -> None:
@@ -201,18 +212,23 @@ def _add_table_arguments(p) -> None:
         help="read undeclared numeric bounds from the data (NOT private; said)",
     )
     p.add_argument(
-        "--plan-out", type=out, default=None,
+        "--plan-out",
+        type=out,
+        default=None,
         help="write the preparation (JSON; --prepare reads it back as a spec)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--selection",
         choices=["aim", "mst"],
         default="aim",
         help="marginal selection: AIM (workload-aware) or MST (pure epsilon only)",
     )
-    p.add_argument("--workload", default=None,
-                   help="AIM's workload: 2way, 3way or a JSON list of cliques (default: "
-                   "pgm_dp.workflow.default_workload)")  # fmt: skip
+    p.add_argument(
+        "--workload",
+        default=None,
+        help="AIM's workload: 2way, 3way or a JSON list of cliques (default: "
+        "pgm_dp.workflow.default_workload)",
+    )
     p.add_argument(
         "--max-model-size",
         type=_args.positive_float,

@@ -20,9 +20,14 @@ if TYPE_CHECKING:
     from .table import NonPrivateWarning, Preparation, check_spec, prepare_plan
 
 __all__ = [
-    "prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan",
-    "bound_records", "with_person",
-]  # fmt: skip
+    "prepare_plan",
+    "check_spec",
+    "Preparation",
+    "NonPrivateWarning",
+    "ColumnPlan",
+    "bound_records",
+    "with_person",
+]
 
 _HOME = {"ColumnPlan": "columns", "bound_records": "persons", "with_person": "persons"}
 

@@ -240,9 +240,16 @@ def quantile_edges(
     each = per_quantile_budget(budget, n_bins - 1)
     qs = [i / n_bins for i in range(1, n_bins)]
     pts = private_quantiles(
-        values, qs, bounds, budget=each, grid=grid, rng=rng, accountant=accountant, what=what,
+        values,
+        qs,
+        bounds,
+        budget=each,
+        grid=grid,
+        rng=rng,
+        accountant=accountant,
+        what=what,
         max_records_per_person=max_records_per_person,
-    )  # fmt: skip
+    )
     inner = sorted({float(p) for p in pts if lo < p < hi})
     return (lo, *inner, hi)
 

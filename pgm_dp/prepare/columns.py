@@ -153,8 +153,9 @@ class ColumnPlan:
     @classmethod
     def numeric(cls, name, edges, source, missing, clip=True, integer=False) -> ColumnPlan:
         states = bin_labels(edges) + ((MISSING,) if missing else ())
-        return cls(name, "numeric", states, source, missing, False, tuple(edges), clip,
-                   integer=integer)  # fmt: skip
+        return cls(
+            name, "numeric", states, source, missing, False, tuple(edges), clip, integer=integer
+        )
 
     @classmethod
     def categorical(cls, name, categories, source, missing, other) -> ColumnPlan:
@@ -192,8 +193,12 @@ class ColumnPlan:
         if isinstance(self.name, bool) or not isinstance(self.name, str | int):
             raise DomainError(f"saving needs str or int column names, got {self.name!r}")
         d = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        return {**d, "states": list(self.states), "merged": list(self.merged),
-                "edges": None if self.edges is None else list(self.edges)}  # fmt: skip
+        return {
+            **d,
+            "states": list(self.states),
+            "merged": list(self.merged),
+            "edges": None if self.edges is None else list(self.edges),
+        }
 
     @classmethod
     def from_dict(cls, d: Any) -> ColumnPlan:

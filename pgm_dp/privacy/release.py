@@ -69,8 +69,12 @@ from .mechanisms import perturb
 from .samplers import RngLike, as_generator
 
 __all__ = [
-    "NoisyMarginals", "Measurements", "release_marginals", "MECHANISMS", "check_records_per_person",
-]  # fmt: skip
+    "NoisyMarginals",
+    "Measurements",
+    "release_marginals",
+    "MECHANISMS",
+    "check_records_per_person",
+]
 
 MECHANISMS = ("laplace", "gaussian", "discrete_laplace", "discrete_gaussian")
 _TOTALS = ("public", "estimate", "private")
