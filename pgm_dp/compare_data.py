@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._progress import step
 from .errors import DomainError
 from .workload_check import independent_model
 
@@ -139,6 +140,8 @@ def compare_on_table(
     driver = next((s.name for s in specs if s.kind == "release"), "naive")
     train, test = split_table(df, test_fraction, seed)
     rows = []
+    total = len(epsilons) * len(specs)
+    step("compare: fits", 0, total)
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
         tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=driver,
@@ -149,6 +152,8 @@ def compare_on_table(
         skipped = {}
         for s in specs:
             start = time.process_time()
+            step("compare: fits", k * len(specs) + len(models) - 1 + len(skipped), total,
+                 f"{s.name} at epsilon {eps:g}")  # fmt: skip
             if s.name == driver:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
@@ -158,6 +163,7 @@ def compare_on_table(
                 skipped[s.name] = str(err)
                 continue
             models.append((s.name, expand_model(model, tf.plan), time.process_time() - start))
+        step("compare: fits", (k + 1) * len(specs), total, f"epsilon {eps:g} done")
         for name, model, seconds in models:
             row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
             rows.append({**row, "seconds": seconds, "compiles": k == 0, "n_test": len(codes),

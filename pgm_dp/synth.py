@@ -38,7 +38,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._progress import step
 from .errors import DataValidationError, DomainError
+from .prepare.derived import derived_from_json, with_derived
 from .rng import RngLike, as_generator
 
 __all__ = [
@@ -68,7 +70,8 @@ CHUNK = 32 * BLOCK
 
 
 def _plan_of(fit: Any):
-    """``(model, preparation)`` of a TableFit, a Fit of ``fit_table`` or its ``.npz`` path."""
+    """``(model, preparation, derived columns)`` of a TableFit, a Fit of ``fit_table`` or
+    its ``.npz`` path."""
     from .prepare import Preparation
 
     if isinstance(fit, str | os.PathLike):
@@ -76,7 +79,7 @@ def _plan_of(fit: Any):
 
         fit = load(fit)
     if hasattr(fit, "plan") and hasattr(fit, "fit"):  # a TableFit
-        return fit.fit.model, fit.plan
+        return fit.fit.model, fit.plan, fit.derived
     info = getattr(fit, "info", None)
     text = info.get("preparation") if isinstance(info, dict) else None
     if text is None:
@@ -84,7 +87,7 @@ def _plan_of(fit: Any):
             "this fit has no preparation to decode its records (fit it from a table: "
             "'pgm-dp fit --data' or pgm_dp.workflow.fit_table)"
         )
-    return fit.model, Preparation.from_json(text)
+    return fit.model, Preparation.from_json(text), derived_from_json(info.get("derived"))
 
 
 def _check_n(n: Any, what: str = "n", low: int = 1) -> int:
@@ -125,7 +128,7 @@ class Synthesizer:
             raise DomainError(f"missing must be one of {MISSING_MODES}, got {missing!r}")
         from .inference.sampling import ForwardSampler
 
-        model, plan = _plan_of(fit)
+        model, plan, self.derived = _plan_of(fit)
         full = plan.full_domain
         if tuple(model.domain.attributes) != tuple(full.attributes) or tuple(
             model.domain.shape
@@ -175,7 +178,7 @@ class Synthesizer:
             cols[c.name] = self._decode(c, codes[:, j], numeric.get(j))
         out = pd.DataFrame(cols, columns=self.columns)
         out.index = pd.RangeIndex(start, stop)
-        return out
+        return with_derived(out, self.derived)
 
     def _decode(self, c, full: np.ndarray, within: np.ndarray | None):
         miss = full == len(c.states) - 1 if c.missing else None
@@ -201,8 +204,11 @@ class Synthesizer:
         n = _check_n(n)
         size = -(-_check_n(chunk_size, "chunk_size") // BLOCK) * BLOCK
         entropy = self.entropy(rng)
+        step("records sampled", 0, n)
         for start in range(0, n, size):
-            yield self.chunk(entropy, start, min(start + size, n))
+            stop = min(start + size, n)
+            yield self.chunk(entropy, start, stop)
+            step("records sampled", stop, n)
 
 
 def sample_table(
@@ -382,10 +388,10 @@ def full_codes(plan, df) -> np.ndarray:
     return np.column_stack([c.encode_full(df[c.name]) for c in plan.columns])
 
 
-def _decode_full(plan, codes) -> pd.DataFrame:
+def _decode_full(plan, codes, derived: tuple = ()) -> pd.DataFrame:
     arr = np.asarray(codes)
     cols = {c.name: c.values(arr[:, j]) for j, c in enumerate(plan.columns)}
-    return pd.DataFrame(cols, columns=list(plan.names)).infer_objects()
+    return with_derived(pd.DataFrame(cols, columns=list(plan.names)).infer_objects(), derived)
 
 
 def sample_fit(fit, n: int, rng: RngLike = None):
@@ -403,4 +409,5 @@ def sample_fit(fit, n: int, rng: RngLike = None):
     text = getattr(fit, "info", {}).get("preparation")
     if text is None:
         raise DataValidationError("this fit has no preparation (not from 'pgm-dp fit --data')")
-    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng))
+    derived = derived_from_json(fit.info.get("derived"))
+    return _decode_full(Preparation.from_json(text), fit.model.sample(n, rng=rng), derived)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import tqdm
+from .._progress import step, tqdm
 from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from ..errors import PrivacyParameterError
 from ..inference.queries import calibrated
@@ -341,6 +341,24 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     )  # fmt: skip
 
 
+def _rounds(state: _State, costs, log: list, progress: bool) -> None:
+    """AIM's rounds (Alg. 1's loop) until its budget is spent, each appended to ``log`` and
+    reported (:func:`~pgm_dp._progress.step`: ``T`` planned rounds at most)."""
+    sched = state.setup["schedule"]
+    last, t = False, 0
+    step("AIM round", 0, sched.rounds, "its rounds end when its budget is spent")
+    with tqdm(total=None, desc="AIM", disable=not progress) as bar:
+        while not last:
+            t += 1
+            entry, costs = _round(state, t, costs)
+            log.append(entry)
+            last = entry.last
+            spent = f"{float(state.used) / sched.budget:.0%} of the budget"
+            bar.update(1)
+            bar.set_postfix_str(spent)
+            step("AIM round", t, t if last else max(sched.rounds, t + 1), f"{spent} spent")
+
+
 def aim(
     data: Any,
     domain: Domain,
@@ -400,15 +418,7 @@ def aim(
         used = float(state.used)
         log.append(AIMRound(0, tuple(setup["one_way"]), scale, None, used, 0.0, used))
     _estimate(state)
-    last, t = False, 0
-    with tqdm(total=None, desc="AIM", disable=not progress) as bar:
-        while not last:
-            t += 1
-            entry, costs = _round(state, t, costs)
-            log.append(entry)
-            last = entry.last
-            bar.update(1)
-            bar.set_postfix_str(f"{float(state.used) / sched.budget:.0%} of the budget")
+    _rounds(state, costs, log, progress)
     _estimate(state, final=True)
     return AIMResult(
         cliques=tuple(e.cliques[0] for e in log if e.round > 0),
