@@ -302,22 +302,29 @@ def _identifier(col: pd.Series, name: Hashable, entry: dict, opts: Any) -> str |
 
 
 def _identifier_message(found: list) -> str:
-    listed = "; ".join(f"{n!r}: {r}" for n, r in found)
+    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
     return (
-        f"columns that look like record identifiers: {listed}. A model of an identifier "
+        f"columns that look like record identifiers:{listed}\n    A model of an identifier "
         "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
         "or declare them in spec if they are variables"
     )
+
+
+def _spec_lines(spec: dict) -> str:
+    """``spec`` as JSON, one column per line."""
+    rows = [f"  {json.dumps(k)}: {json.dumps(v, default=list)}" for k, v in spec.items()]
+    return "{\n" + ",\n".join(rows) + "\n}"
 
 
 def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
     """Every column that needs a decision, in one :class:`DataValidationError`: identifier-
     like columns (unless ``drop_identifiers``), text columns without categories (unless
     ``categories='data'``), numeric columns without bins or bounds (unless ``bounds='data'``).
-    The message ends with a spec that decides them all (``spec`` plus ``"drop"`` and
-    ``"data"`` entries, one line of JSON): pasted unchanged it runs, reading those values from
-    the data without privacy, each said; replacing each ``"data"`` with public knowledge avoids
-    the read. Reads the data only to classify them, like the checks it anticipates."""
+    The message, one item per line, ends with a spec that decides them all (``spec`` plus
+    ``"drop"`` and ``"data"`` entries, JSON with one column per line): pasted unchanged it
+    runs, reading those values from the data without privacy, each said; replacing each
+    ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
+    like the checks it anticipates."""
     entries = parse_spec(df, spec)
     found, cats, bounds, add = [], [], [], {}
     for name in df.columns:
@@ -348,7 +355,8 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
         parts.append("bounds='data' reads undeclared bounds without privacy")
     whole = {str(k): v for k, v in {**dict(spec or {}), **add}.items()}
     raise DataValidationError(
-        f"{len(add)} columns need a decision: " + "; ".join(parts) + ". To decide them all "
-        '(each "data" reads the data without privacy, said in the plan: replace it with '
-        "public categories or bounds to avoid the read), spec=" + json.dumps(whole, default=list)
-    )
+        f"{len(add)} columns need a decision:\n" + "".join(f"  - {p}\n" for p in parts)
+        + "To decide them all (each \"data\" reads the data without privacy, said in the "
+        "plan: replace it with public categories or bounds to avoid the read), spec=\n"
+        + _spec_lines(whole)
+    )  # fmt: skip
