@@ -33,7 +33,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TextIO
 
-__all__ = ["progress_hook", "tick", "tqdm", "Progress", "reporting", "step", "duration"]
+__all__ = [
+    "progress_hook", "tick", "tqdm", "Progress", "reporting", "step", "end_line", "duration",
+]  # fmt: skip
 
 Hook = Callable[[str, int], None]
 _HOOK: ContextVar[Hook | None] = ContextVar("pgm_dp_progress_hook", default=None)
@@ -117,8 +119,11 @@ class Progress:
                 self._end_line()
                 self._what, self._iterations = what, {}
             start, first, last = self._timing.get(what, (now, None, None))
-            if not done or what not in self._timing:  # (re)started: count from here
-                start, first = now, None if done is None else (now, done)
+            back = done is not None and last is not None and done < last[1]
+            if what not in self._timing or done is None or back:  # (re)started
+                start, first, last = now, None, None
+            if done is not None and first is None:  # count from here
+                first = (now, done)
             if done is not None and (last is None or done != last[1]):
                 last = (now, done)
             self._timing[what] = (start, first, last)
@@ -205,6 +210,14 @@ def reporting(progress: Progress | None) -> Iterator[None]:
         _REPORTER[0] = before
         if progress is not None:
             progress.close()
+
+
+def end_line() -> None:
+    """End the reporter's current line, if any (before results are printed: a terminal's
+    progress line is not finished with a line end until its step changes)."""
+    progress = _REPORTER[0]
+    if progress is not None:
+        progress.close()
 
 
 def step(what: str, done: int | None = None, total: int | None = None, note: str = "") -> None:

@@ -67,6 +67,21 @@ def test_progress_is_throttled_off_a_terminal_and_rewrites_one_line_on_one():
     assert text.count("\r") == 3 and text.count("\n") == 2 and text.endswith("\n")
 
 
+def test_results_end_a_terminal_progress_line_first():
+    from pgm_dp._progress import end_line
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    with reporting(Progress(term, every=0)):
+        step("AIM round", 1, 2)
+        end_line()  # what the command line's result lines call first
+        step("AIM round", 2, 2)
+    assert term.getvalue() == "\r  AIM round 1/2 ...\n\r  AIM round 2/2 ...\n"
+
+
 def test_without_a_reporter_steps_and_ticks_do_nothing(capsys):
     step("AIM round", 1, 2)
     tick("mle", 3)

@@ -99,3 +99,19 @@ def test_a_derived_source_must_not_be_derived_itself():
     spec = {**SPEC, "sex": {"derived_from": "is_male", "map": {"1": "Male", "0": "Female"}}}
     with pytest.raises(DataValidationError, match="not derived itself"):
         split_derived(_table(50), spec)
+
+
+def test_prepare_names_the_copies_with_entries_that_run(tmp_path, capsys):
+    from pgm_dp.cli.prepare import copies
+
+    df = _table(400)
+    found = copies(df, {})
+    assert found == {key: SPEC[key] for key in ("is_male", "is_female", "region_name")}
+    assert copies(df.assign(is_male=np.arange(400) % 2), {}).keys() == {"is_female", "region_name"}
+    df.to_csv(tmp_path / "t.csv", index=False)
+    assert main(["prepare", str(tmp_path / "t.csv"), "--out", str(tmp_path / "s.json")]) == 0
+    err = capsys.readouterr().err
+    assert '\n  "is_male": {"derived_from": "sex", "map": {"Female": 0, "Male": 1}},' in err
+    spec = {**json.loads((tmp_path / "s.json").read_text()), **found}
+    base, derived = split_derived(df, spec)  # the entries hold on the data they came from
+    assert [d.name for d in derived] == ["is_male", "is_female", "region_name"]

@@ -140,9 +140,11 @@ def _workload(text: str | None):
 def _say_warnings(caught) -> None:
     """Non-private reads (recorded in the plan) as notes with the way to declare instead,
     other warnings as ``warning:`` lines, all on stderr, each once."""
+    from .._progress import end_line
     from ..fit_report import WorseThanIndependentWarning
     from ..prepare import NonPrivateWarning
 
+    end_line()
     seen: set = set()
     for w in caught:
         if str(w.message) in seen:  # once, though every epsilon of compare prepares anew

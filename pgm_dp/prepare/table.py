@@ -275,8 +275,11 @@ class Preparation:
             groups.setdefault((re.sub(r" at [^:]*$", "", ch.what), ch.mechanism), []).append(
                 ch.cost
             )
+        zcdp = total is not None and not total.native().is_pure
         for (what, mechanism), costs in groups.items():
             draws = f" ({len(costs)} draws)" if len(costs) > 1 else ""
+            if zcdp:  # pure charges of a zCDP run compose as the rho of each
+                costs = [c.to_zcdp() if c.is_pure else c for c in costs]
             cost = budget_text(compose(*costs), total)
             lines.append(f"  - {what}{draws}: {mechanism}, {cost}")
         return lines
