@@ -169,10 +169,10 @@ def _check_line(check: dict) -> str:
     """The report line of the held-out workload check."""
     verdict = "WORSE than" if check["worse_than_independent"] else "no worse than"
     line = (
-        f"Workload check ({check['cost']}, held out): the fitted model is {verdict} the "
-        f"private independent model on the {check['workload_marginals']} workload marginals "
-        f"(mean total variation, fitted minus independent: {check['gap']:+.4f}, noise scale "
-        f"{check['noise_scale']:.4f})"
+        f"Workload check ({_budget_words(str(check['cost']))}, held out): the fitted model is "
+        f"{verdict} the private independent model on the {check['workload_marginals']} "
+        "workload marginals (mean total variation, fitted minus independent: "
+        f"{check['gap']:+.4f}, noise scale {check['noise_scale']:.4f})"
     )
     return line + ("; the independent model was returned" if check["fallback"] else "")
 

@@ -348,7 +348,7 @@ def fit_table(
     from .workload_check import check_share as _held_share
 
     spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
-    df = df.drop(columns=[d.name for d in derived])
+    df = df.drop(columns=[d.name for d in derived]) if derived else df
     held = _held_share(check_share)
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant, held
