@@ -278,9 +278,12 @@ def run_compare(
                 }
             )
 
+    finished = [0]  # a disabled tqdm bar does not count
+
     def done(what: str) -> None:
         bar.update(1)
-        step("compare: fits", bar.n, total, f"{what} done")
+        finished[0] += 1
+        step("compare: fits", finished[0], total, f"{what} done")
 
     step("compare: fits", 0, total)
     with progress_hook(_iteration_postfix(bar) if progress else None):

@@ -271,8 +271,9 @@ def test_compare_and_demo_end_to_end(files, capsys):
     t = str(files)
     small = ["--T", "4", "--k", "2", "--eps", "1", "--seed", "0", "--out", t]
     assert main(["compare", *small, "--N", "300", "--learners", "nonprivate", "naive"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "Median KL" in out and f"Plot written to {t}/compare_chain.png" in out
+    assert "compare: fits 2/2: naive at epsilon 1 done" in err  # progress, tqdm or not
     assert main(["compare", *small, "--N", "300", "--learners", "naive", "--no-plot"]) == 0
     assert "Plot written" not in capsys.readouterr().out
     assert main(["demo", "--T", "4", "--k", "2", "--n", "200"]) == 0

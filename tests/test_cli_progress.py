@@ -44,6 +44,21 @@ def test_progress_lines_count_iterations_and_estimate_the_time_left():
     )
 
 
+def test_a_step_resumed_keeps_its_timing_and_one_counted_again_restarts():
+    now = [0.0]
+    out = io.StringIO()
+    progress = Progress(out, every=0, clock=lambda: now[0])
+    progress.step("compare: fits", 0, 4)
+    now[0] = 20.0
+    progress.step("AIM round", 3, 3)  # another step between
+    progress.step("compare: fits", 0, 4, "naive")  # the same count again: not a restart
+    progress.step("compare: fits", 1, 4)
+    assert out.getvalue().splitlines()[-1] == "  compare: fits 1/4 (20s, about 1m00s left)"
+    now[0] = 30.0
+    progress.step("AIM round", 0, 3)  # counted again from 0: a new run of the step
+    assert out.getvalue().splitlines()[-1] == "  AIM round 0/3 ..."
+
+
 def test_progress_is_throttled_off_a_terminal_and_rewrites_one_line_on_one():
     now = [0.0]
     out = io.StringIO()
