@@ -141,8 +141,12 @@ def _peers_check(a: argparse.Namespace) -> tuple:
 
 def _with_peers(a: argparse.Namespace, result, data, spec, peers):
     from ..peers import add_peers
+    from ..prepare.derived import split_derived
     from ._data import say
     from ._table import _prepare_options
+
+    spec, derived = split_derived(data, spec)  # the peers model the columns the fits model
+    data = data.drop(columns=[d.name for d in derived])
 
     say(f"fitting the peers ({', '.join(peers)}, Private-PGM on mbi) on the same split ...")
     return add_peers(result, data, spec, epsilons=a.eps, delta=a.delta, seed=a.seed,
