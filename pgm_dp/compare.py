@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import learners as registry
-from ._progress import progress_hook, tqdm
+from ._progress import progress_hook, step, tqdm
 from .learners import Fit, LearnerSpec, zcdp_for_epsilon
 from .learners.mbi import MBI_COLUMNS
 from .metrics import kl_divergence
@@ -278,6 +278,14 @@ def run_compare(
                 }
             )
 
+    finished = [0]  # a disabled tqdm bar does not count
+
+    def done(what: str) -> None:
+        bar.update(1)
+        finished[0] += 1
+        step("compare: fits", finished[0], total, f"{what} done")
+
+    step("compare: fits", 0, total)
     with progress_hook(_iteration_postfix(bar) if progress else None):
         for pop in range(populations):
             data = truth.sample(N, derived_generator(seed, "population", N, pop))
@@ -286,13 +294,13 @@ def run_compare(
                 fit, seconds = _timed_fit(spec, data, truth, rng=gen)
                 for eps in epsilons:  # references do not depend on epsilon: one row per epsilon
                     record(pop, eps, 0, spec, fit, seconds)
-                bar.update(1)
+                done(spec.name)
             for e, eps in enumerate(epsilons):
                 for rep in range(replications):
                     fits = _fits(private, truth, data, N, pop, e, eps, rep, seed, mechanism)
                     for spec, fit, seconds in fits:
                         record(pop, eps, rep, spec, fit, seconds)
-                        bar.update(1)
+                        done(f"{spec.name} at epsilon {eps:g}")
     bar.close()
     return _finish(pd.DataFrame(rows), graph, T, k, N, out_dir if plot else None, out_dir)
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._progress import step
 from .errors import DomainError
 from .workload_check import independent_model
 
@@ -163,6 +164,8 @@ def compare_on_table(
                                     "learner protects records, not persons")  # fmt: skip
     train, test = split_table(df, test_fraction, seed, person)
     rows = []
+    total = len(epsilons) * len(specs)
+    step("compare: fits", 0, total)
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
         tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=driver,
@@ -173,6 +176,8 @@ def compare_on_table(
         skipped = {}
         for s in specs:
             start = time.process_time()
+            step("compare: fits", k * len(specs) + len(models) - 1 + len(skipped), total,
+                 f"{s.name} at epsilon {eps:g}")  # fmt: skip
             if s.name == driver:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
@@ -182,6 +187,7 @@ def compare_on_table(
                 skipped[s.name] = str(err)
                 continue
             models.append((s.name, expand_model(model, tf.plan), time.process_time() - start))
+        step("compare: fits", (k + 1) * len(specs), total, f"epsilon {eps:g} done")
         for name, model, seconds in models:
             row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
             rows.append({**row, "seconds": seconds, "compiles": k == 0, "n_test": len(codes),

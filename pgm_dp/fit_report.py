@@ -71,7 +71,10 @@ def _steps(accountant) -> list[dict]:
         acc = Accountant(accountant.total)
         for ch in charges:
             acc.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
-        out.append({"step": name, "charges": len(charges), "cost": str(acc.spent)})
+        spent, whole = acc.spent.native(), accountant.total.native()
+        share = spent.amount / whole.amount if spent.notion == whole.notion else None
+        out.append({"step": name, "charges": len(charges), "cost": str(acc.spent),
+                    "notion": spent.notion, "amount": spent.amount, "share": share})  # fmt: skip
     return out
 
 
@@ -170,32 +173,54 @@ def _check_line(check: dict) -> str:
     """The report line of the held-out workload check."""
     verdict = "WORSE than" if check["worse_than_independent"] else "no worse than"
     line = (
-        f"Workload check ({check['cost']}, held out): the fitted model is {verdict} the "
-        f"private independent model on the {check['workload_marginals']} workload marginals "
-        f"(mean total variation, fitted minus independent: {check['gap']:+.4f}, noise scale "
-        f"{check['noise_scale']:.4f})"
+        f"Workload check ({_budget_words(str(check['cost']))}, held out): the fitted model is "
+        f"{verdict} the private independent model on the {check['workload_marginals']} "
+        "workload marginals (mean total variation, fitted minus independent: "
+        f"{check['gap']:+.4f}, noise scale {check['noise_scale']:.4f})"
     )
     return line + ("; the independent model was returned" if check["fallback"] else "")
 
 
+def _budget_words(text: str) -> str:
+    """A budget's repr (``PureDP(epsilon=1.0)``) as ``ε = 1``, four significant digits."""
+    names = {"epsilon": "ε", "rho": "ρ", "delta": "δ"}
+    pairs = re.findall(r"(epsilon|rho|delta)=([-+.\deE]+)", text)
+    return ", ".join(f"{names[k]} = {float(v):.4g}" for k, v in pairs) or text
+
+
+def _step_line(s: dict) -> str:
+    """One step of the budget: its share of the total, its amount, its draws."""
+    unit = {"pure": "ε", "zcdp": "ρ"}.get(s.get("notion"), "")
+    amount = f"{unit} = {s['amount']:.4g}" if "amount" in s else _budget_words(s["cost"])
+    share = "" if s.get("share") is None else f"{100 * s['share']:>6.4g} % "
+    draws = f"{s['charges']} draw" + ("s" if s["charges"] != 1 else "")
+    return f"  {share}{s['step']} ({amount}, {draws})"
+
+
 def format_report(report: dict) -> str:
     """The report as lines for a terminal."""
-    lines = [f"Selected ({report['selection']}, {len(report['selected'])}):"]
-    lines.append("  " + " ".join(",".join(c) for c in report["selected"]))
+    how = "AIM" if report["selection"] == "aim" else "MST"
+    lines = [f"Selected by {how}: {len(report['selected'])} marginals, one per line:"]
+    lines += [f"  {i:>3}. {', '.join(c)}" for i, c in enumerate(report["selected"], 1)]
     lines.append(
-        f"Budget per step (in all {report['budget_spent']}; guarantee {report['guarantee']}):"
+        f"Privacy budget: the guarantee is {_budget_words(report['guarantee'])}; per step, "
+        "its share of the total (exact values in the saved fit's report):"
     )
-    lines += [f"  - {s['step']}: {s['cost']} ({s['charges']} draws)" for s in report["steps"]]
+    lines += [_step_line(s) for s in report["steps"]]
     if report.get("privacy_unit") == "record":
-        lines.append("  (the budget protects one record: a person with k records is protected "
-                     "at k times it; declare a person column to protect persons)")  # fmt: skip
+        lines.append(
+            "  (the budget protects one record: a person with k records is protected at k "
+            "times it; declare a person column to protect persons)"
+        )
     err = report["expected_error"]
     multi = err["mean_noise_tvd_multiway"]
     lines.append(
         f"Expected error (noise of the measured tables, total variation): one-way "
         f"{err['mean_noise_tvd_one_way']:.4f}"
         + ("" if multi is None else f", selected marginals {multi:.4f}")
-        + f" (N about {report['n_estimate']:,.0f})"
+        + f"; N, the number of records, about {report['n_estimate']:,.0f}: estimated from all "
+        "the noisy tables measured (the exact number is not released; an estimate from fewer "
+        "tables differs a little)"
     )
     lines += [f"Note: {note}" for note in report.get("notes", ())]
     check = report["independent_check"]

@@ -47,7 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._progress import step
 from .errors import DataValidationError, DomainError
+from .prepare.derived import derived_from_json, with_derived
 from .rng import RngLike, as_generator
 
 __all__ = [
@@ -76,10 +78,11 @@ BLOCK = 4096
 CHUNK = 32 * BLOCK
 
 
-def fit_preparation(fit: Any) -> tuple[Any, Any]:
-    """``(model, preparation)`` of a TableFit, a Fit of ``fit_table`` or its ``.npz`` path:
-    the one loader of a fit's preparation (its ``info["preparation"]``, checked by
-    :meth:`~pgm_dp.prepare.Preparation.from_json`).
+def fit_preparation(fit: Any) -> tuple[Any, Any, tuple]:
+    """``(model, preparation, derived columns)`` of a TableFit, a Fit of ``fit_table`` or
+    its ``.npz`` path: the one loader of a fit's preparation (its ``info["preparation"]``,
+    checked by :meth:`~pgm_dp.prepare.Preparation.from_json`) and of its derived columns
+    (:mod:`pgm_dp.prepare.derived`, not modelled).
 
     Args:
         fit: a :class:`~pgm_dp.workflow.TableFit`, a :class:`~pgm_dp.learners.Fit` or a path.
@@ -91,7 +94,7 @@ def fit_preparation(fit: Any) -> tuple[Any, Any]:
 
         fit = load(fit)
     if hasattr(fit, "plan") and hasattr(fit, "fit"):  # a TableFit
-        return fit.fit.model, fit.plan
+        return fit.fit.model, fit.plan, fit.derived
     info = getattr(fit, "info", None)
     text = info.get("preparation") if isinstance(info, dict) else None
     if text is None:
@@ -99,7 +102,7 @@ def fit_preparation(fit: Any) -> tuple[Any, Any]:
             "this fit has no preparation to decode its records (fit it from a table: "
             "'pgm-dp fit --data' or pgm_dp.workflow.fit_table)"
         )
-    return fit.model, Preparation.from_json(text)
+    return fit.model, Preparation.from_json(text), derived_from_json(info.get("derived"))
 
 
 def _check_n(n: Any, what: str = "n", low: int = 1) -> int:
@@ -140,7 +143,7 @@ class Synthesizer:
             raise DomainError(f"missing must be one of {MISSING_MODES}, got {missing!r}")
         from .inference.sampling import ForwardSampler
 
-        model, plan = fit_preparation(fit)
+        model, plan, self.derived = fit_preparation(fit)
         full = plan.full_domain
         if tuple(model.domain.attributes) != tuple(full.attributes) or tuple(
             model.domain.shape
@@ -192,7 +195,7 @@ class Synthesizer:
         }
         out = pd.DataFrame(cols, columns=self.columns)
         out.index = pd.RangeIndex(start, stop)
-        return out
+        return with_derived(out, self.derived)
 
     def meta(self) -> pd.DataFrame:
         """An empty frame with the records' columns and dtypes."""
@@ -203,8 +206,11 @@ class Synthesizer:
         n = _check_n(n)
         size = -(-_check_n(chunk_size, "chunk_size") // BLOCK) * BLOCK
         entropy = self.entropy(rng)
+        step("records sampled", 0, n)
         for start in range(0, n, size):
-            yield self.chunk(entropy, start, min(start + size, n))
+            stop = min(start + size, n)
+            yield self.chunk(entropy, start, stop)
+            step("records sampled", stop, n)
 
 
 def sample_table(

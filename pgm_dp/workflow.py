@@ -73,6 +73,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from ._progress import step
 from .errors import PrivacyParameterError
 from .prepare._spec import is_drop
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
@@ -124,19 +125,22 @@ class TableFit:
     ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
     ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
     result (:class:`~pgm_dp.select.AIMResult` or MST's
-    :class:`~pgm_dp.select.Selection`)."""
+    :class:`~pgm_dp.select.Selection`); ``derived``: the derived columns declared in the
+    spec (:mod:`pgm_dp.prepare.derived`), not modelled."""
 
     fit: Any
     plan: Any
     release: NoisyMarginals
     report: dict
     selection: Any
+    derived: tuple = ()
 
     def sample(
         self, n: int, rng: RngLike = None, *, numbers: str = "interval", missing: str = "model"
     ):
         """``n`` synthetic records in the user's own values: :func:`pgm_dp.synth.sample_table`
-        of this fit (the same records for the same seed as every other way to sample it)."""
+        of this fit (the same records for the same seed as every other way to sample it;
+        derived columns computed from their source, :mod:`pgm_dp.prepare.derived`)."""
         return sample_table(self, n, rng=rng, numbers=numbers, missing=missing)
 
 
@@ -349,9 +353,12 @@ def fit_table(
     """
     from .fit_report import build_report, warn_workload_check
     from .prepare import with_person
+    from .prepare.derived import derived_to_json, split_derived
     from .workload_check import apply_check, fit_check
     from .workload_check import check_share as _held_share
 
+    spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
+    df = df.drop(columns=[d.name for d in derived]) if derived else df
     held = _held_share(check_share)
     spec_l, (notion, amount, first, rest), acc = _check(
         budget, selection, learner, prepare_share, mst_fraction, accountant, held
@@ -361,6 +368,7 @@ def fit_table(
     if selection == "aim":
         _check_aim_options(df, spec, options, prepare_options.get("compress"))
     gen, before, k = as_generator(rng), len(acc.charges), max_records_per_person
+    step(f"preparing {len(_declared_columns(df, spec))} columns (the one-way tables)")
     plan, codes = _prepared(df, spec, who, k, first, gen, acc, prepare_options)
     rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
     dom = plan.domain
@@ -370,9 +378,8 @@ def fit_table(
         release = chosen.release
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc, k)
-    start = time.process_time()
-    fit, refined = _fit_release(spec_l, learner, release, dom)
-    seconds = time.process_time() - start
+    fit, refined, seconds = _fit_release(spec_l, learner, release, dom)
+    step("checking the fit")
     check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc, k)
     report = {
         **build_report(fit.model, release, plan, chosen, acc, learner, budget),
@@ -384,9 +391,10 @@ def fit_table(
         fit = apply_check(fit, check, report)
         if "workload_check" in report:
             warn_workload_check(report["workload_check"], learner)
-    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
+    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json(),
+            **({"derived": derived_to_json(derived)} if derived else {})}  # fmt: skip
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
-    return TableFit(fit, plan, release, report, chosen)
+    return TableFit(fit, plan, release, report, chosen, derived)
 
 
 def _prepared(df, spec, who, k, budget, gen, acc, options):
@@ -406,15 +414,19 @@ def _fit_release(spec, learner, release, dom):
     table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
     likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
     matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
-    Returns the fit and the refinement's info (``None`` when not refined)."""
+    Returns the fit, the refinement's info (``None`` when not refined) and the CPU seconds
+    of both."""
     from .models import MarkovRandomField
     from .select.estimators import refine_noise_weighted
 
+    step(f"fitting the model ({learner}) to {len(release.cliques)} measured tables")
+    start = time.process_time()
     fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
     if learner != "naive":
-        return fit, None
+        return fit, None, time.process_time() - start
+    step(f"refining the model ({REFINE_ITERS} mirror-descent steps)")
     model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
-    return replace(fit, model=model), refined
+    return replace(fit, model=model), refined, time.process_time() - start
 
 
 def _amount(b: Budget | None) -> float:

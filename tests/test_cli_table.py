@@ -59,8 +59,9 @@ def table(tmp_path_factory):
 def test_identifier_columns_are_refused_by_name(table, capsys):
     code = main(["fit", "--data", str(table / "people.csv"), "--out", str(table / "m.npz")])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and err.startswith("pgm-dp fit: error: 6 columns need a decision:\n"), err
     assert "'Unnamed: 0'" in err and "'caseid'" in err and "--drop-identifiers" in err
+    assert "\n      'caseid': " in err  # one identifier per line
 
 
 def test_numeric_columns_need_bounds_or_the_flag_that_reads_them(table, capsys):
@@ -81,7 +82,7 @@ def test_a_to_csv_table_fits_end_to_end_and_decodes_to_its_values(table, capsys)
     assert main(argv) == 0
     cap = capsys.readouterr()
     assert "Dropped columns" in cap.out and "'caseid'" in cap.out
-    assert "Selected (aim, " in cap.out and "Budget per step" in cap.out
+    assert "Selected by AIM: " in cap.out and "Privacy budget: the guarantee is" in cap.out
     assert "the 7 categories of 'visits' (--categories-from-data)" in cap.err
     assert "--prepare SPEC.json" in cap.err  # with the way to declare it instead
     report = json.loads((table / "r.json").read_text())
@@ -107,7 +108,8 @@ def test_delta_runs_in_zcdp_end_to_end(table, capsys):
             "--release-out", str(table / "d.json")]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "ApproxDP(epsilon=1" in out and "ZCDP(rho=" in out
+    assert "(ε, δ) = (1, 1e-06)" in out and "ε = 1, δ = 1e-06" in out  # the guarantee
+    assert "% of the total" in out and "ρ = " in out  # the steps, in zCDP
     rel = json.loads((table / "d.json").read_text())
     assert "gaussian" in json.dumps(rel["noise"])
     assert "laplace" not in json.dumps(rel["noise"])

@@ -397,7 +397,7 @@ def test_report_states_reads_and_charges():
     with pytest.warns(NonPrivateWarning):
         plan = prepare_plan(df, {**SPEC, "city": {"categories": "data"}}, budget=ZCDP(1.0), rng=0)
     text = plan.report()
-    for word in ("sex", "categorical", "numeric", "categories of 'city'", "ZCDP(rho=1.0)",
+    for word in ("sex", "categorical", "numeric", "categories of 'city'", "ρ = 1",
                  "one-way marginals", "number of records is not released"):  # fmt: skip
         assert word in text, word
     assert str(plan) == text

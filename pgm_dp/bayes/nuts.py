@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.hmc import hmc
 
+from .._progress import step
 from .model import matvec
 
 __all__ = [
@@ -31,6 +32,15 @@ DENSE_LIMIT = 32
 FLOAT32_ABOVE = 256
 #: Largest factor by which a pilot widens a log-potential's Laplace standard deviation.
 MAX_RESCALE = 30.0
+#: How many progress reports (:func:`pgm_dp._progress.step`) one NUTS run makes at most.
+REPORTS = 100
+
+
+def _report(done, warmup: int, total: int) -> None:
+    """A host callback from the compiled chains: ``done`` iterations of every chain."""
+    done = int(done)
+    phase = "warm-up" if done <= warmup else "draws"
+    step("NUTS iterations per chain", done, total, f"{phase}, all chains at once")
 
 
 def sigma_eigen(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,7 +81,8 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
     adaptation: dense up to :data:`DENSE_LIMIT` dimensions, diagonal above) on the whitened
     coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
     length and kept in ``fns``; the release's arrays are arguments, not constants folded into
-    the program (which made XLA's compile take tens of minutes at ``d = 2400``)."""
+    the program (which made XLA's compile take tens of minutes at ``d = 2400``). Every
+    ``total / REPORTS`` iterations a host callback reports the count (:func:`_report`)."""
     key = ("nuts", size, num_warmup, num_samples)
     if key in fns:
         return fns[key]
@@ -80,6 +91,9 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
         algo="NUTS",
     )
     small = size <= DENSE_LIMIT
+    total = num_warmup + num_samples
+    every = max(1, total // REPORTS)  # progress: a host callback every `every` iterations
+    report = functools.partial(_report, warmup=num_warmup, total=total)
 
     def chain(rng_key, z0, args):
         state = init_kernel(
@@ -87,14 +101,16 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
             model_args=(args,), rng_key=rng_key,
         )  # fmt: skip
 
-        def step(state, _):
+        def one(state, i):
             state = sample_kernel(state, model_args=(args,))
             out = (state.z, state.diverging, state.num_steps, state.energy)
+            jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(report, i + 1),
+                         lambda: None)  # fmt: skip
             return state, (*out, state.adapt_state.step_size)
 
         # one scan over warm-up and draws: the kernel is compiled once (two scans compiled
         # it twice); the warm-up's outputs are dropped
-        out = jax.lax.scan(step, state, None, length=num_warmup + num_samples)[1]
+        out = jax.lax.scan(one, state, jnp.arange(total))[1]
         return tuple(a[num_warmup:] for a in out)
 
     fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))

@@ -9,7 +9,11 @@ __all__ = ["read_data", "domain_of", "read_structure", "say", "streams", "descri
 
 
 def say(message: str) -> None:
-    """A progress / result line on stdout, flushed at once."""
+    """A result line on stdout, flushed at once (a progress line on a terminal is ended
+    first)."""
+    from .._progress import end_line
+
+    end_line()
     print(message, flush=True)
 
 

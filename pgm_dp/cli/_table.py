@@ -131,9 +131,12 @@ def check_table(df: pd.DataFrame, spec: dict, args) -> None:
     words (with a spec that decides them all), before JAX is imported or anything spent."""
     from ..errors import PgmDpError
     from ..prepare import check_spec
+    from ..prepare.derived import split_derived
 
     try:
-        check_spec(df, spec, **_prepare_options(args, compress=False))
+        base, derived = split_derived(df, spec)  # derived columns are not prepared
+        check_spec(df.drop(columns=[d.name for d in derived]), base,
+                   **_prepare_options(args, compress=False))  # fmt: skip
     except PgmDpError as err:
         raise _in_flags(err) from None
 
@@ -160,9 +163,11 @@ def _workload(text: str | None):
 def _say_warnings(caught) -> None:
     """Non-private reads (recorded in the plan) as notes with the way to declare instead,
     other warnings as ``warning:`` lines, all on stderr, each once."""
+    from .._progress import end_line
     from ..fit_report import WorseThanIndependentWarning
     from ..prepare import NonPrivateWarning
 
+    end_line()
     seen: set = set()
     for w in caught:
         if str(w.message) in seen:  # once, though every epsilon of compare prepares anew
@@ -209,9 +214,11 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
     and report written where asked; returns the :class:`Fit`."""
     from ..errors import PgmDpError
     from ..fit_report import format_report
+    from ..privacy.budget import budget_text
 
     what = "AIM" if args.selection == "aim" else "MST"
-    say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at {budget} ...")
+    say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at "
+        f"{budget_text(budget)} ...")  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -219,7 +226,7 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
         except PgmDpError as err:
             raise _in_flags(err) from None
     _say_warnings(caught)
-    say(tf.plan.report())
+    say(tf.plan.report(total=budget))
     say(format_report(tf.report))
     for path, text in (
         (args.plan_out, tf.plan.to_json()),

@@ -43,18 +43,40 @@ DEFAULT_LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
 DATA_LEARNERS = ("naive", "cgm")
 
 
-def add_common_arguments(p: argparse.ArgumentParser) -> None:
+#: ``compare --help``'s description: both modes.
+_DESCRIPTION = f"""Learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1), in one of two
+modes.
+
+Model mode (without --data): data are drawn from a known true model (--graph, --T, --k,
+--N); each learner fits noisy releases of them; the report is the median KL(true ||
+learned) per epsilon (lower is better), a CSV of every fit and a plot in --out.
+Learners: {" ".join(DEFAULT_LEARNERS)} by default.
+
+Data mode (--data FILE): your own table is split by --seed (--test-fraction held out),
+prepared, selected and measured once per --eps as 'pgm-dp fit --data' does, then every
+learner fits the same noisy tables; the report is the held-out log-likelihood per record
+(higher is better) and the mean 2-way total variation error against the held-out records
+(lower is better) per learner and epsilon, a CSV and a plot in --out.
+Learners: {" ".join(DATA_LEARNERS)} by default; --peers adds Private-PGM's MST and AIM."""
+_LEARNERS_DEFAULT = (
+    f" (default: {' '.join(DEFAULT_LEARNERS)} without --data; {' '.join(DATA_LEARNERS)} with "
+    "--data)"
+)
+
+
+def add_common_arguments(p: argparse.ArgumentParser, default_help: str | None = None) -> None:
     """``--learners`` (any registered name), ``--seed`` and ``--out`` (shared with the
-    reproductions of Fig. 2 and the CGM grid)."""
+    reproductions of Fig. 2 and the CGM grid). ``default_help``: the text that states
+    ``--learners``' default when it depends on the mode (the default is then ``None``)."""
     p.add_argument(
         "--learners",
         nargs="+",
-        default=list(DEFAULT_LEARNERS),
+        default=list(DEFAULT_LEARNERS) if default_help is None else None,
         type=learner_name,
         metavar="LEARNER",
         help="learners to run: any registered learner, those of installed plugins ('pgm_dp."
         "learners' entry points) included; an unknown name is refused with the list of "
-        "registered ones. 'mbi' needs the bench extra",
+        "registered ones. 'mbi' needs the bench extra" + (default_help or ""),
     )
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw")
     p.add_argument(
@@ -85,7 +107,7 @@ def _run_data(a: argparse.Namespace) -> None:
     from ._data import read_data, say
     from ._table import _prepare_options, _say_warnings, check_table, table_spec
 
-    learners = DATA_LEARNERS if list(a.learners) == list(DEFAULT_LEARNERS) else a.learners
+    learners = DATA_LEARNERS if a.learners is None else a.learners
     data = read_data(a.data)
     spec = table_spec(data, a)
     check_table(data, spec, a)
@@ -128,8 +150,12 @@ def _peers_check(a: argparse.Namespace) -> tuple:
 
 def _with_peers(a: argparse.Namespace, result, data, spec, peers):
     from ..peers import add_peers
+    from ..prepare.derived import split_derived
     from ._data import say
     from ._table import _prepare_options
+
+    spec, derived = split_derived(data, spec)  # the peers model the columns the fits model
+    data = data.drop(columns=[d.name for d in derived])
 
     say(f"fitting the peers ({', '.join(peers)}, Private-PGM on mbi) on the same split ...")
     return add_peers(result, data, spec, epsilons=a.eps, delta=a.delta, seed=a.seed,
@@ -142,9 +168,10 @@ def _run(a: argparse.Namespace) -> None:
         return _run_data(a)
     from .. import compare
 
+    learners = DEFAULT_LEARNERS if a.learners is None else a.learners
     result = compare.run_compare(
-        a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, a.learners, a.seed,
-        progress=True, out_dir=a.out, plot=a.plot,
+        a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, learners, a.seed,
+        progress=False, out_dir=a.out, plot=a.plot,
     )  # fmt: skip
     compare.print_result(result)
     if result.plot is None and a.plot is None:
@@ -235,9 +262,9 @@ def add_parser(subparsers) -> None:
     """Register ``compare``."""
     p = subparsers.add_parser(
         "compare",
-        help="compare learners on one privacy budget (KL from the true model)",
-        description="Learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1): the median "
-        "KL(true || learned) per epsilon, a CSV of every fit and a plot in --out.",
+        help="compare learners on one budget: KL from a true model, or on --data held-out "
+        "log-likelihood and 2-way error",
+        description=_DESCRIPTION,
     )
     p.add_argument(
         "--graph",
@@ -258,7 +285,7 @@ def add_parser(subparsers) -> None:
         default=1,
         help="noisy releases (private fits) per data set and epsilon",
     )
-    add_common_arguments(p)
+    add_common_arguments(p, _LEARNERS_DEFAULT)
     _add_data_arguments(p)
     p.add_argument(
         "--plot",

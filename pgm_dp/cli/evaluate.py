@@ -26,16 +26,16 @@ def _run(args) -> None:
     text = getattr(fit, "info", {}).get("preparation")
     if args.reference is not None:
         ref = read_structure(args.reference, model.domain)
-        say(f"KL(reference || model) = {kl_divergence(ref, model):.6g}")
+        say(f"KL(reference || model) = {kl_divergence(ref, model):.4g}")
     if args.data is not None:
         data = read_data(args.data)
         if text is None:
             value, base = log_likelihood(model, data), None
         else:
             value, base = _prepared_loglik(model, text, data)
-        line = f"held-out log-likelihood = {value:.6g} nats per record ({len(data):,} records)"
+        line = f"held-out log-likelihood = {value:.4g} nats per record ({len(data):,} records)"
         if base is not None:
-            line += f"; private independent model (baseline, same budget): {base:.6g}"
+            line += f"; private independent model (baseline, same budget): {base:.4g}"
         say(line)
 
 

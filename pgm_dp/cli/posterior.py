@@ -45,11 +45,9 @@ def verdict(summary, method: str) -> str:
 def _run(args) -> None:
     from pathlib import Path
 
-    from ..errors import require_extra
-
-    require_extra("h5netcdf", "netcdf", "writing posterior.nc")
     import arviz_stats
 
+    from .._progress import step
     from ..bayes import plot_check, posterior, predictive_check
     from ..models import MarkovRandomField
     from ..plotting import MISSING_MATPLOTLIB, have_matplotlib
@@ -60,6 +58,8 @@ def _run(args) -> None:
     mrf = MarkovRandomField(rel.domain, rel.cliques)
     how = f"{args.method}, covariance {args.covariance}"
     say(f"posterior ({how}) of {len(rel.cliques)} released tables ...")
+    step("posterior: the Laplace fit, then compiling the sampler (the first run of a model "
+         "size compiles; minutes for a large model)")  # fmt: skip
     idata = posterior(
         rel,
         mrf,
@@ -72,6 +72,7 @@ def _run(args) -> None:
         laplace_noise=args.laplace_noise,
     )
     out = Path(args.out)
+    step("posterior: writing the draws, the summary and the predictive check")
     idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
     sites = [v for v in idata.posterior.data_vars if v.startswith(("marginal:", "table:"))]
     summary = arviz_stats.summary(idata, var_names=sites, round_to="none")

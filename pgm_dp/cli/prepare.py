@@ -15,13 +15,21 @@ plausible ranges), edit it, and delete the mark: the spec then declares public f
 nothing is read without privacy. No budget is spent; nothing is released but the file. Which
 column is a person's identifier is read from the data too, and said on the terminal: check it
 as well.
+
+Columns that are, in the data, a fixed function of an earlier categorical column (one-hot
+copies of a category, the labels of a code: :func:`copies`) are named in a note with the
+``derived_from`` entry that keeps them exact and out of the model
+(:mod:`pgm_dp.prepare.derived`); the spec itself is not changed.
 """
 
 from __future__ import annotations
 
 from . import _args
 
-__all__ = ["add_parser", "starting_spec"]
+__all__ = ["add_parser", "starting_spec", "copies", "COPY_SOURCE_STATES"]
+
+#: Most categories of a column that :func:`copies` checks as the source of a copy.
+COPY_SOURCE_STATES = 50
 
 
 def _plain(v):
@@ -68,6 +76,52 @@ def starting_spec(df, declared: dict) -> dict:
     return spec
 
 
+def copies(df, spec: dict) -> dict:
+    """``{column: derived entry}`` for every column that is, in ``df`` (read WITHOUT
+    privacy), a function of an earlier column, both with at most :data:`COPY_SOURCE_STATES`
+    values (a one-hot copy, a label of a code): a ``{"derived_from": source, "map":
+    {...}}`` entry. Columns with missing values, and dropped ones, are left out."""
+    import numpy as np
+    import pandas as pd
+
+    codes = {}
+    for name in df.columns:
+        if spec.get(name) != "drop" and df[name].notna().all():
+            c, values = pd.factorize(df[name])
+            if 1 < len(values) <= COPY_SOURCE_STATES:
+                codes[name] = (c, values)
+    out: dict = {}
+    names = list(codes)
+    for j, name in enumerate(names):
+        c, values = codes[name]
+        for source in names[:j]:
+            s, labels = codes[source]
+            if source in out or len(values) > len(labels):
+                continue
+            seen = np.bincount(s * len(values) + c, minlength=len(labels) * len(values))
+            if np.all((seen.reshape(len(labels), len(values)) > 0).sum(1) <= 1):
+                first = np.unique(s, return_index=True)[1]
+                pairs = sorted((str(labels[s[i]]), _plain(values[c[i]])) for i in first)
+                out[name] = {"derived_from": str(source), "map": dict(pairs)}
+                break
+    return out
+
+
+def _say_copies(found: dict) -> None:
+    import json
+    import sys
+
+    if not found:
+        return
+    entries = "".join(f"\n  {json.dumps(str(k))}: {json.dumps(v)}," for k, v in found.items())
+    print(
+        "note: in the data (read WITHOUT privacy), these columns are a fixed function of "
+        "another one; modelled, a copy costs selections and comes back blurred by the noise. "
+        f"To keep each exact and out of the model, put its entry in the spec:{entries}",
+        file=sys.stderr,
+    )
+
+
 def _run(args) -> None:
     import json
     import sys
@@ -82,6 +136,7 @@ def _run(args) -> None:
     spec = starting_spec(data, declared)
     lines = [f" {json.dumps(str(k))}: {json.dumps(v, allow_nan=False)}" for k, v in spec.items()]
     Path(args.out).write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    _say_copies(copies(data, spec))
     marked = [repr(n) for n, e in spec.items() if isinstance(e, dict) and e.get("from_data")]
     dropped = [repr(n) for n, e in spec.items() if is_drop(e) and n not in declared]
     persons = [repr(n) for n, e in spec.items() if e == "person" and n not in declared]

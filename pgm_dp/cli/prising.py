@@ -71,10 +71,6 @@ def _estimate(a: argparse.Namespace) -> dict:
 
 
 def _posterior(a: argparse.Namespace) -> dict:
-    if a.out:
-        from ..errors import require_extra
-
-        require_extra("h5netcdf", "netcdf", "writing the posterior (--out)")
     import numpy as np
 
     from ..bayes import prising_posterior, score_reference

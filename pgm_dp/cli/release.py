@@ -48,6 +48,7 @@ def budget_of(args):
 
 def _run(args) -> None:
     from ..privacy import release_marginals
+    from ..privacy.budget import budget_text
 
     data = read_data(args.data)
     domain = domain_of(data, args.domain)
@@ -61,7 +62,7 @@ def _run(args) -> None:
     )
     with open(args.out, "w") as fh:
         fh.write(rel.to_json())
-    say(f"released {len(rel.cliques)} tables at {budget}; {describe_total(rel)}")
+    say(f"released {len(rel.cliques)} tables at {budget_text(budget)}; {describe_total(rel)}")
     say(f"written: {args.out}")
 
 

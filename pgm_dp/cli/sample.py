@@ -37,8 +37,10 @@ def _table_file(text: str) -> str:
 def _run(args) -> None:
     import time
 
+    from .._progress import step
     from ..synth import write_table
 
+    step("loading the fit and building its sampler")
     start = time.process_time()
     missing = "never" if args.no_missing else "model"
     path = write_table(args.model, args.n, args.out, rng=args.seed, numbers=args.numbers,

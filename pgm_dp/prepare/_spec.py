@@ -418,10 +418,10 @@ def _persons(df: pd.DataFrame, entries: Mapping) -> list:
 
 
 def _person_message(found: list) -> str:
-    listed = "; ".join(f"{n!r}: {r}" for n, r in found)
+    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
     return (
-        f"columns that look like the identifier of a person with several records: {listed}. "
-        "Declare it the person (spec {column: 'person'}; person=column), so that the budget "
+        f"columns that look like the identifier of a person with several records:{listed}\n"
+        "    Declare it the person (spec {column: 'person'}; person=column), so that the budget "
         "protects each person (at most max_records_per_person of their records are kept), or "
         "drop it (spec {column: 'drop'}): the budget then protects one record, and a person "
         "with k records only at k times the budget"
@@ -429,12 +429,18 @@ def _person_message(found: list) -> str:
 
 
 def _identifier_message(found: list) -> str:
-    listed = "; ".join(f"{n!r}: {r}" for n, r in found)
+    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
     return (
-        f"columns that look like record identifiers: {listed}. A model of an identifier "
+        f"columns that look like record identifiers:{listed}\n    A model of an identifier "
         "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
         "or declare them in spec if they are variables"
     )
+
+
+def _spec_lines(spec: dict) -> str:
+    """``spec`` as JSON, one column per line."""
+    rows = [f"  {json.dumps(k)}: {json.dumps(v, default=list)}" for k, v in spec.items()]
+    return "{\n" + ",\n".join(rows) + "\n}"
 
 
 def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
@@ -443,9 +449,10 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
     ``drop_identifiers`` does not drop them, as dropping changes what the budget protects),
     identifier-like columns (unless ``drop_identifiers``), text columns without categories
     (unless ``categories='data'``), numeric columns without bins or bounds (unless
-    ``bounds='data'``). The message ends with a spec that decides them all (``spec`` plus
-    ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, one line of JSON): pasted
-    unchanged it runs, reading those values from the data without privacy, each said; replacing each
+    ``bounds='data'``). The message, one item per line, ends with a spec that decides them all
+    (``spec`` plus ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, JSON with one
+    column per line): pasted unchanged it runs, reading those values from the data without
+    privacy, each said; replacing each
     ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
     like the checks it anticipates."""
     entries = parse_spec(df, spec)
@@ -480,7 +487,8 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
         parts.append("bounds='data' reads undeclared bounds without privacy")
     whole = {str(k): v for k, v in {**dict(spec or {}), **add}.items()}
     raise DataValidationError(
-        f"{len(add)} columns need a decision: " + "; ".join(parts) + ". To decide them all "
-        '(each "data" reads the data without privacy, said in the plan: replace it with '
-        "public categories or bounds to avoid the read), spec=" + json.dumps(whole, default=list)
-    )
+        f"{len(add)} columns need a decision:\n" + "".join(f"  - {p}\n" for p in parts)
+        + "To decide them all (each \"data\" reads the data without privacy, said in the "
+        "plan: replace it with public categories or bounds to avoid the read), spec=\n"
+        + _spec_lines(whole)
+    )  # fmt: skip

@@ -22,7 +22,9 @@ from ..privacy.release import MECHANISMS
 from .binning import per_quantile_budget, quantile_edges
 from .columns import ColumnPlan
 
-__all__ = ["private_steps", "precheck", "spend", "spent"]
+__all__ = [
+    "private_steps", "precheck", "spend", "spent", "noise_tail_point", "MISSING_KEEP_RATE",
+]  # fmt: skip
 
 
 def _scale(budget: Budget, f: float) -> Budget:
@@ -101,17 +103,58 @@ def _one_way(df, plans, b_m, mechanism, gen, acc, k: int) -> NoisyMarginals:
     return replace(rel, domain=full)
 
 
+#: Largest chance that a column without missing values keeps its ``"<missing>"`` state (its
+#: noisy count, pure noise, reaches the fold's threshold): ``1/1200`` per column, so that
+#: fewer than 1 % of complete 12-column tables keep one anywhere (``1 - (1 - 1/1200)^12``).
+MISSING_KEEP_RATE = 1 / 1200
+
+
+def noise_tail_point(noise, rate: float) -> float:
+    """The smallest count ``t`` with ``P(noise >= t) <= rate`` for one cell of ``noise`` (a
+    :class:`~pgm_dp.privacy.noise.NoiseModel`): a function of the public noise scale only.
+    Laplace ``b``: ``P(X >= t) = e^(-t/b)/2``. Discrete Laplace (``P(k) ∝ a^|k|``, ``a =
+    e^(-1/b)``): ``P(X >= k) = a^k/(1 + a)``, the smallest such integer. Gaussian ``σ``:
+    ``σ Φ⁻¹(1 - rate)``. Discrete Gaussian (``P(k) ∝ e^(-k²/2σ²)``): the smallest integer
+    ``k`` with ``φ(k/σ)/σ + Q(k/σ) <= rate``, an upper bound of its tail (its normaliser is
+    at least ``σ sqrt(2π)``, Poisson summation; the sum beyond ``k`` at most its first
+    term plus the integral)."""
+    from scipy.special import ndtr, ndtri
+
+    b = noise.scale
+    if b == 0:
+        return 0.0
+    if noise.kind == "laplace":
+        return b * math.log(1 / (2 * rate))
+    if noise.kind == "discrete_laplace":
+        a = math.exp(-1 / b)
+        return float(max(1, math.ceil(math.log(rate * (1 + a)) / math.log(a))))
+    z = float(ndtri(1 - rate))
+    if noise.kind == "gaussian":
+        return b * z
+    k = max(1, math.floor(b * z))
+    while math.exp(-0.5 * (k / b) ** 2) / (b * math.sqrt(2 * math.pi)) + ndtr(-k / b) > rate:
+        k += 1
+    return float(k)
+
+
 def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list) -> tuple:
-    """A missing state whose noisy count is below ``threshold`` noise standard deviations is
-    folded away, as rare states are merged (post-processing of the one-way release, never a
-    look at the data): the state leaves the column, its missing values (few, if any) are
-    encoded as the state with the largest noisy count, and its noisy count is dropped from
-    the one-way table. A table without missing values thus yields samples without them."""
+    """A missing state whose noisy count is below ``threshold`` noise standard deviations, or
+    below the count that pure noise reaches with chance :data:`MISSING_KEEP_RATE`
+    (:func:`noise_tail_point`), whichever is higher, is folded away, as rare states are
+    merged (post-processing of the one-way release with a threshold of the public noise
+    scale, never a look at the data): the state leaves the column, its missing values (few,
+    if any) are encoded as the state with the largest noisy count, and its noisy count is
+    dropped from the one-way table. A column without missing values thus keeps the state
+    with chance at most :data:`MISSING_KEEP_RATE` (3 standard deviations of Laplace noise
+    alone would keep it with chance ``e^(-3 sqrt 2)/2``, about 0.7 %)."""
     out, noisy = [], dict(one_way.noisy)
     for p in plans:
         y = np.asarray(one_way.noisy[(p.name,)], dtype=np.float64)
-        sigma = math.sqrt(one_way.noise[(p.name,)].variance)
-        if not p.missing or len(p.states) < 2 or y[-1] >= threshold * sigma:
+        noise = one_way.noise[(p.name,)]
+        keep = max(
+            threshold * math.sqrt(noise.variance), noise_tail_point(noise, MISSING_KEEP_RATE)
+        )
+        if not p.missing or len(p.states) < 2 or y[-1] >= keep:
             out.append(p)
             continue
         to = int(np.argmax(y[:-1]))
@@ -122,8 +165,9 @@ def _fold_missing(plans, one_way: NoisyMarginals, threshold: float, notes: list)
         return plans, one_way
     notes.append(
         f"missing state folded away (noisy count below {threshold:g} noise standard "
-        f"deviations) in {', '.join(folded)}: missing values, if any, are encoded as the "
-        "state with the largest noisy count"
+        "deviations, or below what noise alone reaches once in 1,200 columns) in "
+        f"{', '.join(folded)}: missing values, if any, are encoded as the state with the "
+        "largest noisy count"
     )
     names = [p.name for p in out]
     full = Domain(names, [len(p.states) for p in out], [p.states for p in out])

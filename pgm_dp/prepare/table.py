@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass
@@ -103,7 +104,7 @@ from ..encoding import encode_column
 from ..errors import DataValidationError, DomainError, PrivacyParameterError, reading
 from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
 from ..privacy.accountant import check_accountant
-from ..privacy.budget import Budget
+from ..privacy.budget import Budget, budget_text, compose
 from ..privacy.release import check_records_per_person
 from ..rng import RngLike, as_generator
 from ._spec import (
@@ -257,8 +258,11 @@ class Preparation:
             out[c.name] = (counts, variances)
         return out
 
-    def report(self) -> str:
-        """A readable account of the plan (``print(plan.report())``)."""
+    def report(self, total: Budget | None = None) -> str:
+        """A readable account of the plan (``print(plan.report())``): one column per line,
+        the charges grouped by step, budgets to four significant digits (exact values in
+        :meth:`to_json`), each labelled as a share of ``total`` (the whole run's budget) when
+        given."""
         lines = [f"Preparation of {len(self.columns)} columns"]
         lines.append(f"  {'column':<20} {'kind':<12} {'states':>6}  {'merged':>6}  source")
         for c in self.columns:
@@ -268,6 +272,11 @@ class Preparation:
                 f"  {str(c.name):<20} {c.kind:<12} {len(c.labels):>6}  {merged:>6}  "
                 f"{c.source}{extra}"
             )
+        lines.append(
+            "  (states: the states the model sees; merged: how many rare states, their noisy "
+            "counts below the threshold in the notes, share one '<rare>' state, drawn back "
+            "evenly in samples; +missing: a '<missing>' state, which samples may give)"
+        )
         for head, items in (
             (
                 "Dropped columns (as the spec asks, or identifier-like)",
@@ -279,12 +288,28 @@ class Preparation:
             if items:
                 lines.append(f"{head}:")
                 lines.extend(f"  - {s}" for s in items)
+        return "\n".join(lines + self._budget_lines(total))
+
+    def _budget_lines(self, total: Budget | None) -> list[str]:
+        """The budget the preparation spent, its charges grouped by step (a column's
+        quantiles are one step)."""
         if self.budget_spent is None:
-            lines.append("Privacy budget spent: none")
-        else:
-            lines.append(f"Privacy budget spent: {self.budget_spent} per {self.privacy_unit}")
-            lines.extend(f"  - {ch.what}: {ch.mechanism}, {ch.cost}" for ch in self.charges)
-        return "\n".join(lines)
+            return ["Privacy budget spent by the preparation: none"]
+        spent = budget_text(self.budget_spent, total)
+        lines = [f"Privacy budget spent by the preparation: {spent} per {self.privacy_unit}"]
+        groups: dict[tuple[str, str], list[Budget]] = {}
+        for ch in self.charges:
+            groups.setdefault((re.sub(r" at [^:]*$", "", ch.what), ch.mechanism), []).append(
+                ch.cost
+            )
+        zcdp = total is not None and not total.native().is_pure
+        for (what, mechanism), costs in groups.items():
+            draws = f" ({len(costs)} draws)" if len(costs) > 1 else ""
+            if zcdp:  # pure charges of a zCDP run compose as the rho of each
+                costs = [c.to_zcdp() if c.is_pure else c for c in costs]
+            cost = budget_text(compose(*costs), total)
+            lines.append(f"  - {what}{draws}: {mechanism}, {cost}")
+        return lines
 
     def __str__(self) -> str:
         return self.report()

@@ -69,6 +69,7 @@ __all__ = [
     "as_zcdp",
     "require_budget",
     "ConversionMethod",
+    "budget_text",
 ]
 
 ConversionMethod = Literal["cks", "ckks", "lemma_2_14"]
@@ -336,6 +337,29 @@ def _unchecked(cls: type, **fields: float) -> Budget:
     for k, v in fields.items():
         object.__setattr__(obj, k, float(v))
     return obj
+
+
+def budget_text(budget: Budget, total: Budget | None = None) -> str:
+    """``budget`` for a person, four significant digits (exact values stay in the files that
+    hold them): ``"ε = 0.3333"``, ``"ρ = 0.01234"``, ``"(ε, δ) = (1, 1e-06)"``; with ``total``
+    (a budget of the same notion, or whose :meth:`~ApproxDP.native` form is),
+    ``"ε = 0.3333 (33.33 % of the total)"``.
+
+    >>> budget_text(PureDP(1 / 3), PureDP(1.0))
+    'ε = 0.3333 (33.33 % of the total)'
+    >>> budget_text(ApproxDP(1.0, 1e-6)), budget_text(ZCDP(0.0123456))
+    ('(ε, δ) = (1, 1e-06)', 'ρ = 0.01235')
+    """
+    if isinstance(budget, ApproxDP):
+        text = f"(ε, δ) = ({budget.epsilon:.4g}, {budget.delta:.4g})"
+    else:
+        text = f"{'ε' if budget.notion == 'pure' else 'ρ'} = {budget.amount:.4g}"
+    if total is None or isinstance(budget, ApproxDP):
+        return text
+    whole = total.native()
+    if whole.notion != budget.notion or whole.amount <= 0:
+        return text
+    return f"{text} ({100 * budget.amount / whole.amount:.4g} % of the total)"
 
 
 def compose(*costs: Budget) -> Budget:

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from .._progress import tqdm
+from .._progress import step, tqdm
 from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from ..errors import PrivacyParameterError
 from ..inference.queries import calibrated
@@ -395,17 +395,21 @@ def _first_round(state: _State, setup: dict, costs: tuple[float, float]) -> list
 
 def _rounds(state: _State, costs: tuple[float, float], progress: bool) -> list[AIMRound]:
     """The selection rounds (Alg. 1, lines 3-14: :func:`_round`) until one takes all that
-    was left of the budget."""
+    was left of the budget, each reported (:func:`~pgm_dp._progress.step`: ``T`` planned
+    rounds at most)."""
+    sched = state.setup["schedule"]
     log, last, t = [], False, 0
+    step("AIM round", 0, sched.rounds, "its rounds end when its budget is spent")
     with tqdm(total=None, desc="AIM", disable=not progress) as bar:
         while not last:
             t += 1
             entry, costs = _round(state, t, costs)
             log.append(entry)
             last = entry.last
+            spent = f"{float(state.used) / sched.budget:.0%} of the budget"
             bar.update(1)
-            done = float(state.used) / state.setup["schedule"].budget
-            bar.set_postfix_str(f"{done:.0%} of the budget")
+            bar.set_postfix_str(spent)
+            step("AIM round", t, t if last else max(sched.rounds, t + 1), f"{spent} spent")
     return log
 
 
