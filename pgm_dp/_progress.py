@@ -34,8 +34,15 @@ from contextvars import ContextVar
 from typing import Any, TextIO
 
 __all__ = [
-    "progress_hook", "tick", "tqdm", "Progress", "reporting", "step", "end_line", "duration",
-]  # fmt: skip
+    "progress_hook",
+    "tick",
+    "tqdm",
+    "Progress",
+    "reporting",
+    "step",
+    "end_line",
+    "duration",
+]
 
 Hook = Callable[[str, int], None]
 _HOOK: ContextVar[Hook | None] = ContextVar("pgm_dp_progress_hook", default=None)
@@ -109,8 +116,9 @@ class Progress:
         self._iterations: dict[str, int] = {}
         self._width = 0
 
-    def step(self, what: str, done: int | None = None, total: int | None = None,
-             note: str = "") -> None:  # fmt: skip
+    def step(
+        self, what: str, done: int | None = None, total: int | None = None, note: str = ""
+    ) -> None:
         """``done`` of ``total`` units of ``what`` are complete (``None``: it started)."""
         with self._lock:
             now = self.clock()

@@ -38,9 +38,13 @@ from .errors import DomainError
 from .workload_check import independent_model
 
 __all__ = [
-    "DataComparison", "compare_on_table", "record_budget", "split_table", "heldout_scores",
+    "DataComparison",
+    "compare_on_table",
+    "record_budget",
+    "split_table",
+    "heldout_scores",
     "print_table",
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -160,24 +164,36 @@ def compare_on_table(
     driver = next((s.name for s in specs if s.kind == "release"), "naive")
     spec, person = with_person(spec, fit_options.pop("person", None))
     if person is not None and any(s.kind == "records" and s.private for s in specs):
-        raise PrivacyParameterError("with a person column, compare release learners: a record "
-                                    "learner protects records, not persons")  # fmt: skip
+        raise PrivacyParameterError(
+            "with a person column, compare release learners: a record "
+            "learner protects records, not persons"
+        )
     train, test = split_table(df, test_fraction, seed, person)
     rows = []
     total = len(epsilons) * len(specs)
     step("compare: fits", 0, total)
     for k, eps in enumerate(epsilons):
         budget = PureDP(eps) if delta is None else ApproxDP(eps, delta)
-        tf = fit_table(train, spec, budget=budget, rng=seed + 1 + k, learner=driver,
-                       **{"check_share": 0, **fit_options})  # fmt: skip
+        tf = fit_table(
+            train,
+            spec,
+            budget=budget,
+            rng=seed + 1 + k,
+            learner=driver,
+            **{"check_share": 0, **fit_options},
+        )
         codes, left_out = _encodable(tf.plan, test)
         mrf = MarkovRandomField(tf.plan.domain, tf.release.cliques)
         models = [("independent", expand_model(independent_model(tf.release), tf.plan), 0.0)]
         skipped = {}
         for s in specs:
             start = time.process_time()
-            step("compare: fits", k * len(specs) + len(models) - 1 + len(skipped), total,
-                 f"{s.name} at epsilon {eps:g}")  # fmt: skip
+            step(
+                "compare: fits",
+                k * len(specs) + len(models) - 1 + len(skipped),
+                total,
+                f"{s.name} at epsilon {eps:g}",
+            )
             if s.name == driver:
                 models.append((s.name, tf.fit.model, tf.report["fit_cpu_s"]))
                 continue
@@ -190,12 +206,30 @@ def compare_on_table(
         step("compare: fits", (k + 1) * len(specs), total, f"epsilon {eps:g} done")
         for name, model, seconds in models:
             row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
-            rows.append({**row, "seconds": seconds, "compiles": k == 0, "n_test": len(codes),
-                         "left_out": left_out, "skipped": ""})  # fmt: skip
+            rows.append(
+                {
+                    **row,
+                    "seconds": seconds,
+                    "compiles": k == 0,
+                    "n_test": len(codes),
+                    "left_out": left_out,
+                    "skipped": "",
+                }
+            )
         for name, why in skipped.items():
-            rows.append({"epsilon": eps, "learner": name, "loglik_test": np.nan,
-                         "tvd2_test": np.nan, "seconds": np.nan, "compiles": False,
-                         "n_test": len(codes), "left_out": left_out, "skipped": why})  # fmt: skip
+            rows.append(
+                {
+                    "epsilon": eps,
+                    "learner": name,
+                    "loglik_test": np.nan,
+                    "tvd2_test": np.nan,
+                    "seconds": np.nan,
+                    "compiles": False,
+                    "n_test": len(codes),
+                    "left_out": left_out,
+                    "skipped": why,
+                }
+            )
             if progress is not None:
                 progress(rows[-1])
     return _finish(pd.DataFrame(rows), out_dir, plot)

@@ -97,15 +97,20 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
 
     def chain(rng_key, z0, args):
         state = init_kernel(
-            z0, num_warmup, adapt_mass_matrix=True, dense_mass=small,
-            model_args=(args,), rng_key=rng_key,
-        )  # fmt: skip
+            z0,
+            num_warmup,
+            adapt_mass_matrix=True,
+            dense_mass=small,
+            model_args=(args,),
+            rng_key=rng_key,
+        )
 
         def one(state, i):
             state = sample_kernel(state, model_args=(args,))
             out = (state.z, state.diverging, state.num_steps, state.energy)
-            jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(report, i + 1),
-                         lambda: None)  # fmt: skip
+            jax.lax.cond(
+                (i + 1) % every == 0, lambda: jax.debug.callback(report, i + 1), lambda: None
+            )
             return state, (*out, state.adapt_state.step_size)
 
         # one scan over warm-up and draws: the kernel is compiled once (two scans compiled

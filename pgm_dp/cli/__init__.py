@@ -33,9 +33,16 @@ import re
 import sys
 
 __all__ = [
-    "main", "build_parser", "run_command", "plain", "COMMANDS", "MAIN_JOB", "OneLineParser",
-    "HelpFormatter", "QUIET",
-]  # fmt: skip
+    "main",
+    "build_parser",
+    "run_command",
+    "plain",
+    "COMMANDS",
+    "MAIN_JOB",
+    "OneLineParser",
+    "HelpFormatter",
+    "QUIET",
+]
 
 #: name -> (module defining ``add_parser``, one-line help). Add a command: one module + a line.
 COMMANDS = {

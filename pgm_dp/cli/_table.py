@@ -28,9 +28,13 @@ import pandas as pd
 from ._data import say
 
 __all__ = [
-    "table_spec", "check_table", "fit_from_table", "SMALL_INTEGER_STATES", "MAX_STATES",
+    "table_spec",
+    "check_table",
+    "fit_from_table",
+    "SMALL_INTEGER_STATES",
+    "MAX_STATES",
     "DECLARE_HINT",
-]  # fmt: skip
+]
 
 #: Largest number of distinct whole numbers read as categories (``--categories-from-data``).
 SMALL_INTEGER_STATES = 16
@@ -135,8 +139,11 @@ def check_table(df: pd.DataFrame, spec: dict, args) -> None:
 
     try:
         base, derived = split_derived(df, spec)  # derived columns are not prepared
-        check_spec(df.drop(columns=[d.name for d in derived]), base,
-                   **_prepare_options(args, compress=False))  # fmt: skip
+        check_spec(
+            df.drop(columns=[d.name for d in derived]),
+            base,
+            **_prepare_options(args, compress=False),
+        )
     except PgmDpError as err:
         raise _in_flags(err) from None
 
@@ -217,8 +224,10 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
     from ..privacy.budget import budget_text
 
     what = "AIM" if args.selection == "aim" else "MST"
-    say(f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at "
-        f"{budget_text(budget)} ...")  # fmt: skip
+    say(
+        f"preparing {data.shape[1]} columns, then selecting marginals ({what}) at "
+        f"{budget_text(budget)} ..."
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -243,11 +252,18 @@ def _fit(data, spec, budget, args):
     from ..workflow import fit_table
 
     return fit_table(
-        data, spec, budget=budget, rng=args.seed, learner=args.learner,
-        selection=args.selection, workload=_workload(args.workload),
-        max_model_size=args.max_model_size, max_rounds=args.max_rounds,
-        prepare_share=args.prepare_share, mst_fraction=args.selection_fraction,
+        data,
+        spec,
+        budget=budget,
+        rng=args.seed,
+        learner=args.learner,
+        selection=args.selection,
+        workload=_workload(args.workload),
+        max_model_size=args.max_model_size,
+        max_rounds=args.max_rounds,
+        prepare_share=args.prepare_share,
+        mst_fraction=args.selection_fraction,
         check_share=getattr(args, "check_share", None),
         max_records_per_person=getattr(args, "max_records_per_person", 1),
         **_prepare_options(args),
-    )  # fmt: skip
+    )

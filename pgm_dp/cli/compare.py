@@ -119,9 +119,17 @@ def _run_data(a: argparse.Namespace) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = compare_data.compare_on_table(
-            data, spec, epsilons=a.eps, learners=learners, delta=a.delta, seed=a.seed,
-            test_fraction=a.test_fraction, out_dir=a.out, plot=a.plot, **options,
-        )  # fmt: skip
+            data,
+            spec,
+            epsilons=a.eps,
+            learners=learners,
+            delta=a.delta,
+            seed=a.seed,
+            test_fraction=a.test_fraction,
+            out_dir=a.out,
+            plot=a.plot,
+            **options,
+        )
         if peers:
             result = _with_peers(a, result, data, spec, peers)
     _say_warnings(caught)
@@ -158,9 +166,19 @@ def _with_peers(a: argparse.Namespace, result, data, spec, peers):
     data = data.drop(columns=[d.name for d in derived])
 
     say(f"fitting the peers ({', '.join(peers)}, Private-PGM on mbi) on the same split ...")
-    return add_peers(result, data, spec, epsilons=a.eps, delta=a.delta, seed=a.seed,
-                     test_fraction=a.test_fraction, methods=peers, out_dir=a.out,
-                     plot=a.plot, **_prepare_options(a))  # fmt: skip
+    return add_peers(
+        result,
+        data,
+        spec,
+        epsilons=a.eps,
+        delta=a.delta,
+        seed=a.seed,
+        test_fraction=a.test_fraction,
+        methods=peers,
+        out_dir=a.out,
+        plot=a.plot,
+        **_prepare_options(a),
+    )
 
 
 def _run(a: argparse.Namespace) -> None:
@@ -170,9 +188,19 @@ def _run(a: argparse.Namespace) -> None:
 
     learners = DEFAULT_LEARNERS if a.learners is None else a.learners
     result = compare.run_compare(
-        a.graph, a.T, a.k, a.N, a.eps, a.populations, a.replications, learners, a.seed,
-        progress=False, out_dir=a.out, plot=a.plot,
-    )  # fmt: skip
+        a.graph,
+        a.T,
+        a.k,
+        a.N,
+        a.eps,
+        a.populations,
+        a.replications,
+        learners,
+        a.seed,
+        progress=False,
+        out_dir=a.out,
+        plot=a.plot,
+    )
     compare.print_result(result)
     if result.plot is None and a.plot is None:
         from ..plotting import MISSING_MATPLOTLIB

@@ -27,9 +27,16 @@ MAIN_JOB_OUT = str(Path("pgm_dp_results") / "adult_model.npz")
 
 def _argv(data: Path, domain: Path) -> list[str]:
     return [
-        "fit", "--data", str(data), "--domain", str(domain),
-        "--learner", MAIN_JOB_LEARNER, "--out", MAIN_JOB_OUT,
-    ]  # fmt: skip
+        "fit",
+        "--data",
+        str(data),
+        "--domain",
+        str(domain),
+        "--learner",
+        MAIN_JOB_LEARNER,
+        "--out",
+        MAIN_JOB_OUT,
+    ]
 
 
 def _report(args) -> None:

@@ -162,15 +162,19 @@ def _run(args) -> None:
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "prepare", help="write a starting spec for --prepare (values read WITHOUT privacy)",
+        "prepare",
+        help="write a starting spec for --prepare (values read WITHOUT privacy)",
         description=__doc__,
-    )  # fmt: skip
+    )
     p.add_argument("data", type=_args.existing_file, help="CSV or Parquet file")
     p.add_argument("--out", type=_args.output_file, default="spec.json", help="spec file (JSON)")
     p.add_argument(
-        "--prepare", type=_args.domain_file, default=None, metavar="SPEC.json",
+        "--prepare",
+        type=_args.domain_file,
+        default=None,
+        metavar="SPEC.json",
         help="declarations to keep (a spec, or a plan written by fit --plan-out)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--domain", type=_args.domain_file, default=None, help="JSON {name: size or [labels]}"
     )

@@ -124,13 +124,17 @@ def _add_estimate(sub) -> None:
     q.add_argument("--epsilon", type=positive_float, required=True, help="privacy epsilon")
     q.add_argument("--delta", type=delta_value, default=1e-6, help="delta (0: pure DP)")
     q.add_argument(
-        "--scaling", choices=SCALINGS, default="symmetric",
+        "--scaling",
+        choices=SCALINGS,
+        default="symmetric",
         help="J from A: D^-1/2 A D^-1/2 (Eq. 7), A/D (regular graphs) or A itself",
-    )  # fmt: skip
+    )
     q.add_argument(
-        "--resolution", type=positive_float, default=1e-3,
+        "--resolution",
+        type=positive_float,
+        default=1e-3,
         help="spacing of the public grid the estimate is released on",
-    )  # fmt: skip
+    )
     q.add_argument("--seed", type=int_at_least(0), default=None, help="noise seed (unset: OS)")
     q.add_argument("--out", type=output_file, default=None, help="JSON file for the estimate")
     q.set_defaults(func=_estimate)

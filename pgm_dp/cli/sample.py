@@ -43,8 +43,15 @@ def _run(args) -> None:
     step("loading the fit and building its sampler")
     start = time.process_time()
     missing = "never" if args.no_missing else "model"
-    path = write_table(args.model, args.n, args.out, rng=args.seed, numbers=args.numbers,
-                       missing=missing, chunk_size=args.chunk_size)  # fmt: skip
+    path = write_table(
+        args.model,
+        args.n,
+        args.out,
+        rng=args.seed,
+        numbers=args.numbers,
+        missing=missing,
+        chunk_size=args.chunk_size,
+    )
     seconds = time.process_time() - start
     say(f"written: {path} ({args.n:,} records, numbers as {args.numbers}, {seconds:.1f} s CPU)")
 

@@ -23,8 +23,13 @@ from .binning import per_quantile_budget, quantile_edges
 from .columns import ColumnPlan
 
 __all__ = [
-    "private_steps", "precheck", "spend", "spent", "noise_tail_point", "MISSING_KEEP_RATE",
-]  # fmt: skip
+    "private_steps",
+    "precheck",
+    "spend",
+    "spent",
+    "noise_tail_point",
+    "MISSING_KEEP_RATE",
+]
 
 
 def _scale(budget: Budget, f: float) -> Budget:
@@ -97,9 +102,16 @@ def _one_way(df, plans, b_m, mechanism, gen, acc, k: int) -> NoisyMarginals:
     cliques = [(n,) for n in names]
     codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
     rel = release_marginals(
-        codes, cliques, Domain(names, full.shape), budget=b_m, mechanism=mechanism, rng=gen,
-        accountant=acc, what="prepare: one-way marginals", max_records_per_person=k,
-    )  # fmt: skip
+        codes,
+        cliques,
+        Domain(names, full.shape),
+        budget=b_m,
+        mechanism=mechanism,
+        rng=gen,
+        accountant=acc,
+        what="prepare: one-way marginals",
+        max_records_per_person=k,
+    )
     return replace(rel, domain=full)
 
 
@@ -209,13 +221,24 @@ def _edges(d, b_col, grid, gen, acc, k: int) -> ColumnPlan:
     if d.values is None:
         return d.plan
     edges = quantile_edges(
-        d.values, d.n_bins, d.bounds, budget=b_col, grid=grid, rng=gen, accountant=acc,
-        what=f"prepare: quantile of {d.plan.name!r} at", max_records_per_person=k,
-    )  # fmt: skip
+        d.values,
+        d.n_bins,
+        d.bounds,
+        budget=b_col,
+        grid=grid,
+        rng=gen,
+        accountant=acc,
+        what=f"prepare: quantile of {d.plan.name!r} at",
+        max_records_per_person=k,
+    )
     return ColumnPlan.numeric(
-        d.plan.name, edges, f"private quantiles ({len(edges) - 1} bins)", d.plan.missing,
-        d.plan.clip, d.plan.integer,
-    )  # fmt: skip
+        d.plan.name,
+        edges,
+        f"private quantiles ({len(edges) - 1} bins)",
+        d.plan.missing,
+        d.plan.clip,
+        d.plan.integer,
+    )
 
 
 def spent(budget: Budget | None, charges: tuple[Charge, ...]) -> Budget | None:

@@ -93,7 +93,7 @@ import json
 import re
 import warnings
 from collections.abc import Hashable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -102,24 +102,16 @@ import pandas as pd
 from ..domain import Codes, Domain
 from ..encoding import encode_column
 from ..errors import DataValidationError, DomainError, PrivacyParameterError, reading
-from ..privacy import ZCDP, Accountant, Charge, NoisyMarginals, PureDP
+from ..privacy import Accountant, Charge, NoisyMarginals
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_text, compose
-from ..privacy.release import check_records_per_person
 from ..rng import RngLike, as_generator
-from ._spec import (
-    DROP_FROM_DATA,
-    check_frame,
-    decisions_needed,
-    draft_column,
-    keep_columns,
-    make_options,
-    parse_spec,
-    person_of,
-)
+from ._decisions import decisions_needed, keep_columns
+from ._spec import check_frame, draft_column, make_options, parse_spec, person_of
 from ._steps import precheck, private_steps, spend, spent
 from .columns import ColumnPlan
-from .persons import PERSON, bound_records, privacy_unit
+from .persons import bound_records, privacy_unit
+from .saved import check_saved, document_of, fields_of, spec_of
 
 __all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
 
@@ -315,132 +307,21 @@ class Preparation:
         return self.report()
 
     def to_spec(self) -> dict:
-        """The spec that prepares a table as this plan does (``{column: entry}``, JSON types;
-        :func:`prepare_plan` and ``--prepare`` read it): declared categories, the bins drawn
-        (public or at private quantiles: post-processing), ``"drop"`` for dropped columns
-        (``{"drop": true, "from_data": true}`` for one dropped as identifier-like, a decision
-        read from the data). A column with anything read from the data without privacy keeps
-        the mark ``"from_data": true``, so that the plan made from the spec lists the read again.
-        Rare states are merged anew by the next plan's one-way release. The person column is
-        ``"person"`` (its ``max_records_per_person`` is an option, not part of the spec)."""
-        spec: dict = {}
-        for d in self.dropped:
-            spec[str(d) if not isinstance(d, int) else d] = (
-                dict(DROP_FROM_DATA) if self._read_drop(d) else "drop"
-            )
-        if self.person is not None:
-            spec[self.person] = PERSON
-        for c in self.columns:
-            if c.kind == "numeric":
-                entry = {"bins": list(c.edges), "clip": c.clip}
-                if c.integer:
-                    entry["integer"] = True
-            else:
-                entry = {"categories": list(c.states[: c.n_categories]), "other": c.other}
-            entry["missing"] = c.missing or c.missing_to is not None
-            if "data" in c.source or any(repr(c.name) in r for r in self.nonprivate_reads):
-                entry["from_data"] = True
-            spec[c.name] = entry
-        return spec
-
-    def _read_drop(self, name: Hashable) -> bool:
-        """Whether ``name`` was dropped as identifier-like, a read without privacy."""
-        return any(
-            r.startswith(f"{name!r} dropped as identifier-like") for r in self.nonprivate_reads
-        )
+        """The spec that prepares a table as this plan does (:func:`~.saved.spec_of`)."""
+        return spec_of(self)
 
     def to_json(self) -> str:
         """JSON text of the plan, its charges and its one-way release (exact float round trip);
         see :meth:`from_json`. Holds no record, only what the report shows."""
-        doc = {
-            "format": "pgm_dp.Preparation",
-            "version": 1,
-            "columns": [c.to_dict() for c in self.columns],
-            "dropped": list(self.dropped),
-            "nonprivate_reads": list(self.nonprivate_reads),
-            "notes": list(self.notes),
-            "charges": [{**asdict(ch), "cost": _budget_dict(ch.cost)} for ch in self.charges],
-            "budget_spent": None if self.budget_spent is None else _budget_dict(self.budget_spent),
-            "one_way": None if self.one_way is None else json.loads(self.one_way.to_json()),
-            "person": self.person,
-            "max_records_per_person": self.max_records_per_person,
-            "privacy_unit": self.privacy_unit,
-        }
-        return json.dumps(doc, allow_nan=False)
+        return json.dumps(document_of(self), allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> Preparation:
         """Inverse of :meth:`to_json`. A saved plan may come from anywhere: every field is
-        checked, and anything malformed raises :class:`DataValidationError` (or
-        :class:`DomainError`), never a bare ``TypeError``."""
+        checked (:func:`~.saved.fields_of`), and anything malformed raises
+        :class:`DataValidationError` (or :class:`DomainError`), never a bare ``TypeError``."""
         with reading("plan (pgm_dp.Preparation JSON)"):
-            d = json.loads(text)
-            if not isinstance(d, dict) or d.get("format") != "pgm_dp.Preparation":
-                raise DataValidationError("not a pgm_dp.Preparation JSON document")
-            columns = tuple(ColumnPlan.from_dict(c) for c in _list(d, "columns"))
-            one_way = d["one_way"]
-            plan = cls(
-                columns=columns,
-                dropped=tuple(_list(d, "dropped", (str, int))),
-                nonprivate_reads=tuple(_list(d, "nonprivate_reads", (str,))),
-                notes=tuple(_list(d, "notes", (str,))),
-                charges=tuple(_charge(c) for c in _list(d, "charges")),
-                budget_spent=None if d["budget_spent"] is None else _budget_of(d["budget_spent"]),
-                one_way=None if one_way is None else NoisyMarginals.from_json(json.dumps(one_way)),
-                person=_person(d.get("person")),
-                max_records_per_person=check_records_per_person(d.get("max_records_per_person", 1)),
-            )
-            names = plan.names
-            if not names or len(set(names)) < len(names):
-                raise DataValidationError("a plan needs columns with distinct names")
-            if one_way is not None and plan.one_way.domain != plan.full_domain:
-                raise DataValidationError("the plan's one-way release is not on its columns")
-            return plan
-
-
-def _list(d: dict, key: str, types: tuple = ()) -> list:
-    """``d[key]``, a list (of ``types``, when given; never bools)."""
-    v = d[key]
-    if not isinstance(v, list) or (
-        types and any(isinstance(x, bool) or not isinstance(x, types) for x in v)
-    ):
-        raise DataValidationError(f"{key} must be a list, got {v!r:.60}")
-    return v
-
-
-def _charge(c: Any) -> Charge:
-    if not isinstance(c, dict) or set(c) != {"what", "mechanism", "scale", "cost"}:
-        raise DataValidationError(f"a charge must have what, mechanism, scale, cost: {c!r:.60}")
-    scale = c["scale"]
-    if not isinstance(c["what"], str) or not isinstance(c["mechanism"], str):
-        raise DataValidationError("a charge's what and mechanism must be text")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float)):
-        raise DataValidationError(f"a charge's scale must be a number, got {scale!r:.40}")
-    return Charge(c["what"], c["mechanism"], scale, _budget_of(c["cost"]))
-
-
-def _person(v: Any) -> Any:
-    """A saved plan's person column: ``None``, a name (text) or an integer column label."""
-    if v is not None and (isinstance(v, bool) or not isinstance(v, str | int)):
-        raise DataValidationError(f"a plan's person column must be a name, got {v!r:.40}")
-    return v
-
-
-def _budget_dict(b: Budget) -> dict:
-    return {"type": type(b).__name__, **{k: getattr(b, k) for k in b.__dataclass_fields__}}
-
-
-def _budget_of(d: Any) -> Budget:
-    kinds = {"PureDP": (PureDP, "epsilon"), "ZCDP": (ZCDP, "rho")}
-    kind = (
-        kinds.get(d.get("type")) if isinstance(d, dict) and isinstance(d.get("type"), str) else None
-    )
-    if kind is None or set(d) != {"type", kind[1]}:
-        raise DataValidationError(f"a budget must be PureDP or ZCDP, got {d!r:.60}")
-    amount = d[kind[1]]
-    if isinstance(amount, bool) or not isinstance(amount, int | float):
-        raise DataValidationError(f"a budget's {kind[1]} must be a number, got {amount!r:.40}")
-    return kind[0](amount)
+            return check_saved(cls(**fields_of(text)))
 
 
 def prepare_plan(
@@ -481,10 +362,14 @@ def prepare_plan(
     Every input error is raised before the budget is touched.
     """
     kw = dict(
-        quantile_share=quantile_share, threshold=threshold, identifier_fraction=identifier_fraction,
-        max_states=max_states, n_bins=n_bins, grid=grid,
+        quantile_share=quantile_share,
+        threshold=threshold,
+        identifier_fraction=identifier_fraction,
+        max_states=max_states,
+        n_bins=n_bins,
+        grid=grid,
         max_records_per_person=max_records_per_person,
-    )  # fmt: skip
+    )
     opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
     df = check_frame(df)
     if len(df) == 0:
@@ -515,10 +400,16 @@ def prepare_plan(
     plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, gen, acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
     return Preparation(
-        columns=tuple(plans), dropped=dropped, nonprivate_reads=tuple(reads),
-        notes=tuple(notes), charges=charges, budget_spent=spent(budget, charges),
-        one_way=one_way, person=person, max_records_per_person=opts.max_records_per_person,
-    )  # fmt: skip
+        columns=tuple(plans),
+        dropped=dropped,
+        nonprivate_reads=tuple(reads),
+        notes=tuple(notes),
+        charges=charges,
+        budget_spent=spent(budget, charges),
+        one_way=one_way,
+        person=person,
+        max_records_per_person=opts.max_records_per_person,
+    )
 
 
 def _bounded(df: pd.DataFrame, person, k: int, gen) -> pd.DataFrame:

@@ -1,0 +1,145 @@
+"""Which columns of a user's table are prepared (:func:`keep_columns`), and the one refusal
+that names every column needing a decision before anything is spent
+(:func:`decisions_needed`): identifier-like columns, a person's identifier, text without
+categories, numbers without bounds, ending with a spec that decides them all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataValidationError
+from ._spec import DROP_FROM_DATA, flag_states, is_declared, is_numeric_entry, parse_spec
+from .columns import identifier_reason
+from .persons import PERSON, person_reason
+
+__all__ = ["keep_columns", "decisions_needed"]
+
+
+def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
+    """The columns to prepare, and those dropped: as the spec asks, then as identifier-like
+    (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first). The
+    person column is neither; an undeclared column that looks like one is refused. Declared
+    columns are exempt from the checks."""
+    keep, found, asked = [], [], []
+    for name in df.columns:
+        entry = spec.get(name, {})
+        if entry.get("drop"):
+            notes.append(f"{name!r} dropped as the spec asks")
+            if entry.get("from_data"):
+                reads.append(
+                    f'{name!r} dropped as identifier-like (marked "from_data" in the spec)'
+                )
+            asked.append(name)
+            continue
+        if entry.get(PERSON):
+            continue
+        persons = _persons(df, {name: entry})
+        if persons:
+            raise DataValidationError(_person_message(persons))
+        reason = _identifier(df[name], name, entry, opts)
+        (found if reason else keep).append((name, reason) if reason else name)
+    if found and not opts.drop_identifiers:
+        raise DataValidationError(_identifier_message(found))
+    for n, r in found:
+        reads.append(f"{n!r} dropped as identifier-like: {r}")
+    return keep, tuple(asked) + tuple(n for n, _ in found)
+
+
+def _identifier(col: pd.Series, name: Hashable, entry: dict, opts: Any) -> str | None:
+    if is_declared(entry):
+        return None
+    return identifier_reason(col, name, opts.identifier_fraction, opts.max_states)
+
+
+def _persons(df: pd.DataFrame, entries: Mapping) -> list:
+    """``[(name, reason)]`` of the undeclared columns of ``entries`` that look like a person's
+    identifier (:func:`~pgm_dp.prepare.persons.person_reason`)."""
+    found = []
+    for name, entry in entries.items():
+        if not (entry.get("drop") or entry.get(PERSON) or is_declared(entry)):
+            reason = person_reason(df[name], name)
+            if reason is not None:
+                found.append((name, reason))
+    return found
+
+
+def _person_message(found: list) -> str:
+    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
+    return (
+        f"columns that look like the identifier of a person with several records:{listed}\n"
+        "    Declare it the person (spec {column: 'person'}; person=column), so that the budget "
+        "protects each person (at most max_records_per_person of their records are kept), or "
+        "drop it (spec {column: 'drop'}): the budget then protects one record, and a person "
+        "with k records only at k times the budget"
+    )
+
+
+def _identifier_message(found: list) -> str:
+    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
+    return (
+        f"columns that look like record identifiers:{listed}\n    A model of an identifier "
+        "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
+        "or declare them in spec if they are variables"
+    )
+
+
+def _spec_lines(spec: dict) -> str:
+    """``spec`` as JSON, one column per line."""
+    rows = [f"  {json.dumps(k)}: {json.dumps(v, default=list)}" for k, v in spec.items()]
+    return "{\n" + ",\n".join(rows) + "\n}"
+
+
+def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
+    """Every column that needs a decision, in one :class:`DataValidationError`: columns that
+    look like a person's identifier (:func:`~pgm_dp.prepare.persons.person_reason`; always:
+    ``drop_identifiers`` does not drop them, as dropping changes what the budget protects),
+    identifier-like columns (unless ``drop_identifiers``), text columns without categories
+    (unless ``categories='data'``), numeric columns without bins or bounds (unless
+    ``bounds='data'``). The message, one item per line, ends with a spec that decides them all
+    (``spec`` plus ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, JSON with one
+    column per line): pasted unchanged it runs, reading those values from the data without
+    privacy, each said; replacing each
+    ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
+    like the checks it anticipates."""
+    entries = parse_spec(df, spec)
+    persons = _persons(df, {n: entries.get(n, {}) for n in df.columns})
+    found, cats, bounds, add = [], [], [], {n: PERSON for n, _ in persons}
+    for name in df.columns:
+        entry = entries.get(name, {})
+        if entry.get("drop") or entry.get(PERSON) or name in add:
+            continue
+        reason = _identifier(df[name], name, entry, opts)
+        if reason is not None:
+            if not opts.drop_identifiers:
+                found.append((name, reason))
+                add[name] = dict(DROP_FROM_DATA)
+        elif is_numeric_entry(entry, df[name]):
+            if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
+                bounds.append(name)
+                add[name] = {"bounds": "data"}
+        elif entry.get("categories") is None and flag_states(df[name]) is None:
+            if opts.categories != "data":
+                cats.append(name)
+                add[name] = {"categories": "data"}
+    if not add:
+        return
+    parts = [_person_message(persons)] if persons else []
+    parts += [_identifier_message(found)] if found else []
+    parts += [f"column {n!r} needs declared categories" for n in cats]
+    parts += [f"numeric column {n!r} needs public bounds or bins" for n in bounds]
+    if cats:
+        parts.append("categories='data' reads undeclared categories without privacy")
+    if bounds:
+        parts.append("bounds='data' reads undeclared bounds without privacy")
+    whole = {str(k): v for k, v in {**dict(spec or {}), **add}.items()}
+    raise DataValidationError(
+        f"{len(add)} columns need a decision:\n"
+        + "".join(f"  - {p}\n" for p in parts)
+        + 'To decide them all (each "data" reads the data without privacy, said in the '
+        "plan: replace it with public categories or bounds to avoid the read), spec=\n"
+        + _spec_lines(whole)
+    )
