@@ -72,12 +72,36 @@ def adult_release(eps: float, seed: int, columns=COLUMNS):
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
 
 
+ZEROS = ["age", "age-group", "education-num", "education-level", "marital-status",
+         "relationship", "sex", "income>50K"]  # fmt: skip
+#: The derived columns of ``adult-zeros``: coarse groups of a binned column whose edges are
+#: among the fine column's, so that every fine state lies in one group (structural zeros).
+GROUPS = {"age-group": ("age", [25, 45]), "education-level": ("education-num", [8, 12])}
+
+
+def zeros_release(eps: float, seed: int, columns=None):
+    """Adult's ``ZEROS`` columns, ``age-group`` and ``education-level`` derived from age
+    and education (:data:`GROUPS`): a public table with structural zeros (an age bin
+    against every group but its own), fitted as :func:`adult_release`."""
+    base = [c for c in ZEROS if c not in GROUPS]
+    df, dom = load_adult(base)
+    for name, (col, edges) in GROUPS.items():
+        df[name] = np.digitize(df[col].to_numpy(), edges)
+    df = df[list(columns or ZEROS)]
+    spec = {c: {"categories": list(range(dom.size([c])))} for c in base if c in df}
+    spec |= {c: {"bins": BINS[c]} for c in BINS if c in df}
+    spec |= {c: {"categories": list(range(len(GROUPS[c][1]) + 1))} for c in GROUPS if c in df}
+    return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
+
+
 def table_release(name: str, eps: float, seed: int, columns=None):
     """``(frame, fit)`` of real table ``name``: UCI Adult as :func:`adult_release`, another
     table of ``bench_realdata.py`` (``_realdata_data.py``: its fixed public codes, every
     column unless ``columns``) with each column's public code list as its categories."""
     if name == "adult":
         return adult_release(eps, seed, columns or COLUMNS)
+    if name == "adult-zeros":
+        return zeros_release(eps, seed, columns)
     codes, sizes = load(name)
     df = codes[list(columns or sizes)]
     spec = {c: {"categories": list(range(sizes[c]))} for c in df.columns}
@@ -140,7 +164,9 @@ def _coverage(idata, tf, codes, pairs, measured) -> dict:
     rel, dom = tf.release, tf.release.domain
     bounds = aim_error_bounds(tf.selection, tf.selection.model, level=0.9, cliques=pairs)
     ours = workload_intervals(idata, rel.cliques, pairs, bounds, level=0.9)
-    out = {k: [] for k in ("hit_m", "hit_u", "aim_m", "aim_u", "ratio_m", "ratio_u", "width")}
+    keys = ("hit_m", "hit_u", "aim_m", "aim_u", "ratio_m", "ratio_u", "width", "zero_m",
+            "abs_m", "abs_u", "larger_m")  # fmt: skip
+    out = {k: [] for k in keys}
     for pair in pairs:
         truth = true_table(codes, pair, dom)
         iv, bd = ours[pair], bounds[pair]
@@ -150,6 +176,10 @@ def _coverage(idata, tf, codes, pairs, measured) -> dict:
         out[f"hit_{tag}"].append(
             np.ravel((iv.lower - 1e-12 <= truth) & (truth <= iv.upper + 1e-12))
         )
+        out[f"abs_{tag}"].append(np.ravel(iv.upper - iv.lower))
+        if tag == "m":
+            out["zero_m"].append(np.ravel(truth == 0))
+            out["larger_m"].append(np.full(truth.size, len(measured[pair]) > 2))
         out[f"aim_{tag}"].append(np.ravel((lo_a <= truth) & (truth <= hi_a)))
         out[f"ratio_{tag}"].append(
             np.ravel((iv.upper - iv.lower) / np.maximum(hi_a - lo_a, 1e-300))
@@ -191,8 +221,12 @@ def one_seed(eps: float, seed: int, a) -> dict:
                   num_chains=a.chains, rng=seed + 1000)  # fmt: skip
         again = time.process_time() - cpu
     columns = list(df.columns)
-    measured = {tuple(sorted(c, key=columns.index)): c for c in rel.cliques if len(c) == 2}
     pairs = list(itertools.combinations(columns, 2))
+    measured = {}  # a pair inside a released table: the smallest such table
+    for pair in pairs:
+        inside = [c for c in rel.cliques if set(pair) <= set(c)]
+        if inside:
+            measured[pair] = min(inside, key=len)
     cov = _coverage(idata, tf, codes, pairs, measured)
     model_u = []
     unmeasured = [p for p in pairs if p not in measured]
@@ -211,6 +245,22 @@ def one_seed(eps: float, seed: int, a) -> dict:
         "cells_measured": int(cov["hit_m"].size),
         "cover_unmeasured": float(cov["hit_u"].mean()) if cov["hit_u"].size else nan,
         "cells_unmeasured": int(cov["hit_u"].size),
+        "cover_measured_nonzero": (
+            float(cov["hit_m"][~cov["zero_m"]].mean()) if cov["hit_m"].size else nan
+        ),
+        "cover_zero_cells": (
+            float(cov["hit_m"][cov["zero_m"]].mean()) if cov["zero_m"].any() else nan
+        ),
+        "zero_cells": int(cov["zero_m"].sum()),
+        "cover_from_larger": (
+            float(cov["hit_m"][cov["larger_m"]].mean()) if cov["larger_m"].any() else nan
+        ),
+        "cells_from_larger": int(cov["larger_m"].sum()),
+        "width_u_over_m": (
+            float(np.median(cov["abs_u"]) / np.median(cov["abs_m"]))
+            if cov["abs_u"].size and cov["abs_m"].size
+            else nan
+        ),
         "model_cover_unmeasured": float(np.concatenate(model_u).mean()) if model_u else nan,
         "aim_cover_measured": float(cov["aim_m"].mean()) if cov["aim_m"].size else nan,
         "aim_cover_unmeasured": float(cov["aim_u"].mean()) if cov["aim_u"].size else nan,
@@ -248,7 +298,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-unmeasured", type=int, default=100)
-    parser.add_argument("--data", choices=sorted(DATASETS), default="adult",
+    parser.add_argument("--data", choices=sorted([*DATASETS, "adult-zeros"]), default="adult",
                         help="the real table (bench_realdata.py's)")  # fmt: skip
     parser.add_argument("--columns", nargs="+", default=None,
                         help="its columns (default: Adult's ten; another table: all)")  # fmt: skip

@@ -63,9 +63,11 @@ def _measured(cliques: Sequence[Clique], r: Clique) -> Clique | None:
 
 
 def _quantiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-tailed interval of the draws, clipped to ``[0, 1]`` (the ``table:`` draws
+    are unclipped, :mod:`~pgm_dp.bayes.linear`; quantiles commute with the clip)."""
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(draws, [tail, 1.0 - tail], axis=0)
-    return lo, hi
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
 def _frechet(idata, cliques, r: Clique, level: float, shape) -> tuple[np.ndarray, np.ndarray]:
