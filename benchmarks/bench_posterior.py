@@ -29,7 +29,13 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
   compilation, ``compile_cpu_s``).
 
 ``--data``: another real table of ``bench_realdata.py`` (``fair``, ``nass``, ``mpls``;
-``_realdata_data.py``'s fixed public codes, every column) in place of Adult.
+``_realdata_data.py``'s fixed public codes, every column) in place of Adult; ``adult-zeros``
+(:func:`zeros_release`: eight columns of Adult, two of them coarse groups of two others, so
+that the pairs of a group with its own column have structural zeros) or ``males``
+(:func:`males_codes`: a wage panel). Reported apart: the coverage of the measured pairs'
+cells whose data count is zero and of the rest, of the pairs read from a larger table than
+the pair, and ``width_u_over_m``, the median width of an unmeasured pair's interval over a
+measured pair's. ``--zeros T``: the posterior's structural zeros at threshold ``T``.
 
 Run: ``python benchmarks/bench_posterior.py [--data adult] [--eps 1.0] [--seeds 0 1 2]
 [--method laplace] [--draws 500] [--chains 2]``; ``--quick``: one seed, six columns (another
@@ -245,7 +251,7 @@ def one_seed(eps: float, seed: int, a) -> dict:
     mrf = MarkovRandomField(dom, rel.cliques)
     cpu = time.process_time()
     idata = posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
-                      num_chains=a.chains, rng=seed)  # fmt: skip
+                      num_chains=a.chains, rng=seed, zeros=a.zeros)  # fmt: skip
     post_cpu = time.process_time() - cpu
     again = float("nan")
     if a.twice:  # the same structure again: compiled programs reused
@@ -335,6 +341,8 @@ def main() -> None:
                         default="adult", help="the real table")  # fmt: skip
     parser.add_argument("--columns", nargs="+", default=None,
                         help="its columns (default: Adult's ten; another table: all)")  # fmt: skip
+    parser.add_argument("--zeros", type=float, default=None,
+                        help="posterior's structural zeros threshold (default: none)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
     parser.add_argument(
         "--twice",

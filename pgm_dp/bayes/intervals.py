@@ -5,7 +5,9 @@ of the **data's** proportions ``M_r(D) / N`` (the table of the records released,
 super-population's probabilities), at nominal ``level``:
 
 * a marginal inside a measured clique: the equal-tailed posterior interval of the data's
-  table (the ``table:`` site of :func:`~pgm_dp.bayes.posterior`, marginalised). The noise
+  table (the ``table:`` site of :func:`~pgm_dp.bayes.posterior`, whose draws are unclipped,
+  marginalised, then the interval clipped to ``[0, 1]``: a sum of clipped cells would be
+  biased upwards, :mod:`~pgm_dp.bayes.linear`). The noise
   is known and the clique's table is observed through it, so this interval is calibrated
   whether or not the model's structure is right.
 * any other marginal (*unsupported*): the posterior is conditional on the structure AIM
