@@ -73,6 +73,7 @@ from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
 __all__ = [
     "posterior",
     "as_key",
+    "finite_covariance",
     "EXACT_LIMIT",
     "DENSE_LIMIT",
     "LATENT_LIMIT",
@@ -88,8 +89,6 @@ _LATENT = ("theta", "noise_var", "count_deviation")
 #: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
 #: to log-potentials in the hundreds, from which the MAP search stopped far from the mode.
 START_L2 = 1e-4
-
-
 #: Halvings of the log-potentials :func:`finite_covariance` tries.
 SHRINK_STEPS = 20
 
