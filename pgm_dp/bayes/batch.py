@@ -88,7 +88,7 @@ def marginal_draws(
     if _covariance_path(problems[0], mrf, covariance) == "exact":
         fits = _exact_fits(problems, noise_aware, prior_scale, nuts)
     else:
-        setup = (noise_aware, prior_scale, "plugin", laplace_noise, nuts)
+        setup = (noise_aware, prior_scale, "plugin", laplace_noise, nuts, None)
         fits = [_setup(r, mrf, *setup)[2:] for r in releases]
     out = []
     for p, (x, cov, fns, data, eigen, sigma), rng in zip(problems, fits, rngs, strict=True):
@@ -97,7 +97,7 @@ def marginal_draws(
         flat, _ = _draws(method, x, cov, fns, data, eigen, run)
         sites = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
         sites = {k: np.asarray(v) for k, v in sites.items()}
-        mu = _marginals(method, p, sites, x, sigma, mrf)
+        mu, _ = _marginals(method, p, sites, x, sigma, mrf)
         offsets = table_offsets(p.shapes)
         out.append({
             c: mu[:, a:b].reshape(-1, *s)

@@ -5,7 +5,9 @@ of the **data's** proportions ``M_r(D) / N`` (the table of the records released,
 super-population's probabilities), at nominal ``level``:
 
 * a marginal inside a measured clique: the equal-tailed posterior interval of the data's
-  table (the ``table:`` site of :func:`~pgm_dp.bayes.posterior`, marginalised). The noise
+  table (the ``table:`` site of :func:`~pgm_dp.bayes.posterior`, whose draws are unclipped,
+  marginalised, then the interval clipped to ``[0, 1]``: a sum of clipped cells would be
+  biased upwards, :mod:`~pgm_dp.bayes.linear`). The noise
   is known and the clique's table is observed through it, so this interval is calibrated
   whether or not the model's structure is right.
 * any other marginal (*unsupported*): the posterior is conditional on the structure AIM
@@ -64,9 +66,11 @@ def _measured(cliques: Sequence[Clique], r: Clique) -> Clique | None:
 
 
 def _quantiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The equal-tailed interval of the draws, clipped to ``[0, 1]`` (the ``table:`` draws
+    are unclipped, :mod:`~pgm_dp.bayes.linear`; quantiles commute with the clip)."""
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(draws, [tail, 1.0 - tail], axis=0)
-    return lo, hi
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
 def _frechet(idata, cliques, r: Clique, level: float, shape) -> tuple[np.ndarray, np.ndarray]:

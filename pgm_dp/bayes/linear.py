@@ -25,6 +25,16 @@ its variance). Given ``mu``, ``u | y`` is Gaussian with mean ``(I - V C^-1) r`` 
 covariance ``V - V C^-1 V`` (``C = N Sigma + V``, ``r = y - N mu``), ``Sigma`` frozen at the
 MAP. These are the quantities a user's table has: its intervals cover the data's marginals,
 not the super-population's ``mu``, which also carries the records' sampling variance.
+
+The data's table draws are left unclipped (our choice): each sums to 1 per table exactly,
+and a cell the noise hides may draw below zero. Clipping each cell at zero and renormalising
+biases every sum of cells upwards: a marginal read from a larger table (a pair summed out
+of a measured triple) then sums the clipped noise of all the cells it spans, and its
+interval excluded 0 on impossible cells and missed their neighbours. Clipping belongs to the
+interval of the quantity asked for (quantiles commute with the clip), as
+:func:`~pgm_dp.bayes.intervals.workload_intervals` does. For the same reason the
+linearised marginals that feed the tables are the unclipped ones (:func:`linear_marginals`'s
+``clip``).
 """
 
 from __future__ import annotations
@@ -56,9 +66,10 @@ def renormalise(flat: np.ndarray, offsets) -> np.ndarray:
     return out
 
 
-def linear_marginals(mu_hat, sigma, theta, theta_hat, offsets) -> np.ndarray:
+def linear_marginals(mu_hat, sigma, theta, theta_hat, offsets, clip: bool = True) -> np.ndarray:
     """Marginal draws ``mu_hat + (theta - theta_hat) Sigma`` (``theta``: draws x cells),
-    clipped at zero and renormalised per table (:func:`renormalise`).
+    clipped at zero and renormalised per table (:func:`renormalise`) unless ``clip`` is
+    false (each table then sums to 1 already: ``Sigma``'s rows sum to zero per table).
 
     Args:
         mu_hat: the stacked clique marginals at the MAP, ``(d,)``.
@@ -68,7 +79,7 @@ def linear_marginals(mu_hat, sigma, theta, theta_hat, offsets) -> np.ndarray:
         offsets: where each clique's cells start, and ``d`` last.
     """
     flat = np.asarray(mu_hat)[None, :] + (np.asarray(theta) - np.asarray(theta_hat)) @ sigma
-    return renormalise(flat, offsets)
+    return renormalise(flat, offsets) if clip else flat
 
 
 def _psd_factor(matrix: np.ndarray) -> np.ndarray:
@@ -88,7 +99,8 @@ def _conditional(sigma, total, variance):
 
 def table_draws(mu, y, total, sigma, variance, offsets, gen: np.random.Generator, aware=True):
     """Draws of the data's tables ``n / N`` (draws x cells), one per marginal draw ``mu``
-    (module docstring), clipped at zero and renormalised per table.
+    (module docstring): unclipped, each table summing to 1 (the naive posterior's: the
+    release clipped at zero and renormalised).
 
     Args:
         mu: draws of the stacked model marginals, ``(draws, d)``.
@@ -107,7 +119,9 @@ def table_draws(mu, y, total, sigma, variance, offsets, gen: np.random.Generator
     resid = y[None, :] - total * mu
     z = gen.standard_normal((len(mu), factor.shape[1]))
     counts = total * mu + resid @ gain.T + z @ factor.T
-    return renormalise(counts / total, offsets)
+    for a, b in zip(offsets[:-1], offsets[1:], strict=True):  # the jitter's drift of the sums
+        counts[:, a:b] /= counts[:, a:b].sum(1, keepdims=True)
+    return counts
 
 
 def linear_replicates(mu, total, sigma, variance, laplace, gen: np.random.Generator):

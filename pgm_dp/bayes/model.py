@@ -53,6 +53,7 @@ from ..inference.tables import concat_tables
 from ..models.mrf import MarkovRandomField
 from ..privacy.measurements import flat_release
 from ..tables import unflatten_tables
+from .zeros import zero_offsets
 
 __all__ = [
     "CellNoiseVariance",
@@ -66,6 +67,7 @@ __all__ = [
     "mean_map",
     "joint_features",
     "touched_domain",
+    "effective",
     "enumerated_covariance",
     "MAX_STATES",
     "plugin_covariance",
@@ -87,7 +89,8 @@ class Problem(NamedTuple):
     """A release prepared for the model: ``y`` (flat, float64), ``total`` ``N``,
     ``variance`` (per cell noise variance), ``laplace`` (per cell: Laplace kind; a tuple, or
     an array where the kinds are data of a compiled program), the junction tree, cliques
-    and table shapes of the model."""
+    and table shapes of the model, and ``offset``: per cell, a fixed log-potential added to
+    ``theta`` (the structural zeros, :mod:`~pgm_dp.bayes.zeros`; ``None``: none)."""
 
     y: np.ndarray
     total: float
@@ -96,6 +99,7 @@ class Problem(NamedTuple):
     jt: JunctionTree
     cliques: tuple[Clique, ...]
     shapes: tuple[tuple[int, ...], ...]
+    offset: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -124,15 +128,17 @@ def table_name(clique: Clique) -> str:
     return "table:" + ",".join(name_text(v) for v in clique)
 
 
-def prepare(release, mrf: MarkovRandomField) -> Problem:
+def prepare(release, mrf: MarkovRandomField, zeros: float | None = None) -> Problem:
     """The :class:`Problem` of ``release`` under ``mrf``'s structure (cliques in ``mrf``'s
-    order); a :class:`~pgm_dp.errors.DomainError` if they do not match."""
+    order); a :class:`~pgm_dp.errors.DomainError` if they do not match. ``zeros``: the
+    threshold of :func:`~pgm_dp.bayes.zeros.structural_zeros` (``None``: no structural
+    zeros, ``offset`` zero)."""
     if release.domain != mrf.domain or set(release.cliques) != set(mrf.cliques):
         raise DomainError("the release's domain and cliques must match the model's")
     if not np.isfinite(release.total) or release.total <= 0:
         raise DomainError(f"release total N must be positive, got {release.total}")
     view = flat_release(release, mrf.cliques)
-    return Problem(
+    problem = Problem(
         np.array(view.y),
         view.total,
         np.array(view.variance),
@@ -141,6 +147,12 @@ def prepare(release, mrf: MarkovRandomField) -> Problem:
         mrf.cliques,
         view.layout.shapes,
     )
+    return problem._replace(offset=zero_offsets(problem, zeros))
+
+
+def effective(problem: Problem, theta):
+    """The log-potentials the model uses: ``theta`` plus the fixed ``offset`` (if any)."""
+    return theta if problem.offset is None else theta + problem.offset
 
 
 def mean_map(problem: Problem, fast: bool = False):
@@ -151,7 +163,7 @@ def mean_map(problem: Problem, fast: bool = False):
     both passes); NUTS rejects a ``NaN`` potential as a divergence."""
 
     def mu(theta):
-        tables = unflatten_tables(theta, problem.shapes)
+        tables = unflatten_tables(effective(problem, theta), problem.shapes)
         if fast:
             margs, _, ok = scaled_marginals(problem.jt, problem.cliques, tuple(tables))
             return jnp.where(ok, concat_tables(margs), jnp.nan)
@@ -171,9 +183,10 @@ def _jvp_columns(problem_key):
 
 
 def plugin_covariance(problem: Problem, theta, chunk: int = 100) -> np.ndarray:
-    """``Sigma(theta) = d mu / d theta`` (``d x d``), by JVPs in chunks of ``chunk``."""
+    """``Sigma(theta) = d mu / d theta`` (``d x d``), by JVPs in chunks of ``chunk``
+    (``theta`` without the problem's ``offset``, which is added here)."""
     columns = _jvp_columns((problem.jt, problem.cliques, problem.shapes))
-    theta = jnp.asarray(theta, dtype=jnp.float64)
+    theta = jnp.asarray(effective(problem, np.asarray(theta)), dtype=jnp.float64)
     d = problem.size
     eye = np.eye(d)
     blocks = [np.asarray(columns(theta, eye[i : i + chunk])) for i in range(0, d, chunk)]
@@ -211,7 +224,7 @@ def enumerated_covariance(problem: Problem, theta):
     """``Sigma(theta) = Phi^T diag(p) Phi - mu mu^T`` by enumerating the joint (small
     domains only: at most :data:`MAX_STATES` states); traceable."""
     phi = jnp.asarray(joint_features(problem.jt, problem.cliques))
-    p = jax.nn.softmax(phi @ theta)
+    p = jax.nn.softmax(phi @ effective(problem, theta))
     mu = phi.T @ p
     return (phi.T * p) @ phi - jnp.outer(mu, mu)
 

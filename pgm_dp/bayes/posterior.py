@@ -49,7 +49,14 @@ from ..models.mrf import MarkovRandomField
 from ..tables import flatten_tables
 from .labels import posterior_dims
 from .laplace import laplace_fits, stack
-from .linear import linear_marginals, linear_replicates, split_sites, table_draws, table_offsets
+from .linear import (
+    linear_marginals,
+    linear_replicates,
+    renormalise,
+    split_sites,
+    table_draws,
+    table_offsets,
+)
 from .model import (
     MAX_STATES,
     PRIOR_SCALE,
@@ -66,6 +73,7 @@ from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
 __all__ = [
     "posterior",
     "as_key",
+    "finite_covariance",
     "EXACT_LIMIT",
     "DENSE_LIMIT",
     "LATENT_LIMIT",
@@ -81,6 +89,8 @@ _LATENT = ("theta", "noise_var", "count_deviation")
 #: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
 #: to log-potentials in the hundreds, from which the MAP search stopped far from the mode.
 START_L2 = 1e-4
+#: Halvings of the log-potentials :func:`finite_covariance` tries.
+SHRINK_STEPS = 20
 
 
 def as_key(rng) -> jax.Array:
@@ -118,7 +128,9 @@ def _data(problem: Problem, kw: dict) -> tuple:
     var = problem.variance if aware else np.zeros(problem.size)
     laplace = np.asarray(problem.laplace, dtype=bool) & aware
     y, var = jnp.asarray(problem.y), jnp.asarray(var)
-    return (y, jnp.float64(problem.total), var, chol, precision, factor, jnp.asarray(laplace))
+    offset = jnp.zeros(problem.size) if problem.offset is None else jnp.asarray(problem.offset)
+    return (y, jnp.float64(problem.total), var, chol, precision, factor, jnp.asarray(laplace),
+            offset)  # fmt: skip
 
 
 def _static(kw: dict) -> tuple:
@@ -144,8 +156,8 @@ def _cached(jt, cliques, shapes, static: tuple):
     latent = "noise_var" if m else "count_deviation" if latent_counts else None
 
     def model_args(data):
-        y, total, variance, chol, precision, factor, laplace = data
-        problem = Problem(y, total, variance, laplace, jt, cliques, shapes)
+        y, total, variance, chol, precision, factor, laplace, offset = data
+        problem = Problem(y, total, variance, laplace, jt, cliques, shapes, offset)
         extra = {}
         if latent_counts:
             extra = {"plugin_factor": factor}
@@ -231,6 +243,24 @@ def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.n
     return gauge_projector(mrf.domain, mrf.cliques)(flat)
 
 
+def finite_covariance(problem: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(x', Sigma(x'))``: the plug-in covariance at ``x``, or, where it is not finite
+    there (log-potentials so large that the junction tree's passes overflow), at the first
+    of ``x / 2, x / 4, ...`` (:data:`SHRINK_STEPS` at most) where it is. Our rule: the
+    point moves towards the prior's mode along the segment to it; ``Sigma`` is a plug-in
+    (frozen at a start and at the MAP), so any point near the mode serves, and the MAP
+    search that follows starts from ``x'``. A :class:`~pgm_dp.errors.DomainError` if no
+    point is finite."""
+    x = np.asarray(x, dtype=np.float64)
+    for k in range(SHRINK_STEPS):
+        try:
+            return x / 2.0**k, plugin_covariance(problem, x / 2.0**k)
+        except DomainError:
+            continue
+    x = x / 2.0**SHRINK_STEPS
+    return x, plugin_covariance(problem, x)
+
+
 def _preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
     """The MAP by L-BFGS in the coordinates ``z`` whitened by ``H = R R^T`` (``r`` the lower
     Cholesky factor; ``theta = x0 + R^-T z``), where the problem is well conditioned."""
@@ -258,7 +288,7 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
     information of the frozen model plus the prior's precision)."""
     x = _start(problem, mrf, prior_scale)
     for _ in range(2):
-        sigma = plugin_covariance(problem, x)
+        x, sigma = finite_covariance(problem, x)
         kw = _kwargs(problem, noise_aware, prior_scale, "plugin", sigma)
         jac = problem.total * sigma
         fisher = jac @ np.asarray(kw["plugin_precision"]) @ jac
@@ -305,12 +335,13 @@ def _covariance_path(problem: Problem, mrf, covariance: str) -> str:
     return covariance
 
 
-def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts):
+def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts, zeros):
     """The problem, model kwargs, Laplace fit (:func:`_plugin_fit` for large models; for
     Laplace noise kept exact on that path, then :func:`_latent_counts`), for ``nuts``
     ``Sigma``'s eigen-decomposition (:func:`~pgm_dp.bayes.nuts.sigma_eigen`; else ``None``)
-    and ``Sigma = d mu / d theta`` at the fit (:mod:`~pgm_dp.bayes.linear`)."""
-    problem = prepare(release, mrf)
+    and ``Sigma = d mu / d theta`` at the fit (:mod:`~pgm_dp.bayes.linear`). ``zeros``: the
+    structural zeros' threshold (:mod:`~pgm_dp.bayes.zeros`; ``None``: none)."""
+    problem = prepare(release, mrf, zeros)
     exact_noise = nuts and (
         laplace_noise == "exact" or (laplace_noise == "auto" and problem.size <= LATENT_LIMIT)
     )
@@ -323,7 +354,7 @@ def _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nu
         return problem, kw, x, cov, fns, data, eigen, sigma
     kw = _kwargs(problem, noise_aware, prior_scale, covariance)
     x, cov, fns, data = _laplace_fit(problem, kw)
-    sigma = plugin_covariance(problem, x[: problem.size])
+    sigma = finite_covariance(problem, np.asarray(x[: problem.size]))[1]
     eigen = sigma_eigen(sigma) if nuts else None
     return problem, kw, x, cov, fns, data, eigen, sigma
 
@@ -341,8 +372,10 @@ def _draws(method: str, x, cov, fns: dict, data, eigen, run: tuple):
     return nuts_draws(fns, data, x, cov, split, *run)
 
 
-def _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot=0) -> None:
+def _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot=0, zeros=None):
     """A :class:`~pgm_dp.errors.DomainError` for any bad argument of :func:`posterior`."""
+    if zeros is not None and (isinstance(zeros, bool | str) or not math.isfinite(zeros)):
+        raise DomainError(f"zeros must be a finite number or None, got {zeros!r}")
     if isinstance(pilot, bool | str) or int(pilot) != pilot or pilot < 0:
         raise DomainError(f"pilot must be an integer >= 0, got {pilot!r}")
     if method not in ("nuts", "laplace"):
@@ -372,6 +405,7 @@ def posterior(
     prior_scale: float = PRIOR_SCALE,
     laplace_noise: str = "auto",
     pilot: int = 0,
+    zeros: float | None = None,
 ) -> DataTree:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
@@ -386,17 +420,22 @@ def posterior(
     JAX key. Chains run vectorised in one compiled program (no progress bar), compiled once per
     model structure and run length. ``pilot`` > 0: a pilot NUTS run of that many draws per
     chain first, whose spread widens the whitening per log-potential (the target is
-    unchanged; :func:`~pgm_dp.bayes.nuts.nuts_draws`, ``docs/bayes.md``).
+    unchanged; :func:`~pgm_dp.bayes.nuts.nuts_draws`, ``docs/bayes.md``). ``zeros``: the
+    threshold ``t`` of the structural zeros, in standard deviations of a cell's combined
+    noisy count (:mod:`~pgm_dp.bayes.zeros`: a cell that every released table containing it
+    shows empty gets probability zero; ``0`` flags a cell whose combined noisy count is at
+    most 0); ``None`` (the default) models none: at ε <= 1 a flag costs more coverage on
+    small cells than it gains on empty ones (``docs/bayes.md``).
 
     ::
 
         idata = posterior(release, mrf, method="nuts", rng=0)
         arviz_stats.summary(idata, var_names=["~theta"])
     """
-    _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot)
+    _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot, zeros)
     key_run, key_pred = jax.random.split(as_key(rng))
     nuts = method == "nuts"
-    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts)
+    setup = _setup(release, mrf, noise_aware, prior_scale, covariance, laplace_noise, nuts, zeros)
     problem, kw, x, cov, fns, data, eigen, sigma = setup
     run = (num_warmup, num_samples, num_chains, key_run, prior_scale, pilot)
     flat, stats = _draws(method, x, cov, fns, data, eigen, run)
@@ -404,7 +443,7 @@ def posterior(
     shape = (num_chains, num_samples)
     draws = {k: np.asarray(v).reshape(*shape, *v.shape[1:]) for k, v in out.items()}
     gen = np.random.default_rng(int(jax.random.randint(key_pred, (), 0, 2**31 - 1)))
-    mu = _marginals(method, problem, draws, x, sigma, mrf)
+    mu, mu_lin = _marginals(method, problem, draws, x, sigma, mrf)
     if nuts:
         samples = {k: v.reshape(-1, *v.shape[2:]) for k, v in draws.items() if k in _LATENT}
         pred = np.asarray(fns["replicate"](key_pred, samples, data)).reshape(*shape, -1)
@@ -412,7 +451,8 @@ def posterior(
         pred = linear_replicates(mu, problem.total, sigma, data[2], data[6], gen)
         pred = pred.reshape(*shape, -1)
     offsets = table_offsets(problem.shapes)
-    tables = table_draws(mu, problem.y, problem.total, sigma, data[2], offsets, gen, noise_aware)
+    tables = table_draws(mu_lin, problem.y, problem.total, sigma, data[2], offsets, gen,
+                         noise_aware)  # fmt: skip
     split_sites(draws, mu, tables, problem.cliques, problem.shapes, shape)
     _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
@@ -428,20 +468,24 @@ def posterior(
     return idata
 
 
-def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> np.ndarray:
-    """Flat marginal draws ``(chains * draws, d)``: ``mu(theta)`` of NUTS's draws; for the
-    Laplace method their linearisation at the MAP (:func:`~pgm_dp.bayes.linear.
-    linear_marginals`: the Gaussian in the marginals' geometry)."""
+def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> tuple:
+    """Flat marginal draws ``(chains * draws, d)`` twice: the model's (``mu(theta)`` of
+    NUTS's draws; for the Laplace method their linearisation at the MAP,
+    :func:`~pgm_dp.bayes.linear.linear_marginals`: the Gaussian in the marginals' geometry,
+    clipped) and those the data's tables are drawn around (the same for NUTS; the
+    linearisation unclipped for the Laplace method, :mod:`~pgm_dp.bayes.linear`)."""
     d = problem.size
     if method == "nuts":
-        return np.concatenate(
+        mu = np.concatenate(
             [draws[site_name(c)].reshape(-1, math.prod(s))
              for c, s in zip(mrf.cliques, problem.shapes, strict=True)], axis=1,
         )  # fmt: skip
+        return mu, mu
     theta = draws["theta"].reshape(-1, d)
     x = np.asarray(x)[:d]
     mu_hat = np.asarray(mean_map(problem)(jnp.asarray(x)))
-    return linear_marginals(mu_hat, sigma, theta, x, table_offsets(problem.shapes))
+    flat = linear_marginals(mu_hat, sigma, theta, x, table_offsets(problem.shapes), clip=False)
+    return renormalise(flat, table_offsets(problem.shapes)), flat
 
 
 def _laplace_cells_only(draws: dict, laplace: np.ndarray) -> None:

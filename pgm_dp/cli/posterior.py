@@ -5,10 +5,12 @@ release's cliques (NUTS by default; a release over a few variables of a wide dom
 on those variables' joint) and writes into ``--out``: the posterior as ArviZ netCDF
 (``posterior.nc``, an ``xarray.DataTree``: ``xarray.open_datatree``), ``arviz_stats.summary``
 of the clique marginals and of the data's tables (``summary.csv``, full precision: means, sd,
-89 % equal-tailed intervals, R-hat, bulk / tail ESS, MCSE) and the posterior predictive
-check (p-values printed; ``ppc.png``, one panel per table, where matplotlib, the ``plot``
-extra, is installed). It prints an R-hat / ESS verdict (R-hat <= 1.01 and bulk and tail
-ESS >= 400 on every cell) and which tables the check flags (p < 0.01).
+equal-tailed intervals at ``--level``, 90 % by default, R-hat, bulk / tail ESS, MCSE) and the
+posterior predictive check (the sampled posterior p-value,
+:func:`~pgm_dp.bayes.predictive_check`; p-values printed; ``ppc.png``, one panel per table,
+where matplotlib, the ``plot`` extra, is installed). It prints an R-hat / ESS verdict
+(R-hat <= 1.01 and bulk and tail ESS >= 400 on every cell) and which tables the check
+flags (p < 0.01).
 """
 
 from __future__ import annotations
@@ -75,9 +77,11 @@ def _run(args) -> None:
     step("posterior: writing the draws, the summary and the predictive check")
     idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
     sites = [v for v in idata.posterior.data_vars if v.startswith(("marginal:", "table:"))]
-    summary = arviz_stats.summary(idata, var_names=sites, round_to="none")
+    summary = arviz_stats.summary(
+        idata, var_names=sites, round_to="none", ci_prob=args.level, ci_kind="eti"
+    )
     summary.to_csv(out / "summary.csv")
-    check = predictive_check(rel, idata)  # the posterior predictive: each draw's own replicate
+    check = predictive_check(rel, idata, rng=args.seed)  # the sampled posterior p-value
     written = ["posterior.nc", "summary.csv"]
     if have_matplotlib():
         plot_check(check, out / "ppc.png", title=f"posterior predictive check ({args.method})")
@@ -116,6 +120,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--warmup", type=_args.int_at_least(0), default=500, help="NUTS warm-up")
     p.add_argument("--chains", type=_args.int_at_least(1), default=4, help="NUTS chains")
     p.add_argument("--seed", type=_args.int_at_least(0), default=0, help="seed of the sampler")
+    p.add_argument(
+        "--level", type=_args.probability, default=0.9,
+        help="the level of summary.csv's equal-tailed intervals (default 0.9)",
+    )  # fmt: skip
     p.add_argument(
         "--out", type=_args.output_dir, default="pgm_dp_results", help="folder for the outputs"
     )
