@@ -204,35 +204,43 @@ def compare_on_table(
                 continue
             models.append((s.name, expand_model(model, tf.plan), time.process_time() - start))
         step("compare: fits", (k + 1) * len(specs), total, f"epsilon {eps:g} done")
-        for name, model, seconds in models:
-            row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
-            rows.append(
-                {
-                    **row,
-                    "seconds": seconds,
-                    "compiles": k == 0,
-                    "n_test": len(codes),
-                    "left_out": left_out,
-                    "skipped": "",
-                }
-            )
-        for name, why in skipped.items():
-            rows.append(
-                {
-                    "epsilon": eps,
-                    "learner": name,
-                    "loglik_test": np.nan,
-                    "tvd2_test": np.nan,
-                    "seconds": np.nan,
-                    "compiles": False,
-                    "n_test": len(codes),
-                    "left_out": left_out,
-                    "skipped": why,
-                }
-            )
-            if progress is not None:
-                progress(rows[-1])
+        rows += _score_rows(eps, k, models, skipped, codes, left_out, progress)
     return _finish(pd.DataFrame(rows), out_dir, plot)
+
+
+def _score_rows(eps, k, models, skipped, codes, left_out, progress) -> list[dict]:
+    """The rows of one ``epsilon``: each fitted model's held-out scores
+    (:func:`heldout_scores`), then the learners skipped, with why."""
+    rows = []
+    for name, model, seconds in models:
+        row = {"epsilon": eps, "learner": name, **heldout_scores(model, codes)}
+        rows.append(
+            {
+                **row,
+                "seconds": seconds,
+                "compiles": k == 0,
+                "n_test": len(codes),
+                "left_out": left_out,
+                "skipped": "",
+            }
+        )
+    for name, why in skipped.items():
+        rows.append(
+            {
+                "epsilon": eps,
+                "learner": name,
+                "loglik_test": np.nan,
+                "tvd2_test": np.nan,
+                "seconds": np.nan,
+                "compiles": False,
+                "n_test": len(codes),
+                "left_out": left_out,
+                "skipped": why,
+            }
+        )
+        if progress is not None:
+            progress(rows[-1])
+    return rows
 
 
 def _fit_other(spec, tf, mrf, train, budget, fit_options, seed) -> Any:

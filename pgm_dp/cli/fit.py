@@ -217,6 +217,12 @@ def _add_table_arguments(p) -> None:
         default=None,
         help="write the preparation (JSON; --prepare reads it back as a spec)",
     )
+    _add_selection_arguments(p)
+
+
+def _add_selection_arguments(p) -> None:
+    """The selection flags of ``--data`` (AIM's or MST's) and the files a fit writes."""
+    out = _args.output_file
     p.add_argument(
         "--selection",
         choices=["aim", "mst"],

@@ -371,14 +371,8 @@ def prepare_plan(
         max_records_per_person=max_records_per_person,
     )
     opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
-    df = check_frame(df)
-    if len(df) == 0:
-        raise DataValidationError("data are empty (0 records)")
     check_accountant(accountant)
-    decisions_needed(df, spec, opts)  # every undecided column in one message
-    entries = parse_spec(df, spec)
-    person, gen = person_of(entries), as_generator(rng)
-    df = _bounded(df, person, opts.max_records_per_person, gen)
+    df, entries, person, gen = _checked(df, spec, opts, rng)
     reads: list[str] = []
     notes: list[str] = []
     names, dropped = keep_columns(df, entries, opts, reads, notes)
@@ -410,6 +404,19 @@ def prepare_plan(
         person=person,
         max_records_per_person=opts.max_records_per_person,
     )
+
+
+def _checked(df: Any, spec: Mapping | None, opts: Any, rng: RngLike) -> tuple:
+    """``(df, entries, person, gen)``: the frame checked (every undecided column named in one
+    message, :func:`~._decisions.decisions_needed`), the parsed spec, the person column and
+    the run's generator; at most ``K`` rows of each person kept (:func:`_bounded`)."""
+    df = check_frame(df)
+    if len(df) == 0:
+        raise DataValidationError("data are empty (0 records)")
+    decisions_needed(df, spec, opts)
+    entries = parse_spec(df, spec)
+    person, gen = person_of(entries), as_generator(rng)
+    return _bounded(df, person, opts.max_records_per_person, gen), entries, person, gen
 
 
 def _bounded(df: pd.DataFrame, person, k: int, gen) -> pd.DataFrame:

@@ -1,24 +1,117 @@
-"""What :func:`pgm_dp.workflow.fit_table` plans for AIM before it runs, from released
-quantities and the budget only: its number of rounds (:func:`aim_rounds`) and its default
-workload (:func:`default_workload`). The rules are ours (the AIM paper, McKenna et al.
-2022, fixes ``T = 16 d`` and leaves the workload to the user), set from the real tables of
-``benchmarks/bench_realdata.py``; its README has the measurements."""
+"""What :func:`pgm_dp.workflow.fit_table` plans before it runs, from the budget and released
+quantities only: the budget's split (:func:`one_way_share`, :func:`split_budget`,
+:func:`rest_of`), AIM's number of rounds (:func:`aim_rounds`) and its default workload
+(:func:`default_workload`). The rules are ours (the AIM paper, McKenna et al. 2022, fixes
+``T = 16 d`` and leaves the workload to the user), set from the real tables of
+``benchmarks/bench_realdata.py``; its README has the measurements.
+
+Budget split (data-independent, decided before anything is read):
+
+* **One-way tables: a third of the budget** (``ONE_WAY_SHARE``), MST's rule (McKenna,
+  Miklau & Sheldon 2021, Alg. 1 and private-pgm ``mechanisms/mst.py``: ``ρ/3`` measures
+  the one-way marginals, which also decide the compression), **and at least**
+  ``ONE_WAY_EPSILON`` **of a pure ε, up to half of it** (:func:`one_way_share`): at a
+  small ε a third leaves the one-way tables so noisy that the compression merges states
+  that carry real mass (expanded back evenly) and the model's one-way marginals are worse
+  than the private independent model's. **Under zCDP** (``--delta``) the tables compose
+  as squares and AIM itself measures the one-way tables at its rounds' noise (about 6 % of
+  ``ρ`` with ``16 d`` rounds): there they get ``ZCDP_ONE_WAY_SHARE`` (0.15) of ``ρ``, at
+  least ``ONE_WAY_RHO`` up to a third. A smaller pure share would compress columns with
+  many states too coarsely. The constants are our choice, set from the real tables of
+  ``benchmarks/bench_realdata.py`` (its README has the measurements), not derived. When
+  some numeric column needs private quantiles, ``prepare_plan``'s ``quantile_share``
+  (half) of that share pays for them.
+  The share depends on the budget only, never on the data, and is never near zero.
+* **AIM's rounds from N, the domain and ε.** With the one-way tables released, ``N`` is
+  estimated from them (post-processing, :attr:`~pgm_dp.privacy.NoisyMarginals.total`), and
+  AIM plans ``T`` rounds (:func:`aim_rounds`): as many as keep the first rounds' noise on
+  a typical workload marginal (median cells ``n``) below ``TARGET_TVD`` in total
+  variation, ``n · E|noise| / (2 N̂) <= TARGET_TVD``, at least one per variable (a
+  spanning tree needs ``d - 1`` pairs) and at most AIM's default (``16 d`` for zCDP,
+  ``2 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
+  (its Sec. 4) then adapts within them.
+"""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from itertools import combinations
 
 import numpy as np
 
 from ..domain import Domain
-from ..errors import DomainError
-from ..privacy.budget import budget_of, notion_type
+from ..errors import DomainError, PrivacyParameterError
+from ..privacy.budget import Budget, budget_of, notion_type, require_budget
 from .aim import ROUNDS_PER_VARIABLE
-from .schedule import MEASURE_SHARE
+from .schedule import MEASURE_SHARE, float_below
 from .workload import workload_cliques
 
-__all__ = ["TARGET_TVD", "TRIPLE_CELLS_RATIO", "aim_rounds", "default_workload"]
+__all__ = [
+    "ONE_WAY_SHARE",
+    "ZCDP_ONE_WAY_SHARE",
+    "ONE_WAY_EPSILON",
+    "MAX_ONE_WAY_SHARE",
+    "ONE_WAY_RHO",
+    "TARGET_TVD",
+    "TRIPLE_CELLS_RATIO",
+    "split_budget",
+    "one_way_share",
+    "rest_of",
+    "aim_rounds",
+    "default_workload",
+]
+
+#: Share of the budget for the one-way tables (and private quantiles): MST's third, at least.
+ONE_WAY_SHARE = 1 / 3
+#: Share of a zCDP budget (or ``(ε, δ)``, ``δ > 0``) for the one-way tables, at least.
+ZCDP_ONE_WAY_SHARE = 0.15
+#: Pure ε that the one-way tables get at least, within :data:`MAX_ONE_WAY_SHARE` of it.
+ONE_WAY_EPSILON = 0.15
+#: Largest share of a pure ε that :func:`one_way_share` gives the one-way tables.
+MAX_ONE_WAY_SHARE = 1 / 2
+#: ``ρ`` that :func:`one_way_share` gives the one-way tables at least, within a third.
+ONE_WAY_RHO = 5e-4
+
+
+def split_budget(budget: Budget, share: float) -> tuple[str, float, Budget, Budget]:
+    """``(notion, amount, first, rest)``: the budget in AIM's unit (``"pure"`` ε or
+    ``"zcdp"`` ρ; ``(ε, δ)`` converted) cut into ``share`` and ``1 - share``."""
+    if not 0 < share < 1:
+        raise PrivacyParameterError(f"the one-way share must be in (0, 1), got {share!r}")
+    require_budget(budget, Budget, f"budget must be PureDP, ApproxDP or ZCDP, got {budget!r}")
+    b = budget.native()
+    return b.notion, b.amount, b.split(share), b.split(1 - share)
+
+
+def one_way_share(budget: Budget) -> float:
+    """The default share of ``budget`` for the one-way tables (module docstring): MST's
+    third, raised under pure DP (``PureDP``, or ``ApproxDP`` with ``δ = 0``) to
+    ``ONE_WAY_EPSILON / ε`` when that is more, and to at most :data:`MAX_ONE_WAY_SHARE`.
+    A zCDP budget (or ``(ε, δ)`` with ``δ > 0``, as the ``ρ`` it converts to) gives them
+    :data:`ZCDP_ONE_WAY_SHARE`, raised to ``ONE_WAY_RHO / ρ`` up to a third (module
+    docstring). Depends on the budget only, never on the data.
+
+    >>> from pgm_dp.privacy import ZCDP, PureDP
+    >>> one_way_share(PureDP(1.0)), one_way_share(PureDP(0.3)), one_way_share(PureDP(0.1))
+    (0.3333333333333333, 0.5, 0.5)
+    >>> one_way_share(ZCDP(0.1)), one_way_share(ZCDP(0.002)), one_way_share(ZCDP(0.001))
+    (0.15, 0.25, 0.3333333333333333)
+    """
+    if not getattr(budget, "is_pure", False):
+        rho = budget.native().amount
+        return min(ONE_WAY_SHARE, max(ZCDP_ONE_WAY_SHARE, ONE_WAY_RHO / rho))
+    return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
+
+
+def rest_of(charges, notion: str, amount: float, held: float = 0.0) -> tuple[Budget, Budget | None]:
+    """What is left of ``amount`` after ``charges`` and the check's share ``held`` of it,
+    rounded down (the exact sum <= budget), and the check's budget (``None``: no check)."""
+    parts = [c.cost.to_zcdp().rho if c.cost.notion != notion else c.cost.amount for c in charges]
+    check = float_below(Fraction(amount) * Fraction(held))
+    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(check)))
+    return budget_of(notion, left), budget_of(notion, check) if check > 0 else None
+
 
 #: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.
 TARGET_TVD = 0.05
