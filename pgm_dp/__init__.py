@@ -9,7 +9,7 @@ functions of tables; its backends) → ``models`` (``MarkovRandomField``, the ga
 ``stats`` / ``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) →
 ``learners`` (the contract; CGM-EM in ``learners.cgm``, Zhang et al. in ``learners.zhang``)
 → ``select`` (AIM, MST: the marginals to measure) → ``bayes`` (posteriors) / ``io`` /
-``prepare`` (a user's table → codes; its ``prepare._dask`` sits beside ``stats``) →
+``prepare`` (a user's table → codes) →
 ``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
 ``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one
 budget) → ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
@@ -105,7 +105,7 @@ LAYERS = (
     ("tables",),
     ("inference",),
     ("models",),
-    ("stats", "prepare._dask", "datasets", "metrics", "calibrated_tree"),
+    ("stats", "datasets", "metrics", "calibrated_tree"),
     ("privacy",),
     ("ising",),
     ("learners",),

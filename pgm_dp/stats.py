@@ -7,7 +7,7 @@ computed in chunks of rows: each chunk's columns are validated and encoded
 ``np.bincount``; the tables are summed over chunks. No copy of the whole input is made
 (peak memory: the input plus a few chunk-sized buffers), and the speed is that of a
 hand-written bincount (``benchmarks/bench_stats.py``). A Dask DataFrame, or a Parquet / CSV
-path, is counted one task per partition and the tables summed (:mod:`pgm_dp.prepare._dask`).
+path, is counted one task per partition and the tables summed (:func:`dask_statistics`).
 
 Example
 -------
@@ -31,7 +31,7 @@ from .domain import Clique, Codes, Domain, check_table_cells, normalize_cliques
 from .encoding import encode_column, is_dask, split_columns
 from .errors import DataValidationError
 
-__all__ = ["sufficient_statistics", "CHUNK_ROWS"]
+__all__ = ["sufficient_statistics", "dask_statistics", "read_dask", "CHUNK_ROWS"]
 
 #: Rows per chunk: small enough for the chunk's buffers to stay in cache-friendly sizes.
 CHUNK_ROWS = 1 << 16
@@ -123,11 +123,9 @@ def sufficient_statistics(
     cliques = normalize_cliques(domain, cliques)
     check_table_cells(domain, cliques)  # ModelTooLargeError before reading or allocating
     if is_dask(data) or isinstance(data, str | os.PathLike):
-        from .prepare._dask import dask_statistics
-
         if weights is not None:
             raise DataValidationError("weights are not supported with Dask data or paths")
-        return dask_statistics(data, cliques, domain, count_columns, client=client)
+        return dask_statistics(data, cliques, domain, client=client)
     if isinstance(data, Codes):  # codes, never read by label
         data, domain = domain.encode(data), Domain(domain.attributes, domain.shape)
     columns = split_columns(data, domain)
@@ -135,3 +133,66 @@ def sufficient_statistics(
     if n == 0:
         raise DataValidationError("data are empty (0 records)")
     return count_columns(columns, cliques, domain, _check_weights(weights, n))
+
+
+def read_dask(path: str | os.PathLike, columns: list | None = None):
+    """A Dask DataFrame of a Parquet file / folder or a CSV file (glob patterns allowed)."""
+    import dask.dataframe as dd
+
+    p = os.fspath(path)
+    if p.endswith((".parquet", ".pq")) or os.path.isdir(p):
+        if not os.path.exists(p):
+            raise DataValidationError(f"no such data file: {p}")
+        return dd.read_parquet(p, columns=columns)
+    return dd.read_csv(p, usecols=columns)
+
+
+def _partition_tables(part, cliques, domain):
+    if len(part) == 0:
+        return {cl: np.zeros(domain.sizes(cl), dtype=np.int64) for cl in cliques}
+    columns = [part[a] if a in part.columns else None for a in domain.attributes]
+    return count_columns(columns, cliques, domain)
+
+
+def _sum(tables: list[dict]) -> dict:
+    out = {cl: t.copy() for cl, t in tables[0].items()}
+    for tabs in tables[1:]:
+        for cl, t in tabs.items():
+            out[cl] += t
+    return out
+
+
+def dask_statistics(
+    data: Any, cliques: tuple[Clique, ...], domain: Domain, client: Any = None
+) -> dict[Clique, np.ndarray]:
+    """The clique tables of a Dask DataFrame or path (a Parquet file or folder, or a CSV file:
+    :func:`read_dask`), one task per partition counting its records (:func:`count_columns`),
+    summed over partitions (exact). Needs the ``dask`` extra (``dask[distributed]``,
+    ``pyarrow``). Without a ``client`` the current ``distributed`` client is used if there is
+    one, else Dask's local scheduler. Record numbers in validation errors count from the
+    start of the partition."""
+    import dask
+
+    used = [a for a in domain.attributes if any(a in cl for cl in cliques)]
+    if isinstance(data, str | os.PathLike):
+        data = read_dask(data, columns=used)
+    missing = [a for a in used if a not in data.columns]
+    if missing:
+        raise DataValidationError(
+            f"data lack variables {missing}; columns are {list(data.columns)}"
+        )
+    parts = data[used].to_delayed()
+    count = dask.delayed(_partition_tables, pure=True)
+    tasks = [count(p, cliques, domain) for p in parts]
+    total = dask.delayed(_sum, pure=True)(tasks)
+    if client is None:
+        try:
+            from distributed import get_client
+
+            client = get_client()
+        except (ImportError, ValueError):
+            client = None
+    tables = client.compute(total).result() if client is not None else total.compute()
+    if cliques and not next(iter(tables.values())).sum():
+        raise DataValidationError("data are empty (0 records)")
+    return tables
