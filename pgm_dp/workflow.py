@@ -17,12 +17,18 @@ The steps, each charged to one accountant before any noise is drawn:
    ``mst_fraction`` of the rest), then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
-   The model is then expanded back to the full domain (:func:`expand_model`): a merged
-   state gets an even share of its group, as decoding draws it.
+   No cell is left at zero probability by the noise: the fit is mixed with the private
+   independent model on its junction tree at the weight of one noisy cell's expected count
+   (:func:`~pgm_dp.workload_check.floored_model`). The model is then expanded back to the
+   full domain (:func:`expand_model`): a merged state gets an even share of its group, as
+   decoding draws it.
 4. **Check** (:mod:`pgm_dp.workload_check`): ``check_share`` of the budget (2 %), held out
    from step 2, measures how much worse the fitted model is on the workload than the
    private independent model (one noisy number); when it looks worse, the independent
-   model is returned instead (post-processing).
+   model is returned instead (post-processing). Where that check is not run (its noise
+   too large), or finds nothing, the report's misfit check (released tables only,
+   penalised by the models' numbers of parameters) still returns the independent model
+   when the fit is no better (:func:`~pgm_dp.workload_check.apply_misfit_check`).
 5. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
    expected error, the check, and a
    :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the model explains the
@@ -339,7 +345,7 @@ def fit_table(
     """
     from .fit_report import build_report, warn_workload_check
     from .prepare import prepare_plan
-    from .workload_check import apply_check, fit_check
+    from .workload_check import apply_check, apply_misfit_check, fit_check, floored_model
     from .workload_check import check_share as _held_share
 
     held = _held_share(check_share)
@@ -363,6 +369,8 @@ def fit_table(
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
     fit, refined = _fit_release(spec_l, learner, release, dom)
+    if any(len(c) > 1 for c in release.cliques):  # no cell at zero from noise
+        fit = replace(fit, model=floored_model(fit.model, release))
     seconds = time.process_time() - start
     check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc)
     report = {
@@ -375,6 +383,7 @@ def fit_table(
         fit = apply_check(fit, check, report)
         if "workload_check" in report:
             warn_workload_check(report["workload_check"], learner)
+    fit = apply_misfit_check(fit, release, report)
     info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen)
