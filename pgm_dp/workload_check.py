@@ -34,6 +34,13 @@ released number) and the report says so. Expected loss of the decision: when the
 loss is at most ``b / (2e)``. The share is our choice (the paper-free part of the workflow):
 2 % of the budget, which at ``N̂ = 40 000`` and pure ``ε = 0.3`` gives ``b ≈ 0.004`` in
 total variation, against the 4 % more noise it costs AIM's rounds.
+
+Two more guards against the independent model, both post-processing of released tables:
+:func:`floored_model` leaves no cell at zero probability (a fit follows a cell's negative
+noisy count to zero, and held-out records in that cell get ``log p`` of ``-20`` and
+below), and :func:`apply_misfit_check` returns the independent model when the penalised
+misfit of :func:`pgm_dp.fit_report.independent_check` finds the fit no better, at every
+budget and ``N`` (where the check above is not run, too).
 """
 
 from __future__ import annotations
