@@ -396,39 +396,21 @@ def _fit_release(spec, learner, release, dom):
     likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
     matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
     The naive MLE is solved by the NumPy solver AIM's rounds use
-    (:func:`~pgm_dp.select.mle.fit_tables`, the learner's objective, ``l2`` and ``tol``):
-    nothing is compiled, so the cost does not grow with a compiled program's size (a
-    compiled solver per junction tree took minutes to compile on wide tables).
+    (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective, ``l2`` and
+    ``tol``): nothing is compiled, where a compiled solver's compile time grows with the
+    junction tree (minutes on wide numeric tables under zCDP).
     Returns the fit and the refinement's info (``None`` when not refined)."""
+    from .learners.base import Fit
     from .models import MarkovRandomField
-    from .select.estimators import refine_noise_weighted
+    from .select.estimators import NaiveMLEEstimator, refine_noise_weighted
 
     if learner != "naive":
         return spec.make().fit(release, MarkovRandomField(dom, release.cliques)), None
-    fit = _naive_numpy(spec.make(), release, dom)
-    model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
-    return replace(fit, model=model), refined
-
-
-def _naive_numpy(naive, release, dom):
-    """The naive learner's fit (its ``project``, ``l2``, ``tol``, ``max_iters``) of
-    ``release`` by the NumPy solver (:func:`~pgm_dp.select.mle.fit_tables`)."""
-    from .learners.base import Fit
-    from .learners.naive_mle import noisy_pseudo_marginals
-    from .models import MarkovRandomField
-    from .select.mle import fit_tables
-
-    mrf = MarkovRandomField(dom, release.cliques)
-    targets = noisy_pseudo_marginals(release, naive.project)
-    tables, info = fit_tables(
-        dom, mrf.cliques, [targets[c] for c in mrf.cliques], l2=naive.l2, tol=naive.tol,
-        max_iters=naive.max_iters,
-    )  # fmt: skip
-    return Fit(
-        model=mrf.replace(tables),
-        history=[{"objective": info["objective"]}],
-        info={**info, "budget": release.budget},
-    ).warn_unless_converged("NaiveMLE", cap=naive.max_iters)
+    naive = spec.make()
+    solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
+    start = solve(release, release.cliques, dom, final=True)
+    model, refined = refine_noise_weighted(start, release, REFINE_ITERS)
+    return Fit(model=model, info={"budget": release.budget}), refined
 
 
 def _amount(b: Budget | None) -> float:
