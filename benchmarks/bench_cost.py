@@ -105,7 +105,7 @@ def run_cell(n: int, d: int, bins: int, eps: float, delta: float, seed: int) -> 
            "cpu_s": ru.ru_utime + ru.ru_stime}  # fmt: skip
     lines = [line for line in text.splitlines() if line.startswith("{")]
     if os.waitstatus_to_exitcode(status) != 0 or not lines:
-        row["error"] = text[-300:]
+        row["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
         return row
     return {**row, **json.loads(lines[-1])}
 
