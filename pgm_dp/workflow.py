@@ -368,7 +368,7 @@ def fit_table(
     else:
         chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc)
     start = time.process_time()
-    fit, refined = _fit_release(spec_l, learner, release, dom)
+    fit, refined = _fit_release(spec_l, learner, release, dom, getattr(chosen, "model", None))
     if any(len(c) > 1 for c in release.cliques):  # no cell at zero from noise
         fit = replace(fit, model=floored_model(fit.model, release))
     seconds = time.process_time() - start
@@ -389,7 +389,7 @@ def fit_table(
     return TableFit(fit, plan, release, report, chosen)
 
 
-def _fit_release(spec, learner, release, dom):
+def _fit_release(spec, learner, release, dom, previous=None):
     """The learner's fit of every table measured; the naive MLE is then refined by
     Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps), which weighs each
     table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
@@ -398,7 +398,8 @@ def _fit_release(spec, learner, release, dom):
     The naive MLE is solved by the NumPy solver AIM's rounds use
     (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective, ``l2`` and
     ``tol``): nothing is compiled, where a compiled solver's compile time grows with the
-    junction tree (minutes on wide numeric tables under zCDP).
+    junction tree (minutes on wide numeric tables under zCDP); it starts from ``previous``
+    (AIM's last estimate of the same tables, to a looser tolerance) where given.
     Returns the fit and the refinement's info (``None`` when not refined)."""
     from .learners.base import Fit
     from .models import MarkovRandomField
@@ -408,7 +409,7 @@ def _fit_release(spec, learner, release, dom):
         return spec.make().fit(release, MarkovRandomField(dom, release.cliques)), None
     naive = spec.make()
     solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
-    start = solve(release, release.cliques, dom, final=True)
+    start = solve(release, release.cliques, dom, previous=previous, final=True)
     model, refined = refine_noise_weighted(start, release, REFINE_ITERS)
     return Fit(model=model, info={"budget": release.budget}), refined
 
