@@ -398,8 +398,9 @@ def _fit_release(spec, learner, release, dom, previous=None):
     The naive MLE is solved by the NumPy solver AIM's rounds use
     (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective, ``l2`` and
     ``tol``): nothing is compiled, where a compiled solver's compile time grows with the
-    junction tree (minutes on wide numeric tables under zCDP); it starts from ``previous``
-    (AIM's last estimate of the same tables, to a looser tolerance) where given.
+    junction tree (minutes on wide numeric tables under zCDP). Where AIM's last estimate
+    of the same tables (``previous``, the naive MLE to ``LOOP_TOL``) is given, the
+    refinement starts from it and the naive MLE is not solved again.
     Returns the fit and the refinement's info (``None`` when not refined)."""
     from .learners.base import Fit
     from .models import MarkovRandomField
@@ -409,7 +410,8 @@ def _fit_release(spec, learner, release, dom, previous=None):
         return spec.make().fit(release, MarkovRandomField(dom, release.cliques)), None
     naive = spec.make()
     solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
-    start = solve(release, release.cliques, dom, previous=previous, final=True)
+    same = getattr(previous, "cliques", None) == tuple(release.cliques)
+    start = previous if same else solve(release, release.cliques, dom, final=True)
     model, refined = refine_noise_weighted(start, release, REFINE_ITERS)
     return Fit(model=model, info={"budget": release.budget}), refined
 
