@@ -10,11 +10,13 @@ import pandas as pd
 __all__ = ["summarise", "write_report"]
 
 METRICS = ["tvd2", "tvd3", "tvd2_sample", "tvd3_sample", "sample_ratio", "clf_acc",
-           "clf_acc_real", "loglik_test", "cpu_s", "maxrss_mb", "score_s"]  # fmt: skip
+           "clf_acc_real", "loglik_test", "loglik_indep", "cpu_s", "maxrss_mb",
+           "score_s"]  # fmt: skip
 HEAD = {"tvd2": "2-way TVD", "tvd3": "3-way TVD", "tvd2_sample": "2-way TVD, sample",
         "tvd3_sample": "3-way TVD, sample", "sample_ratio": "sample / model (2-way)",
         "clf_acc": "accuracy, synthetic", "clf_acc_real": "accuracy, real",
-        "loglik_test": "test log-lik.", "cpu_s": "CPU s", "maxrss_mb": "peak MB",
+        "loglik_test": "test log-lik.", "loglik_indep": "its indep. log-lik.",
+        "cpu_s": "CPU s", "maxrss_mb": "peak MB",
         "score_s": "scoring s"}  # fmt: skip
 #: (metric, label, pgm_dp's method, peer): the ratio columns. ``pgmdp-zcdp`` is the default
 #: fit at the peers' privacy notion, (ε, 1e-9) through zCDP.
@@ -54,7 +56,7 @@ def _fmt(v, metric: str) -> str:
         return f"{v:.4f}"
     if metric == "sample_ratio":
         return f"{v:.2f}"
-    if metric == "loglik_test":
+    if metric.startswith("loglik"):
         return f"{v:.3f}"
     return f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
 

@@ -10,10 +10,13 @@ is a noisy measurement ``y_C = N·p(C) + noise`` with known variance ``v_C``. A 
 is scored by ``S(q) = sum_C ||N̂ q(C) - y_C||² / v_C`` (``N̂`` the release's estimated
 number of records): minus twice the Gaussian log-likelihood of the measurements, up to a
 constant, i.e. how well ``q`` explains what was measured. The fitted model was fitted to
-the ``y_C`` and the independent model only to the one-way ones, so the comparison favours
-the fitted model on the multi-way tables: when even so ``S(fitted) > S(independent)``, the
-fit is worse than the independent model and :class:`WorseThanIndependentWarning` is
-raised (a Python warning; the command line prints it too). That score cannot see
+the noise of every ``y_C`` and the independent model only to the one-way ones, so each is
+penalised by twice its number of free parameters ``k`` (Akaike's ``S + 2 k``; Mallows'
+``C_p``): when ``S(fitted) + 2 k`` is not below the independent model's, the fit is no
+better than the independent model, :class:`WorseThanIndependentWarning` is raised (a
+Python warning; the command line prints it too) and
+:func:`~pgm_dp.workload_check.apply_misfit_check` returns the independent model. Released
+quantities only, so this check runs at every budget and ``N``. That score cannot see
 the unselected marginals; the held-out check of :mod:`pgm_dp.workload_check` (a share of
 the budget) can, and its verdict is reported and warned the same way (:func:`warn_workload_check`).
 The guarantee is stated per unit protected: one record, or one person with at most ``K``
@@ -73,20 +76,47 @@ def _steps(accountant) -> list[dict]:
             acc.charge(ch.cost, what=ch.what, mechanism=ch.mechanism)
         spent, whole = acc.spent.native(), accountant.total.native()
         share = spent.amount / whole.amount if spent.notion == whole.notion else None
-        out.append({"step": name, "charges": len(charges), "cost": str(acc.spent),
-                    "notion": spent.notion, "amount": spent.amount, "share": share})  # fmt: skip
+        out.append(
+            {
+                "step": name,
+                "charges": len(charges),
+                "cost": str(acc.spent),
+                "notion": spent.notion,
+                "amount": spent.amount,
+                "share": share,
+            }
+        )
     return out
 
 
-def _expected_abs(noise) -> float:
-    """``E|X|`` of one cell's noise (Laplace ``b``; Gaussian ``sqrt(2/π) σ``)."""
-    sd = math.sqrt(noise.variance)
-    return sd / math.sqrt(2) if noise.is_laplace else sd * math.sqrt(2 / math.pi)
+def free_parameters(domain, cliques) -> int:
+    """The number of free parameters of the hierarchical log-linear model on ``cliques``:
+    ``sum_U prod_{a in U} (k_a - 1)`` over the distinct non-empty subsets ``U`` of the
+    cliques (the dimension of its marginal polytope's affine hull)."""
+    from itertools import combinations
+
+    subsets = {
+        s
+        for c in cliques
+        for r in range(1, len(c) + 1)
+        for s in combinations(sorted(map(domain.index, c)), r)
+    }
+    sizes = domain.shape
+    return int(sum(math.prod(sizes[i] - 1 for i in s) for s in subsets))
 
 
-def independent_check(model, release) -> dict | None:
-    """``S(fitted)``, ``S(independent)`` (module docstring) and the verdict, or ``None``
-    when some variable has no one-way table to build the independent model from."""
+def independent_check(model, release, fitted_cliques=None) -> dict | None:
+    """``S(fitted)``, ``S(independent)`` (module docstring), their penalised forms and the
+    verdict, or ``None`` when some variable has no one-way table to build the independent
+    model from. The verdict compares Akaike's ``S + 2 k`` (AIC on the measurements'
+    Gaussian likelihood; Mallows' ``C_p`` on the noise-weighted squared error): ``k`` the
+    model's free parameters (:func:`free_parameters` of ``fitted_cliques``, default the
+    release's cliques; the independent model's: its one-way tables'). The fitted model was
+    fitted to the noise of every table, which lowers ``S(fitted)`` by about ``2 k`` on
+    average (the covariance penalty of Stein's unbiased risk estimate, a fit linear in
+    the noise), so the unpenalised comparison favours it; the penalised one estimates which
+    model is nearer the true tables. Released quantities only (post-processing)."""
+    from .select.aim import model_marginals
     from .workload_check import one_way_probabilities
 
     probs = one_way_probabilities(release)
@@ -94,8 +124,7 @@ def independent_check(model, release) -> dict | None:
         return None
     n_hat = float(release.total)
     cliques = list(release.cliques)
-    tables = model.marginals(cliques)
-    fitted = [np.asarray(tables[tuple(c)]) for c in cliques]
+    fitted = model_marginals(model, cliques)  # NumPy calibration: nothing compiled
     s_fit = s_ind = 0.0
     for c, q in zip(cliques, fitted, strict=True):
         y = np.asarray(release.noisy[c], float)
@@ -105,16 +134,30 @@ def independent_check(model, release) -> dict | None:
             ind = np.multiply.outer(ind, probs[a])
         s_fit += float(np.sum((n_hat * q - y) ** 2)) / v
         s_ind += float(np.sum((n_hat * ind - y) ** 2)) / v
-    return {"fitted": s_fit, "independent": s_ind, "worse_than_independent": s_fit > s_ind}
+    dom = release.domain
+    k_fit = free_parameters(dom, cliques if fitted_cliques is None else fitted_cliques)
+    k_ind = free_parameters(dom, [(a,) for a in dom.attributes])
+    a_fit, a_ind = s_fit + 2 * k_fit, s_ind + 2 * k_ind
+    return {
+        "fitted": s_fit,
+        "independent": s_ind,
+        "parameters_fitted": k_fit,
+        "parameters_independent": k_ind,
+        "aic_fitted": a_fit,
+        "aic_independent": a_ind,
+        "worse_than_independent": a_fit >= a_ind,
+    }
 
 
 def build_report(model, release, plan, chosen, accountant, learner: str, guarantee=None) -> dict:
     """The fit's report (module docstring) as a JSON-ready dict; warns
     :class:`WorseThanIndependentWarning` when the check fails."""
+    from .workload_check import expected_abs_noise
+
     n_hat = float(release.total)
     noise_tvd = {
         ",".join(map(str, c)): release.domain.size(c)
-        * _expected_abs(release.noise[c])
+        * expected_abs_noise(release.noise[c])
         / (2 * n_hat)
         for c in release.cliques
     }
@@ -146,10 +189,11 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
     }
     if multi and check is not None and check["worse_than_independent"]:  # else the same model
         warnings.warn(
-            f"the fitted model ({learner}) explains the noisy measurements worse than the "
-            f"private independent model (misfit S, squared error / noise variance summed over "
-            f"the measured cells: {check['fitted']:.4g} > {check['independent']:.4g}); prefer "
-            "a larger budget, --selection mst or another --learner",
+            f"the fitted model ({learner}) explains the noisy measurements no better than the "
+            f"private independent model (misfit S + 2 x parameters, squared error / noise "
+            f"variance summed over the measured cells: {check['aic_fitted']:.4g} >= "
+            f"{check['aic_independent']:.4g}); the independent model is returned instead; "
+            "prefer a larger budget, --selection mst or another --learner",
             WorseThanIndependentWarning,
             stacklevel=3,
         )
@@ -225,12 +269,12 @@ def format_report(report: dict) -> str:
     lines += [f"Note: {note}" for note in report.get("notes", ())]
     check = report["independent_check"]
     if check is not None:
-        verdict = "WORSE than" if check["worse_than_independent"] else "better than"
+        verdict = "NO BETTER than" if check["worse_than_independent"] else "better than"
         lines.append(
             f"Fit check (no extra budget): the model explains the measurements {verdict} the "
             f"private independent model (measurement misfit S, the sum over measured cells of "
-            f"squared error / noise variance, lower is better: {check['fitted']:.4g} vs "
-            f"{check['independent']:.4g})"
+            f"squared error / noise variance, plus twice the free parameters, lower is "
+            f"better: {check['aic_fitted']:.4g} vs {check['aic_independent']:.4g})"
         )
     if report.get("workload_check") is not None:
         lines.append(_check_line(report["workload_check"]))

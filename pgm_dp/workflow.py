@@ -17,12 +17,18 @@ The steps, each charged to one accountant before any noise is drawn:
    ``mst_fraction`` of the rest), then one release of the chosen pairs (pure ε only).
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
-   The model is then expanded back to the full domain (:func:`expand_model`): a merged
-   state gets an even share of its group, as decoding draws it.
+   No cell is left at zero probability by the noise: the fit is mixed with the private
+   independent model on its junction tree at the weight of one noisy cell's expected count
+   (:func:`~pgm_dp.workload_check.floored_model`). The model is then expanded back to the
+   full domain (:func:`expand_model`): a merged state gets an even share of its group, as
+   decoding draws it.
 4. **Check** (:mod:`pgm_dp.workload_check`): ``check_share`` of the budget (2 %), held out
    from step 2, measures how much worse the fitted model is on the workload than the
    private independent model (one noisy number); when it looks worse, the independent
-   model is returned instead (post-processing).
+   model is returned instead (post-processing). Where that check is not run (its noise
+   too large), or finds nothing, the report's misfit check (released tables only,
+   penalised by the models' numbers of parameters) still returns the independent model
+   when the fit is no better (:func:`~pgm_dp.workload_check.apply_misfit_check`).
 5. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
    expected error, the check, and a
    :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the model explains the
@@ -44,7 +50,6 @@ noise, :func:`pgm_dp.privacy.zcdp_rho_within`), its accountant holding that ``ZC
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
@@ -62,10 +67,12 @@ from .select.plan import (
     ONE_WAY_SHARE,
     TARGET_TVD,
     aim_rounds,
+    check_aim_options,
     default_workload,
     one_way_share,
     rest_of,
     split_budget,
+    usable_workload,
 )
 from .synth import expand_model, full_codes, sample_table
 
@@ -138,55 +145,11 @@ def one_way_measurements(plan) -> NoisyMarginals:
     )
 
 
-def _clique_of(item) -> tuple:
-    """The column names of one workload entry (a clique, a name, or ``(clique, weight)``)."""
-    weighted = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple | list)
-    raw = item[0] if weighted else item
-    return (raw,) if isinstance(raw, str) or not hasattr(raw, "__iter__") else tuple(raw)
-
-
 def _declared_columns(df, spec) -> list:
     """The columns that ``spec`` neither drops nor declares the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
     drop = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == "person")}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
-
-
-def _check_aim_options(df, spec, options, compress=None) -> None:
-    """AIM's options ``(workload, max_model_size, max_rounds, estimator)``, checked before the
-    preparation spends anything (AIM checks them again on the prepared domain): everything
-    the declaration decides."""
-    workload, max_model_size, max_rounds, estimator = options
-    if estimator is not None and not callable(estimator):
-        raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
-    size = max_model_size
-    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
-        raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
-    if max_rounds is not None and (
-        isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
-    ):
-        raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
-    kept = _declared_columns(df, spec)
-    if workload is None or isinstance(workload, str):
-        if workload not in (None, "2way", "3way"):
-            raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
-        k = 3 if workload == "3way" else 2
-        if len(kept) < k:
-            raise PrivacyParameterError(
-                f"a {workload or '2way'} workload needs {k} columns or more; the declaration "
-                f"keeps {len(kept)}"
-            )
-        used = set(kept)
-    else:
-        items = workload.keys() if isinstance(workload, Mapping) else workload
-        used = {v for item in items for v in _clique_of(item)}
-        unknown = sorted(map(str, used - set(kept)))
-        if unknown:
-            raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
-    if compress is False and max_rounds is not None and max_rounds < len(used):
-        raise PrivacyParameterError(  # without compression AIM measures every one-way first
-            f"max_rounds={max_rounds} is below the {len(used)} one-way marginals measured first"
-        )
 
 
 class _PlannedRun(Accountant):
@@ -201,8 +164,12 @@ class _PlannedRun(Accountant):
     def charge(self, cost, **kwargs):
         self.check(cost, what=kwargs.get("what", ""))
         if not self._paid:
-            self._outer.charge(self.total, what="fit_table: the whole run, planned in zCDP",
-                               mechanism="zCDP composition of the steps", scale=None)  # fmt: skip
+            self._outer.charge(
+                self.total,
+                what="fit_table: the whole run, planned in zCDP",
+                mechanism="zCDP composition of the steps",
+                scale=None,
+            )
             self._paid = True
         return super().charge(cost, **kwargs)
 
@@ -290,7 +257,7 @@ def fit_table(
     from .fit_report import build_report, warn_workload_check
     from .prepare import with_person
     from .prepare.derived import derived_to_json, split_derived
-    from .workload_check import apply_check, fit_check
+    from .workload_check import apply_check, apply_misfit_check, fit_check
     from .workload_check import check_share as _held_share
 
     spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
@@ -302,19 +269,16 @@ def fit_table(
     spec, who = with_person(spec, person)
     options = (workload, max_model_size, max_rounds, estimator)
     if selection == "aim":
-        _check_aim_options(df, spec, options, prepare_options.get("compress"))
+        check_aim_options(_declared_columns(df, spec), options, prepare_options.get("compress"))
     gen, before, k = as_generator(rng), len(acc.charges), max_records_per_person
     step(f"preparing {len(_declared_columns(df, spec))} columns (the one-way tables)")
     plan, codes = _prepared(df, spec, who, k, first, gen, acc, prepare_options)
     rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
     dom = plan.domain
-    if selection == "aim":
-        chosen, aim_notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
-        notes += aim_notes
-        release = chosen.release
-    else:
-        chosen, release = _mst(codes, dom, rest.epsilon, mst_fraction, gen, acc, k)
-    fit, refined, seconds = _fit_release(spec_l, learner, release, dom)
+    run = (codes, plan, rest, notion, gen, acc)
+    chosen, release, workload, picked = _select(run, selection, options, mst_fraction, progress)
+    notes += picked
+    fit, refined, seconds = _fit_release(spec_l, learner, release, dom, chosen)
     step("checking the fit")
     check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc, k)
     report = {
@@ -327,10 +291,23 @@ def fit_table(
         fit = apply_check(fit, check, report)
         if "workload_check" in report:
             warn_workload_check(report["workload_check"], learner)
-    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json(),
-            **({"derived": derived_to_json(derived)} if derived else {})}  # fmt: skip
+    fit = apply_misfit_check(fit, release, report)
+    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
+    info |= {"derived": derived_to_json(derived)} if derived else {}
     fit = replace(fit, model=expand_model(fit.model, plan), info=info)
     return TableFit(fit, plan, release, report, chosen, derived)
+
+
+def _select(run: tuple, selection: str, options: tuple, mst_fraction: float, progress):
+    """``(chosen, release, workload, notes)``: AIM's selection and measurements (:func:`_aim`)
+    or MST's (:func:`_mst`), on ``run = (codes, plan, rest, notion, gen, acc)``."""
+    codes, plan, rest, notion, gen, acc = run
+    if selection == "aim":
+        chosen, notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
+        return chosen, chosen.release, workload, notes
+    k = plan.max_records_per_person
+    chosen, release = _mst(codes, plan.domain, rest.epsilon, mst_fraction, gen, acc, k)
+    return chosen, release, options[0], []
 
 
 def _prepared(df, spec, who, k, budget, gen, acc, options):
@@ -339,30 +316,55 @@ def _prepared(df, spec, who, k, budget, gen, acc, options):
     from .prepare import bound_records, prepare_plan
 
     data = df if who is None else bound_records(df, who, k, gen)
-    plan = prepare_plan(data, spec, budget=budget, rng=gen, accountant=acc,
-                        max_records_per_person=k, **options)  # fmt: skip
+    plan = prepare_plan(
+        data, spec, budget=budget, rng=gen, accountant=acc, max_records_per_person=k, **options
+    )
     return plan, plan.encode(data)
 
 
-def _fit_release(spec, learner, release, dom):
+def _fit_release(spec, learner, release, dom, chosen=None):
     """The learner's fit of every table measured; the naive MLE is then refined by
     Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps), which weighs each
     table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
     likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
     matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
+    The naive MLE is solved by the NumPy solver AIM's rounds use
+    (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective, ``l2`` and
+    ``tol``): nothing is compiled, where a compiled solver's compile time grows with the
+    junction tree (minutes on wide numeric tables under zCDP). Where AIM's last estimate
+    of the same tables (``chosen.model``, the naive MLE to ``LOOP_TOL``) is given, the
+    refinement starts from it and the naive MLE is not solved again. No cell is then left
+    at zero probability by the noise (:func:`~pgm_dp.workload_check.floored_model`).
     Returns the fit, the refinement's info (``None`` when not refined) and the CPU seconds
     of both."""
+    from .learners.base import Fit
     from .models import MarkovRandomField
-    from .select.estimators import refine_noise_weighted
+    from .select.estimators import NaiveMLEEstimator, refine_noise_weighted
 
     step(f"fitting the model ({learner}) to {len(release.cliques)} measured tables")
     start = time.process_time()
-    fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
     if learner != "naive":
-        return fit, None, time.process_time() - start
+        fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
+        return _floored(fit, release), None, time.process_time() - start
+    naive = spec.make()
+    solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
+    previous = getattr(chosen, "model", None)
+    same = getattr(previous, "cliques", None) == tuple(release.cliques)
+    first = previous if same else solve(release, release.cliques, dom, final=True)
     step(f"refining the model ({REFINE_ITERS} mirror-descent steps)")
-    model, refined = refine_noise_weighted(fit.model, release, REFINE_ITERS)
-    return replace(fit, model=model), refined, time.process_time() - start
+    model, refined = refine_noise_weighted(first, release, REFINE_ITERS)
+    fit = Fit(model=model, info={"budget": release.budget})
+    return _floored(fit, release), refined, time.process_time() - start
+
+
+def _floored(fit, release):
+    """``fit`` with no cell at zero from noise (:func:`~pgm_dp.workload_check.floored_model`)
+    where the release has a multi-way table (else the model is the independent one)."""
+    from .workload_check import floored_model
+
+    if not any(len(c) > 1 for c in release.cliques):
+        return fit
+    return replace(fit, model=floored_model(fit.model, release))
 
 
 def _amount(b: Budget | None) -> float:
@@ -370,40 +372,17 @@ def _amount(b: Budget | None) -> float:
     return 0.0 if b is None else b.amount
 
 
-def _usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
-    """``(ok, workload, notes)`` on the prepared domain (``ok``: AIM has something to select),
-    for what the declaration could not decide: dropped identifiers, the noisy compression."""
-    from .domain import MAX_TABLE_CELLS, check_table_cells
-    from .errors import DomainError, ModelTooLargeError
-    from .select import workload_cliques
-    from .select.workload import candidate_weights
-
-    notes = []
-    if workload is not None and not isinstance(workload, str):
-        items = list(workload.items()) if isinstance(workload, Mapping) else list(workload)
-        names = set(dom.attributes)
-        key = (lambda i: i[0]) if isinstance(workload, Mapping) else (lambda i: i)
-        keep = [i for i in items if set(_clique_of(key(i))) <= names]
-        if len(keep) < len(items):
-            notes.append(f"{len(items) - len(keep)} workload marginal(s) left out: dropped")
-        workload = dict(keep) if isinstance(workload, Mapping) else keep
-    try:
-        cliques = workload_cliques(dom, workload)
-        check_table_cells(dom, list(candidate_weights(cliques)), MAX_TABLE_CELLS)
-    except (DomainError, ModelTooLargeError) as err:
-        notes.append(f"AIM did not run ({err}): the one-way tables are fitted (the "
-                     "independent model); the rest of the budget is not spent")  # fmt: skip
-        return False, workload, notes
-    return True, workload, notes
-
-
 def _one_way_only(plan, measured, rest, notion):
     """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
     from .select import AIMResult, AIMRound, merged_release
 
     one = plan.one_way
-    release = merged_release(measured, budget=one.budget, mechanism=one.mechanism,
-                             sensitivity=plan.max_records_per_person)  # fmt: skip
+    release = merged_release(
+        measured,
+        budget=one.budget,
+        mechanism=one.mechanism,
+        sensitivity=plan.max_records_per_person,
+    )
     log = (AIMRound(0, tuple(dict.fromkeys(measured.cliques)), 0.0, None, 0.0, 0.0, 0.0),)
     return AIMResult((), release, log, None, rest, notion, rest.amount, measured)
 
@@ -417,10 +396,12 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
     dom = plan.domain
     measured = one_way_measurements(plan) if plan.one_way is not None else None
-    ok, workload, notes = _usable_workload(dom, chosen)
+    ok, workload, notes = usable_workload(dom, chosen)
     if asked is None and workload == "3way":
-        notes.append("AIM's workload: every triple (pure epsilon's default where triples are "
-                     "small: pgm_dp.workflow.default_workload)")  # fmt: skip
+        notes.append(
+            "AIM's workload: every triple (pure epsilon's default where triples are "
+            "small: pgm_dp.workflow.default_workload)"
+        )
     if not ok and measured:
         return _one_way_only(plan, measured, rest, notion), notes, workload
     if rounds is None:
@@ -428,9 +409,20 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
         cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
         amount, k = rest.amount, plan.max_records_per_person
         rounds = aim_rounds(n_hat, cells, notion, amount, len(dom), k) if n_hat else None
-    result = aim(codes, dom, rest, workload, rng=gen, accountant=acc, max_model_size=size,
-                 max_rounds=rounds, measured=measured, progress=progress, estimator=estimator,
-                 max_records_per_person=plan.max_records_per_person)  # fmt: skip
+    result = aim(
+        codes,
+        dom,
+        rest,
+        workload,
+        rng=gen,
+        accountant=acc,
+        max_model_size=size,
+        max_rounds=rounds,
+        measured=measured,
+        progress=progress,
+        estimator=estimator,
+        max_records_per_person=plan.max_records_per_person,
+    )
     return result, notes, workload
 
 
@@ -439,11 +431,17 @@ def _mst(codes, dom, eps, fraction, gen, acc, k):
     from .privacy import release_marginals
     from .select import select_cliques, with_one_way
 
-    sel = select_cliques(codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc,
-                         max_records_per_person=k)  # fmt: skip
+    sel = select_cliques(
+        codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc, max_records_per_person=k
+    )
     rel = release_marginals(
-        codes, MarkovRandomField(dom, sel.cliques), budget=PureDP(eps * (1 - fraction)),
-        mechanism="discrete_laplace", rng=gen, accountant=acc, what="mst: measure",
+        codes,
+        MarkovRandomField(dom, sel.cliques),
+        budget=PureDP(eps * (1 - fraction)),
+        mechanism="discrete_laplace",
+        rng=gen,
+        accountant=acc,
+        what="mst: measure",
         max_records_per_person=k,
-    )  # fmt: skip
+    )
     return sel, with_one_way(sel, rel)

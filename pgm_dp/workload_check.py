@@ -35,6 +35,13 @@ released number) and the report says so. Expected loss of the decision: when the
 loss is at most ``b / (2e)``. The share is our choice (the paper-free part of the workflow):
 2 % of the budget, which at ``N̂ = 40 000`` and pure ``ε = 0.3`` gives ``b ≈ 0.004`` in
 total variation, against the 4 % more noise it costs AIM's rounds.
+
+Two more guards against the independent model, both post-processing of released tables:
+:func:`floored_model` leaves no cell at zero probability (a fit follows a cell's negative
+noisy count to zero, and held-out records in that cell get ``log p`` of ``-20`` and
+below), and :func:`apply_misfit_check` returns the independent model when the penalised
+misfit of :func:`pgm_dp.fit_report.independent_check` finds the fit no better, at every
+budget and ``N`` (where the check above is not run, too).
 """
 
 from __future__ import annotations
@@ -60,6 +67,10 @@ __all__ = [
     "release_check",
     "fit_check",
     "apply_check",
+    "apply_misfit_check",
+    "expected_abs_noise",
+    "floor_weight",
+    "floored_model",
 ]
 
 #: Share of the whole budget held out for the check (module docstring).
@@ -87,8 +98,10 @@ def check_skipped(budget, n_hat: float, k: int = 1) -> str | None:
     noise = check_noise(budget, n_hat, k)
     if noise <= MAX_CHECK_NOISE:
         return None
-    return (f"its noise ({noise:.3g} in total variation, N about {n_hat:,.0f}) would be above "
-            f"{MAX_CHECK_NOISE}")  # fmt: skip
+    return (
+        f"its noise ({noise:.3g} in total variation, N about {n_hat:,.0f}) would be above "
+        f"{MAX_CHECK_NOISE}"
+    )
 
 
 def check_share(share: Any) -> float:
@@ -114,6 +127,81 @@ def one_way_probabilities(release) -> dict | None:
     variable has no one-way table in ``release`` (post-processing)."""
     one = _clipped_one_way(release)
     return None if one is None else {a: y / max(y.sum(), 1e-300) for a, y in one.items()}
+
+
+def expected_abs_noise(noise) -> float:
+    """``E|X|`` of one cell's noise (Laplace ``b``; Gaussian ``sqrt(2/π) σ``)."""
+    sd = math.sqrt(noise.variance)
+    return sd / math.sqrt(2) if noise.is_laplace else sd * math.sqrt(2 / math.pi)
+
+
+def floor_weight(release) -> float:
+    """The weight ``λ = A / (N̂ + A)`` of the independent model in :func:`floored_model`:
+    ``A`` is the largest expected absolute noise of one cell over the release's tables,
+    ``N̂`` the release's estimated number of records (released quantities only).
+
+    ``A`` is the posterior mean of a count whose noisy value is zero under a flat prior on
+    the non-negative counts: exactly ``b`` for Laplace noise (for any noisy value at or
+    below zero the posterior is exponential with mean ``b``), ``σ sqrt(2/π)`` for Gaussian
+    noise; both are ``E|noise|``. A cell the noise pushed to zero may thus hold ``A``
+    records; the floor puts ``A`` records' worth of mass, a Dirichlet prior of that total
+    centred on the independent model, under every table (our choice of the total: the
+    noisiest table's ``A``, the least that keeps one noisy cell's uncertainty)."""
+    n_hat = max(float(release.total), 1.0)
+    a = max(expected_abs_noise(release.noise[c]) for c in release.cliques)
+    return a / (n_hat + a)
+
+
+def floored_model(model, release, weight: float | None = None):
+    """``model`` with no cell of zero probability: on ``model``'s junction tree, each
+    clique's marginal mixed with the private independent model's (:func:`independent_model`)
+    at weight ``λ`` (default :func:`floor_weight`), ``(1 - λ) μ_C + λ r_C``, and the
+    decomposable model of those marginals returned, ``prod_C μ'_C / prod_S μ'_S``: the
+    mixture's marginals on every junction-tree clique. Both families are consistent, so the
+    mixed one is; each conditional factor ``μ'_C / μ'_S`` is at least ``λ r_C / μ'_S``,
+    where the fit alone could be zero. Its marginals on the junction-tree cliques differ
+    from ``model``'s by ``λ`` times the gap to the independent model's (at most ``λ`` in
+    total variation). Post-processing of ``release``. Returns an MRF on the junction tree's
+    cliques (the model itself when ``release`` lacks a one-way table)."""
+    from .inference.queries import calibrate_tables
+    from .models import MarkovRandomField
+
+    one = _clipped_one_way(release)
+    if one is None:
+        return model
+    lam = floor_weight(release) if weight is None else float(weight)
+    probs = {a: (y + 1e-9) / (y + 1e-9).sum() for a, y in one.items()}
+    jt = model.junction_tree()
+    beliefs, _ = calibrate_tables(jt, model.log_potentials)
+    mixed = []
+    for clique, belief in zip(jt.cliques, beliefs, strict=True):
+        r = np.ones(())
+        for a in clique:
+            r = np.multiply.outer(r, probs[a])
+        mixed.append((1 - lam) * np.asarray(belief, dtype=np.float64) + lam * r)
+    tables = [np.log(m) for m in mixed]
+    for child, parent in _tree_parents(jt):
+        keep = set(jt.separator(child, parent))
+        axes = tuple(k for k, a in enumerate(jt.cliques[child]) if a not in keep)
+        tables[child] = tables[child] - np.log(mixed[child].sum(axis=axes, keepdims=True))
+    return MarkovRandomField(model.domain, list(jt.cliques), tables)
+
+
+def _tree_parents(jt) -> list[tuple[int, int]]:
+    """``(child, parent)`` of every junction-tree edge, oriented away from ``jt.root``."""
+    adjacent: dict[int, list[int]] = {i: [] for i in range(len(jt.cliques))}
+    for i, j in jt.edges:
+        adjacent[i].append(j)
+        adjacent[j].append(i)
+    out, seen, stack = [], {jt.root}, [jt.root]
+    while stack:
+        i = stack.pop()
+        for j in adjacent[i]:
+            if j not in seen:
+                seen.add(j)
+                out.append((j, i))
+                stack.append(j)
+    return out
 
 
 def independent_model(release):
@@ -169,9 +257,14 @@ def release_check(
     gap, sens = workload_gap(codes, domain, workload, fitted, independent, n_hat)
     kind = "laplace" if budget.is_pure else "gaussian"
     noisy, noise = perturb(
-        np.array([gap]), kind=kind, sensitivity=k * sens, budget=budget, rng=rng,
-        accountant=accountant, what="fit check: workload error, fitted minus independent",
-    )  # fmt: skip
+        np.array([gap]),
+        kind=kind,
+        sensitivity=k * sens,
+        budget=budget,
+        rng=rng,
+        accountant=accountant,
+        what="fit check: workload error, fitted minus independent",
+    )
     unit = 2 * n_hat * weights
     d = float(noisy[0]) / unit
     return {
@@ -219,3 +312,25 @@ def apply_check(fit, check, report):
         report["notes"] = [*report["notes"], "the independent model was returned (fit check)"]
         return replace(fit, model=independent, info={**fit.info, "fallback": "independent"})
     return fit
+
+
+def apply_misfit_check(fit, release, report):
+    """Fall back to the independent model (post-processing) when the report's penalised
+    misfit check (:func:`pgm_dp.fit_report.independent_check`, released tables only, so it
+    runs at every budget and ``N``) finds the fitted model no better, unless the held-out
+    check has already fallen back; the report says so (``report["fallback"]``)."""
+    misfit = report.get("independent_check")
+    if fit.info.get("fallback") == "independent":
+        report["fallback"] = "workload check"
+        return fit
+    multi = any(len(c) > 1 for c in release.cliques)
+    if misfit is None or not misfit["worse_than_independent"] or not multi:
+        return fit
+    report["fallback"] = "misfit check"
+    report["notes"] = [
+        *report["notes"],
+        "the independent model was returned (the penalised "
+        "misfit check found the fitted model no better)",
+    ]
+    model = independent_model(release)
+    return replace(fit, model=model, info={**fit.info, "fallback": "independent"})

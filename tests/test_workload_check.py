@@ -129,3 +129,70 @@ def test_a_check_too_noisy_to_say_anything_is_not_run():
     assert any("workload check was not run" in n for n in tf.report["notes"])
     assert not any(c.what.startswith("fit check") for c in acc.charges)
     assert acc.spent.epsilon <= 1.0 - CHECK_SHARE + 1e-12  # the share is left unspent
+
+
+def _all_codes(domain) -> np.ndarray:
+    grids = np.meshgrid(*[np.arange(k) for k in domain.shape], indexing="ij")
+    return np.stack(grids, -1).reshape(-1, len(domain.shape))
+
+
+def test_the_floored_model_is_the_mixture_on_every_junction_tree_clique_and_has_no_zero():
+    from pgm_dp.select.aim import model_marginals
+    from pgm_dp.workload_check import floor_weight, floored_model
+
+    df, spec = _copied_table(3000)
+    tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, compress=False, max_rounds=3,
+                   check_share=0)  # fmt: skip
+    rel = tf.release
+    mrf = MarkovRandomField(rel.domain, rel.cliques)
+    fitted = learners.get("naive").make().fit(rel, mrf).model  # b copies a: zeros off the diagonal
+    floored, lam = floored_model(fitted, rel), floor_weight(rel)
+    ind = independent_model(rel)
+    for clique in fitted.junction_tree().cliques:
+        (q,), (r,) = model_marginals(fitted, [clique]), model_marginals(ind, [clique])
+        np.testing.assert_allclose(model_marginals(floored, [clique])[0], (1 - lam) * q + lam * r,
+                                   atol=1e-12)  # fmt: skip
+    codes = _all_codes(rel.domain)
+    logp, logq, logr = floored.log_prob(codes), fitted.log_prob(codes), ind.log_prob(codes)
+    assert np.isclose(np.exp(logp).sum(), 1.0)  # a distribution: every cell summed by brute force
+    seen = logr > -20  # the states with records ("<missing>" has none)
+    assert logp[seen].min() > logq[seen].min() + 5  # the off-diagonal cells are lifted
+    assert np.all(logp >= np.log(lam) + logr - np.log(2))  # a floor under every cell
+
+
+def test_the_floor_weight_is_one_noisy_cells_expected_count_over_n():
+    from pgm_dp.workload_check import expected_abs_noise, floor_weight
+
+    df, spec = _copied_table(3000)
+    tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, compress=False, max_rounds=3,
+                   check_share=0)  # fmt: skip
+    rel = tf.release
+    a = max(expected_abs_noise(rel.noise[c]) for c in rel.cliques)
+    assert all(rel.noise[c].is_laplace for c in rel.cliques)
+    assert a == pytest.approx(max(np.sqrt(rel.noise[c].variance / 2) for c in rel.cliques))
+    assert floor_weight(rel) == pytest.approx(a / (rel.total + a))
+
+
+def test_free_parameters_count_the_subsets_of_the_cliques_once():
+    from pgm_dp.fit_report import free_parameters
+
+    dom = Domain(list("abc"), [3, 4, 2])
+    assert free_parameters(dom, [("a",), ("b",), ("c",)]) == 2 + 3 + 1
+    assert free_parameters(dom, [("a", "b"), ("b", "a"), ("b",)]) == 2 + 3 + 6
+    assert free_parameters(dom, [("a", "b", "c")]) == 3 * 4 * 2 - 1  # saturated: cells - 1
+
+
+def test_the_misfit_check_runs_without_the_held_out_check_and_falls_back():
+    """With no held-out share, the penalised misfit check (released tables only) still
+    returns the independent model when the fit is no better, and says so."""
+    df, spec = _independent_table(n=2000)
+    with pytest.warns(WorseThanIndependentWarning, match="no better than"):
+        tf = fit_table(df, spec, budget=PureDP(0.2), rng=2, compress=False, check_share=0,
+                       max_rounds=6)  # fmt: skip
+    assert "workload_check" not in tf.report and tf.report["fallback"] == "misfit check"
+    check = tf.report["independent_check"]
+    assert check["aic_fitted"] >= check["aic_independent"]
+    assert any("independent model was returned" in n for n in tf.report["notes"])
+    want = expand_model(independent_model(tf.release), tf.plan).marginals([("c1", "c2")])
+    got = tf.fit.model.marginals([("c1", "c2")])
+    np.testing.assert_allclose(got[("c1", "c2")], want[("c1", "c2")], atol=1e-9)

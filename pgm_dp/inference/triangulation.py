@@ -18,6 +18,7 @@ if it is larger (loopy BP or Gibbs sampling are the alternatives then).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -72,13 +73,17 @@ def elimination_order(domain: Domain, cliques: Sequence[Clique]) -> tuple[list, 
 
     # Variable names may not be mutually orderable; compare positions instead.
     pos = {v: i for i, v in enumerate(domain.attributes)}
+    cells = dict(zip(domain.attributes, domain.shape, strict=True))
 
     def fill_in(v):
-        nb = sorted(adj[v], key=pos.__getitem__)
+        nb = list(adj[v])
         return sum(1 for i, a in enumerate(nb) for b in nb[i + 1 :] if b not in adj[a])
 
+    def key(u):  # (fill-in, cells of u and its neighbours, position)
+        return fill_in(u), cells[u] * math.prod(cells[w] for w in adj[u]), pos[u]
+
     while remaining:
-        v = min(remaining, key=lambda u: (fill_in(u), domain.size(adj[u] | {u}), pos[u]))
+        v = min(remaining, key=key)
         nb = adj[v]
         formed.append(nb | {v})
         for a in nb:

@@ -35,17 +35,19 @@ Budget split (data-independent, decided before anything is read):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
-from ..errors import DomainError, PrivacyParameterError
+from ..domain import MAX_TABLE_CELLS, Domain, check_table_cells
+from ..errors import DomainError, ModelTooLargeError, PrivacyParameterError
 from ..privacy.budget import Budget, budget_of, notion_type, require_budget
 from .aim import ROUNDS_PER_VARIABLE
 from .schedule import MEASURE_SHARE, float_below
-from .workload import workload_cliques
+from .workload import candidate_weights, workload_cliques
 
 __all__ = [
     "ONE_WAY_SHARE",
@@ -60,6 +62,9 @@ __all__ = [
     "rest_of",
     "aim_rounds",
     "default_workload",
+    "clique_of",
+    "check_aim_options",
+    "usable_workload",
 ]
 
 #: Share of the budget for the one-way tables (and private quantiles): MST's third, at least.
@@ -181,3 +186,77 @@ def default_workload(domain: Domain, notion: str) -> str | None:
         return None
     pairs = [domain.size(c) for c in combinations(domain.attributes, 2)]
     return "3way" if np.median(triples) <= TRIPLE_CELLS_RATIO * np.median(pairs) else None
+
+
+def clique_of(item) -> tuple:
+    """The column names of one workload entry (a clique, a name, or ``(clique, weight)``)."""
+    weighted = isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple | list)
+    raw = item[0] if weighted else item
+    return (raw,) if isinstance(raw, str) or not hasattr(raw, "__iter__") else tuple(raw)
+
+
+def check_aim_options(kept: list, options: tuple, compress: bool | None = None) -> None:
+    """AIM's options ``(workload, max_model_size, max_rounds, estimator)``, checked before the
+    preparation spends anything (AIM checks them again on the prepared domain): everything
+    the declaration decides.
+
+    Args:
+        kept: the columns the declaration keeps (not dropped, not the person).
+        options: ``(workload, max_model_size, max_rounds, estimator)``.
+        compress: the preparation's ``compress`` option (``False``: AIM measures every
+            one-way marginal first).
+    """
+    workload, max_model_size, max_rounds, estimator = options
+    if estimator is not None and not callable(estimator):
+        raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
+    size = max_model_size
+    if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < math.inf:
+        raise PrivacyParameterError(f"max_model_size must be a positive number, got {size!r}")
+    if max_rounds is not None and (
+        isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1
+    ):
+        raise PrivacyParameterError(f"max_rounds must be a positive integer, got {max_rounds!r}")
+    if workload is None or isinstance(workload, str):
+        if workload not in (None, "2way", "3way"):
+            raise PrivacyParameterError(f"workload must be '2way', '3way' or cliques: {workload!r}")
+        k = 3 if workload == "3way" else 2
+        if len(kept) < k:
+            raise PrivacyParameterError(
+                f"a {workload or '2way'} workload needs {k} columns or more; the declaration "
+                f"keeps {len(kept)}"
+            )
+        used = set(kept)
+    else:
+        items = workload.keys() if isinstance(workload, Mapping) else workload
+        used = {v for item in items for v in clique_of(item)}
+        unknown = sorted(map(str, used - set(kept)))
+        if unknown:
+            raise PrivacyParameterError(f"the workload names columns not in the data: {unknown}")
+    if compress is False and max_rounds is not None and max_rounds < len(used):
+        raise PrivacyParameterError(  # without compression AIM measures every one-way first
+            f"max_rounds={max_rounds} is below the {len(used)} one-way marginals measured first"
+        )
+
+
+def usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
+    """``(ok, workload, notes)`` on the prepared domain (``ok``: AIM has something to select),
+    for what the declaration could not decide: dropped identifiers, the noisy compression."""
+    notes = []
+    if workload is not None and not isinstance(workload, str):
+        items = list(workload.items()) if isinstance(workload, Mapping) else list(workload)
+        names = set(dom.attributes)
+        key = (lambda i: i[0]) if isinstance(workload, Mapping) else (lambda i: i)
+        keep = [i for i in items if set(clique_of(key(i))) <= names]
+        if len(keep) < len(items):
+            notes.append(f"{len(items) - len(keep)} workload marginal(s) left out: dropped")
+        workload = dict(keep) if isinstance(workload, Mapping) else keep
+    try:
+        cliques = workload_cliques(dom, workload)
+        check_table_cells(dom, list(candidate_weights(cliques)), MAX_TABLE_CELLS)
+    except (DomainError, ModelTooLargeError) as err:
+        notes.append(
+            f"AIM did not run ({err}): the one-way tables are fitted (the "
+            "independent model); the rest of the budget is not spent"
+        )
+        return False, workload, notes
+    return True, workload, notes

@@ -1,0 +1,148 @@
+"""Benchmark: the cost of ``fit_table`` (``pgm-dp fit --data``) against the table's size.
+
+``python benchmarks/bench_cost.py`` fits generated numeric-heavy tables of growing records,
+columns and states, each in a fresh process with an empty compilation cache, on the pure
+path (``PureDP(ε)``) and the ``(ε, δ)`` path (zCDP, as ``--delta``), and prints per fit
+the CPU seconds of the whole process (user + system, ``os.wait4``: imports, the data's
+generation, every compile), those of ``fit_table`` alone, the longest single XLA compile
+and the number of compiles (``jax.monitoring``'s ``backend_compile`` events), AIM's rounds
+and its selected marginals. Options: ``--cells`` picks cells of the grid (``N:d:bins``),
+``--eps``, ``--delta``, ``--seed``; ``--quick`` is one small cell.
+
+The tables: ``d`` columns, two thirds numeric, declared by public ``bounds`` and binned into
+``bins`` equal-width bins (``n_bins``), the rest categorical with 3 to 12 states; the
+columns are noisy functions of three Gaussian factors, so that pairs carry structure. The
+target (``issue``: no fit of a table of at most 1e6 records x 20 columns above 60 CPU s on
+one core, no single compile above 20 s) is printed beside each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: ``(records, columns, bins)`` of the default grid: growing records, width and states.
+GRID = [
+    (10_000, 5, 8),
+    (54_000, 10, 32),
+    (54_000, 10, 100),
+    (100_000, 20, 16),
+    (1_000_000, 10, 16),
+    (1_000_000, 20, 8),
+]
+TARGET_CPU_S = 60.0
+TARGET_COMPILE_S = 20.0
+
+
+def table(n: int, d: int, bins: int, seed: int):
+    """A numeric-heavy ``n x d`` DataFrame and its declaration (module docstring)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 3))
+    cols, spec = {}, {}
+    numeric = (2 * d + 2) // 3
+    for j in range(numeric):
+        x = z[:, j % 3] * (1 + j % 2) + 0.7 * rng.standard_normal(n)
+        cols[f"x{j}"] = x
+        spec[f"x{j}"] = {"bounds": [-6.0, 6.0], "n_bins": bins}
+    for j in range(d - numeric):
+        k = 3 + (3 * j) % 10
+        cols[f"c{j}"] = np.floor((z[:, j % 3] + 0.5 * rng.standard_normal(n) + 3) * k / 6).clip(
+            0, k - 1
+        ).astype(np.int64)  # fmt: skip
+        spec[f"c{j}"] = {"categories": list(range(k)), "missing": False}
+    return pd.DataFrame(cols), spec
+
+
+def child(n: int, d: int, bins: int, eps: float, delta: float, seed: int) -> None:
+    """One fit (in this process); prints a JSON line."""
+    from jax import monitoring
+
+    compiles: list[float] = []
+
+    def listen(event: str, seconds: float, **kwargs) -> None:
+        if event.endswith("backend_compile_duration"):
+            compiles.append(seconds)
+
+    monitoring.register_event_duration_secs_listener(listen)
+    from pgm_dp.privacy import ApproxDP, PureDP
+    from pgm_dp.workflow import fit_table
+
+    df, spec = table(n, d, bins, seed)
+    budget = PureDP(eps) if delta == 0 else ApproxDP(eps, delta)
+    start = time.process_time()
+    fit = fit_table(df, spec, budget=budget, rng=seed)
+    seconds = time.process_time() - start
+    out = {"fit_cpu_s": seconds, "longest_compile_s": max(compiles, default=0.0),
+           "compiles": len(compiles), "rounds": fit.report["rounds"],
+           "selected": len(fit.report["selected"]),
+           "largest_clique": max(len(c) for c in fit.report["selected"])}  # fmt: skip
+    print(json.dumps(out))
+
+
+def run_cell(n: int, d: int, bins: int, eps: float, delta: float, seed: int) -> dict:
+    """:func:`child` in a fresh process (empty compilation cache); its CPU from ``wait4``."""
+    cmd = [sys.executable, __file__, "--child", f"{n}:{d}:{bins}", "--eps", str(eps),
+           "--delta", str(delta), "--seed", str(seed)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile("w+") as log:
+        path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        env = dict(os.environ, PGM_DP_CACHE_DIR=cache, PYTHONPATH=path)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        _, status, ru = os.wait4(proc.pid, 0)
+        log.seek(0)
+        text = log.read()
+    row = {"records": n, "columns": d, "bins": bins, "path": "pure" if delta == 0 else "zcdp",
+           "cpu_s": ru.ru_utime + ru.ru_stime}  # fmt: skip
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    if os.waitstatus_to_exitcode(status) != 0 or not lines:
+        row["error"] = (text.strip().splitlines() or ["no output"])[-1][:200]
+        return row
+    return {**row, **json.loads(lines[-1])}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", nargs="+", default=None, help="N:d:bins (default: the grid)")
+    ap.add_argument("--eps", type=float, default=1.0)
+    ap.add_argument("--delta", type=float, nargs="+", default=[0.0, 1e-9],
+                    help="0: pure epsilon; > 0: the (epsilon, delta) path")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="one small cell")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        n, d, bins = map(int, a.child.split(":"))
+        return child(n, d, bins, a.eps, a.delta[0], a.seed)
+    cells = [tuple(map(int, c.split(":"))) for c in a.cells] if a.cells else GRID
+    if a.quick:
+        cells = [GRID[0]]
+    print(f"epsilon = {a.eps:g}; target: CPU s <= {TARGET_CPU_S:g}, longest compile <= "
+          f"{TARGET_COMPILE_S:g} s")  # fmt: skip
+    print("| records | columns | bins | path | CPU s (process) | CPU s (fit_table) | longest "
+          "compile s | compiles | rounds | marginals | largest |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for n, d, bins in cells:
+        for delta in a.delta:
+            r = run_cell(n, d, bins, a.eps, delta, a.seed)
+            if "error" in r:
+                print(f"| {n:,} | {d} | {bins} | {r['path']} | {r['cpu_s']:.1f} | failed: "
+                      f"{r['error']!r} |")  # fmt: skip
+                continue
+            print(f"| {n:,} | {d} | {bins} | {r['path']} | {r['cpu_s']:.1f} | "
+                  f"{r['fit_cpu_s']:.1f} | {r['longest_compile_s']:.2f} | {r['compiles']} | "
+                  f"{r['rounds']} | {r['selected']} | {r['largest_clique']} |",
+                  flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
