@@ -99,8 +99,10 @@ def marginal_draws(
         sites = {k: np.asarray(v) for k, v in sites.items()}
         mu, _ = _marginals(method, p, sites, x, sigma, mrf)
         offsets = table_offsets(p.shapes)
-        out.append({
-            c: mu[:, a:b].reshape(-1, *s)
-            for c, s, a, b in zip(mrf.cliques, p.shapes, offsets[:-1], offsets[1:], strict=True)
-        })  # fmt: skip
+        out.append(
+            {
+                c: mu[:, a:b].reshape(-1, *s)
+                for c, s, a, b in zip(mrf.cliques, p.shapes, offsets[:-1], offsets[1:], strict=True)
+            }
+        )
     return out

@@ -123,8 +123,9 @@ def workload_intervals(
         bound: ErrorBound | None = by_set.get(frozenset(r))
         if bound is None:
             raise DomainError(f"{r} lies in no measured clique: its AIM bound is needed")
-        lo_b, hi_b = (np.transpose(a, [bound.clique.index(v) for v in r])
-                      for a in bound_intervals(bound))  # fmt: skip
+        lo_b, hi_b = (
+            np.transpose(a, [bound.clique.index(v) for v in r]) for a in bound_intervals(bound)
+        )
         lo_f, hi_f = _frechet(idata, cliques, r, level, lo_b.shape)
         lo, hi = np.maximum(lo_b, lo_f), np.minimum(hi_b, hi_f)
         empty = lo > hi  # the two disagree (one of them failed): AIM's bound alone there

@@ -43,10 +43,7 @@ from numpyro.infer.util import constrain_fn, potential_energy
 from xarray import DataTree
 
 from ..errors import DomainError
-from ..learners.mle import fit_marginals
-from ..models.gauge import gauge_projector
 from ..models.mrf import MarkovRandomField
-from ..tables import flatten_tables
 from .labels import posterior_dims
 from .laplace import laplace_fits, stack
 from .linear import (
@@ -62,18 +59,17 @@ from .model import (
     PRIOR_SCALE,
     Problem,
     mean_map,
-    plugin_covariance,
     prepare,
     release_model,
     site_name,
     touched_domain,
 )
 from .nuts import DENSE_LIMIT, gauge_split, nuts_draws, sigma_eigen
+from .plugin import finite_covariance, plugin_start, preconditioned_map
 
 __all__ = [
     "posterior",
     "as_key",
-    "finite_covariance",
     "EXACT_LIMIT",
     "DENSE_LIMIT",
     "LATENT_LIMIT",
@@ -85,12 +81,6 @@ EXACT_LIMIT = 64
 #: the plug-in path (latent counts): above it NUTS's cost grows steeply (``docs/bayes.md``).
 LATENT_LIMIT = 64
 _LATENT = ("theta", "noise_var", "count_deviation")
-#: Smallest ridge of the start's moment matching (naive MLE's default, per record): the
-#: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
-#: to log-potentials in the hundreds, from which the MAP search stopped far from the mode.
-START_L2 = 1e-4
-#: Halvings of the log-potentials :func:`finite_covariance` tries.
-SHRINK_STEPS = 20
 
 
 def as_key(rng) -> jax.Array:
@@ -129,8 +119,16 @@ def _data(problem: Problem, kw: dict) -> tuple:
     laplace = np.asarray(problem.laplace, dtype=bool) & aware
     y, var = jnp.asarray(problem.y), jnp.asarray(var)
     offset = jnp.zeros(problem.size) if problem.offset is None else jnp.asarray(problem.offset)
-    return (y, jnp.float64(problem.total), var, chol, precision, factor, jnp.asarray(laplace),
-            offset)  # fmt: skip
+    return (
+        y,
+        jnp.float64(problem.total),
+        var,
+        chol,
+        precision,
+        factor,
+        jnp.asarray(laplace),
+        offset,
+    )
 
 
 def _static(kw: dict) -> tuple:
@@ -224,69 +222,13 @@ def _laplace_fit(problem: Problem, kw: dict):
     return _laplace_fits([problem], kw)[0]
 
 
-def _start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -> np.ndarray:
-    """A starting ``theta``: moment matched to the release clipped at zero plus one
-    pseudo-count per cell, the prior or :data:`START_L2` as the ridge (the larger),
-    then projected off the gauge (:func:`~pgm_dp.models.gauge.gauge_projector`: no
-    marginal changes, and the prior's mode along the gauge is zero). Only a start; the
-    pseudo-count keeps the cells the noise hides away from extreme log-potentials, where
-    ``Sigma`` vanishes and the Gauss-Newton preconditioner fails (``docs/bayes.md``)."""
-    means, at = {}, 0
-    for c, shape in zip(problem.cliques, problem.shapes, strict=True):
-        size = math.prod(shape)
-        pseudo = 1.0
-        table = np.clip(problem.y[at : at + size], 0.0, None) + pseudo
-        means[c], at = (table / table.sum()).reshape(shape), at + size
-    l2 = max(1.0 / (2.0 * prior_scale**2 * problem.total), START_L2)
-    fit = fit_marginals(mrf.replace(None), means, l2=l2, tol=1e-6, max_iters=500)
-    flat = flatten_tables(fit.model.log_potentials)
-    return gauge_projector(mrf.domain, mrf.cliques)(flat)
-
-
-def finite_covariance(problem: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(x', Sigma(x'))``: the plug-in covariance at ``x``, or, where it is not finite
-    there (log-potentials so large that the junction tree's passes overflow), at the first
-    of ``x / 2, x / 4, ...`` (:data:`SHRINK_STEPS` at most) where it is. Our rule: the
-    point moves towards the prior's mode along the segment to it; ``Sigma`` is a plug-in
-    (frozen at a start and at the MAP), so any point near the mode serves, and the MAP
-    search that follows starts from ``x'``. A :class:`~pgm_dp.errors.DomainError` if no
-    point is finite."""
-    x = np.asarray(x, dtype=np.float64)
-    for k in range(SHRINK_STEPS):
-        try:
-            return x / 2.0**k, plugin_covariance(problem, x / 2.0**k)
-        except DomainError:
-            continue
-    x = x / 2.0**SHRINK_STEPS
-    return x, plugin_covariance(problem, x)
-
-
-def _preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``H = R R^T`` (``r`` the lower
-    Cholesky factor; ``theta = x0 + R^-T z``), where the problem is well conditioned."""
-
-    def theta(z):
-        return x0 + scipy.linalg.solve_triangular(r, z, lower=True, trans="T")
-
-    def fun(z):
-        val, grad = fns["value_and_grad"](jnp.asarray(theta(z)), data)
-        grad = np.asarray(grad, dtype=np.float64)
-        if not (np.isfinite(val) and np.all(np.isfinite(grad))):  # a wild trial step:
-            return 1e30, np.zeros_like(z)  # the line search backtracks
-        return float(val), scipy.linalg.solve_triangular(r, grad, lower=True)
-
-    res = scipy.optimize.minimize(
-        fun, np.zeros(x0.size), jac=True, method="L-BFGS-B", options={"maxiter": 2000}
-    )
-    return theta(res.x)
-
-
 def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
-    """Plug-in covariance: ``Sigma`` frozen at a start (:func:`_start`), the MAP, ``Sigma``
-    re-frozen there and the MAP again; the covariance is the inverse Gauss-Newton Hessian
+    """Plug-in covariance: ``Sigma`` frozen at a start
+    (:func:`~pgm_dp.bayes.plugin.plugin_start`), the MAP, ``Sigma`` re-frozen there and the
+    MAP again; the covariance is the inverse Gauss-Newton Hessian
     ``(N^2 Sigma C^-1 Sigma + I / s^2)^-1`` (``C = N Sigma + diag(v)``, the Fisher
     information of the frozen model plus the prior's precision)."""
-    x = _start(problem, mrf, prior_scale)
+    x = plugin_start(problem, mrf, prior_scale)
     for _ in range(2):
         x, sigma = finite_covariance(problem, x)
         kw = _kwargs(problem, noise_aware, prior_scale, "plugin", sigma)
@@ -294,7 +236,7 @@ def _plugin_fit(problem: Problem, mrf, noise_aware: bool, prior_scale: float):
         fisher = jac @ np.asarray(kw["plugin_precision"]) @ jac
         r = np.linalg.cholesky(0.5 * (fisher + fisher.T) + np.eye(problem.size) / prior_scale**2)
         fns, data = _functions(problem, kw), _data(problem, kw)
-        x = _preconditioned_map(fns, data, x, r)
+        x = preconditioned_map(fns, data, x, r)
     inv_r = scipy.linalg.solve_triangular(r, np.eye(x.size), lower=True)
     return kw, jnp.asarray(x), inv_r.T @ inv_r, fns, data, sigma
 
@@ -451,8 +393,9 @@ def posterior(
         pred = linear_replicates(mu, problem.total, sigma, data[2], data[6], gen)
         pred = pred.reshape(*shape, -1)
     offsets = table_offsets(problem.shapes)
-    tables = table_draws(mu_lin, problem.y, problem.total, sigma, data[2], offsets, gen,
-                         noise_aware)  # fmt: skip
+    tables = table_draws(
+        mu_lin, problem.y, problem.total, sigma, data[2], offsets, gen, noise_aware
+    )
     split_sites(draws, mu, tables, problem.cliques, problem.shapes, shape)
     _laplace_cells_only(draws, np.asarray(data[6]))
     groups = {"posterior": draws, "posterior_predictive": {"y": pred}}
@@ -477,9 +420,12 @@ def _marginals(method: str, problem: Problem, draws: dict, x, sigma, mrf) -> tup
     d = problem.size
     if method == "nuts":
         mu = np.concatenate(
-            [draws[site_name(c)].reshape(-1, math.prod(s))
-             for c, s in zip(mrf.cliques, problem.shapes, strict=True)], axis=1,
-        )  # fmt: skip
+            [
+                draws[site_name(c)].reshape(-1, math.prod(s))
+                for c, s in zip(mrf.cliques, problem.shapes, strict=True)
+            ],
+            axis=1,
+        )
         return mu, mu
     theta = draws["theta"].reshape(-1, d)
     x = np.asarray(x)[:d]

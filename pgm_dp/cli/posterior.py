@@ -32,8 +32,10 @@ def verdict(summary, method: str) -> str:
     :data:`ESS_MIN`; for the Laplace method (independent draws, nothing to converge; over
     thousands of cells R-hat's maximum exceeds 1.01 by chance at a few hundred draws per
     chain) the numbers only."""
-    rhat, bulk, tail = (float(summary[k].max() if k == "r_hat" else summary[k].min())
-                        for k in ("r_hat", "ess_bulk", "ess_tail"))  # fmt: skip
+    rhat, bulk, tail = (
+        float(summary[k].max() if k == "r_hat" else summary[k].min())
+        for k in ("r_hat", "ess_bulk", "ess_tail")
+    )
     numbers = f"max R-hat {rhat:.4f}, min bulk ESS {bulk:.0f}, min tail ESS {tail:.0f}"
     if method == "laplace":  # independent draws: R-hat's maximum over many cells is noise
         return f"diagnostics: {numbers}: independent draws of the Laplace approximation"
@@ -60,8 +62,10 @@ def _run(args) -> None:
     mrf = MarkovRandomField(rel.domain, rel.cliques)
     how = f"{args.method}, covariance {args.covariance}"
     say(f"posterior ({how}) of {len(rel.cliques)} released tables ...")
-    step("posterior: the Laplace fit, then compiling the sampler (the first run of a model "
-         "size compiles; minutes for a large model)")  # fmt: skip
+    step(
+        "posterior: the Laplace fit, then compiling the sampler (the first run of a model "
+        "size compiles; minutes for a large model)"
+    )
     idata = posterior(
         rel,
         mrf,
@@ -103,27 +107,35 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--release", type=_args.release_file, required=True, help="a release JSON")
     p.add_argument(
-        "--method", choices=["nuts", "laplace"], default="nuts",
+        "--method",
+        choices=["nuts", "laplace"],
+        default="nuts",
         help="posterior method: NUTS (default, as the library) or the Laplace approximation",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--covariance", choices=["auto", "exact", "plugin"], default="auto",
+        "--covariance",
+        choices=["auto", "exact", "plugin"],
+        default="auto",
         help="the counts' covariance: exact (small models), plug-in (frozen at the MAP; "
         "large models) or auto (exact up to 64 cells and 4096 joint states)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--laplace-noise", choices=["auto", "exact", "gaussian"], default="auto",
+        "--laplace-noise",
+        choices=["auto", "exact", "gaussian"],
+        default="auto",
         help="NUTS on the plug-in path: Laplace noise kept exact (latent counts) or a "
         "Gaussian of its variance (auto: exact up to 64 cells)",
-    )  # fmt: skip
+    )
     p.add_argument("--draws", type=_args.int_at_least(10), default=1000, help="draws per chain")
     p.add_argument("--warmup", type=_args.int_at_least(0), default=500, help="NUTS warm-up")
     p.add_argument("--chains", type=_args.int_at_least(1), default=4, help="NUTS chains")
     p.add_argument("--seed", type=_args.int_at_least(0), default=0, help="seed of the sampler")
     p.add_argument(
-        "--level", type=_args.probability, default=0.9,
+        "--level",
+        type=_args.probability,
+        default=0.9,
         help="the level of summary.csv's equal-tailed intervals (default 0.9)",
-    )  # fmt: skip
+    )
     p.add_argument(
         "--out", type=_args.output_dir, default="pgm_dp_results", help="folder for the outputs"
     )

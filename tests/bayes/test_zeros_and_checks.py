@@ -10,7 +10,7 @@ import pytest
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.bayes import posterior, predictive_check, workload_intervals
 from pgm_dp.bayes.model import Problem, prepare
-from pgm_dp.bayes.posterior import finite_covariance
+from pgm_dp.bayes.plugin import finite_covariance
 from pgm_dp.bayes.zeros import ZERO_LOG_POTENTIAL, structural_zeros
 from pgm_dp.errors import DomainError
 from pgm_dp.privacy import PureDP, release_marginals
@@ -85,7 +85,7 @@ def test_the_plugin_covariance_falls_back_towards_the_mode(monkeypatch):
     """Where ``Sigma`` is not finite (here: made so above log-potential 10), it is taken at
     the first halving of the point towards zero where it is, and that point is returned;
     with no such point the error is raised."""
-    module = importlib.import_module("pgm_dp.bayes.posterior")  # the name is the function's
+    module = importlib.import_module("pgm_dp.bayes.plugin")  # the name is the function's
     rel, mrf = _release(_diagonal_data(), 1.0, 1)
     problem = prepare(rel, mrf, None)
     exact = module.plugin_covariance
