@@ -58,8 +58,12 @@ __all__ = [
 PERSON = "person"
 #: Most rows per value, on average, of a column :func:`person_reason` recognises.
 MAX_ROWS_PER_ID = 10
-#: Words that make a column name read as an identifier (``id``, ``person_id``, ``hhID``).
-ID_WORDS = frozenset("id ids pid hhid uid caseid personid persid respid serial".split())
+#: Words that make a column name read as an identifier (``id``, ``person_id``, ``hhID``,
+#: panels' ``nr``, ``idcode``, ``persnr``).
+ID_WORDS = frozenset(
+    "id ids pid hid hhid uid caseid personid persid respid serial nr pnr persnr hhnr idcode "
+    "idno ident".split()
+)
 #: Whole column names that read as the identifier of a person (or household, case).
 ID_NAMES = frozenset(
     "person respondent household hh case subject patient participant individual".split()
