@@ -181,7 +181,7 @@ def _say_warnings(caught) -> None:
             continue
         seen.add(str(w.message))
         if issubclass(w.category, NonPrivateWarning):
-            print(f"note: {_flag_words(str(w.message))}; {DECLARE_HINT}", file=sys.stderr)
+            print(f"note: {_read_lines(_flag_words(str(w.message)))}", file=sys.stderr)
         elif issubclass(w.category, WorseThanIndependentWarning):
             print(f"warning: {w.message}", file=sys.stderr)
             say(f"WARNING: {w.message}")
@@ -201,6 +201,16 @@ _FLAGS = [
     ("spec=", "--prepare SPEC.json with "),
     ("spec ", "--prepare SPEC.json "),
 ]
+
+
+def _read_lines(text: str) -> str:
+    """A non-private-read warning (``head: read; read; ...``) as one read per line, then the
+    way to declare instead."""
+    head, sep, reads = text.partition(": ")
+    if not sep:
+        return f"{text}\n  {DECLARE_HINT}"
+    listed = "".join(f"\n  - {r}" for r in reads.split("; "))
+    return f"{head}:{listed}\n  {DECLARE_HINT}"
 
 
 def _flag_words(text: str) -> str:
