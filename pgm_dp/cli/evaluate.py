@@ -26,7 +26,9 @@ def _run(args) -> None:
     text = getattr(fit, "info", {}).get("preparation")
     if args.reference is not None:
         ref = read_structure(args.reference, model.domain)
-        say(f"KL(reference || model) = {kl_divergence(ref, model):.4g}")
+        kl = kl_divergence(ref, model)
+        kl = 0.0 if abs(kl) < 1e-12 else kl  # KL >= 0: a smaller value is rounding
+        say(f"KL(reference || model) = {kl:.4g}")
     if args.data is not None:
         data = read_data(args.data)
         if text is None:
