@@ -58,6 +58,7 @@ from typing import Any
 from ._progress import step
 from .errors import PrivacyParameterError
 from .prepare._spec import is_drop
+from .prepare.persons import PERSON
 from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
 from .privacy.budget import Budget, budget_of
 from .rng import RngLike, as_generator
@@ -148,7 +149,7 @@ def one_way_measurements(plan) -> NoisyMarginals:
 def _declared_columns(df, spec) -> list:
     """The columns that ``spec`` neither drops nor declares the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
-    drop = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == "person")}
+    drop = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == PERSON)}
     return [c for c in getattr(df, "columns", ()) if c not in drop]
 
 

@@ -22,7 +22,8 @@ __all__ = ["keep_columns", "decisions_needed"]
 def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
     """The columns to prepare, and those dropped: as the spec asks, then as identifier-like
     (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first). The
-    person column is neither; an undeclared column that looks like one is refused. Declared
+    person column is neither; an undeclared column that looks like one was refused by
+    :func:`decisions_needed`, on the whole table, before any row was left out. Declared
     columns are exempt from the checks."""
     keep, found, asked = [], [], []
     for name in df.columns:
@@ -37,9 +38,6 @@ def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
             continue
         if entry.get(PERSON):
             continue
-        persons = _persons(df, {name: entry})
-        if persons:
-            raise DataValidationError(_person_message(persons))
         reason = _identifier(df[name], name, entry, opts)
         (found if reason else keep).append((name, reason) if reason else name)
     if found and not opts.drop_identifiers:
@@ -67,10 +65,15 @@ def _persons(df: pd.DataFrame, entries: Mapping) -> list:
     return found
 
 
+def _listed(found: list) -> str:
+    """``[(name, reason)]`` as one indented line each."""
+    return "".join(f"\n      {n!r}: {r}" for n, r in found)
+
+
 def _person_message(found: list) -> str:
-    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
     return (
-        f"columns that look like the identifier of a person with several records:{listed}\n"
+        "columns that look like the identifier of a person with several records:"
+        f"{_listed(found)}\n"
         "    Declare it the person (spec {column: 'person'}; person=column), so that the budget "
         "protects each person (at most max_records_per_person of their records are kept), or "
         "drop it (spec {column: 'drop'}): the budget then protects one record, and a person "
@@ -79,11 +82,10 @@ def _person_message(found: list) -> str:
 
 
 def _identifier_message(found: list) -> str:
-    listed = "".join(f"\n      {n!r}: {r}" for n, r in found)
     return (
-        f"columns that look like record identifiers:{listed}\n    A model of an identifier "
-        "memorises records: drop them (drop_identifiers=True, or spec {column: 'drop'}), "
-        "or declare them in spec if they are variables"
+        f"columns that look like record identifiers:{_listed(found)}\n    A model of an "
+        "identifier memorises records: drop them (drop_identifiers=True, or spec "
+        "{column: 'drop'}), or declare them in spec if they are variables"
     )
 
 
