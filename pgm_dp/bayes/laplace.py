@@ -56,6 +56,13 @@ class LaplaceFit(NamedTuple):
     grad_max: np.ndarray
 
 
+class Lowest(NamedTuple):
+    """What the fit's objective carries: the lowest value so far and the one before it."""
+
+    low: jax.Array
+    before: jax.Array
+
+
 def fit_program(value_and_grad, hessian):
     """``fit(x0, problems, gtol, ftol, max_iters) -> LaplaceFit``, each field with a
     leading release axis (``problems``: stacked
@@ -72,24 +79,24 @@ def fit_program(value_and_grad, hessian):
         accepted point, its decrease over the last accepted one (rejected trials lie
         above it)."""
         f, g = value_and_grad(x, data)
-        return f, g, (jnp.minimum(best[0], f), best[0])
+        return f, g, Lowest(jnp.minimum(best.low, f), best.low)
 
     def one(x0, data, gtol, ftol, max_iters):
         def done(grad, best):
-            low, before = best
+            low, before = best.low, best.before
             scale = jnp.maximum(jnp.maximum(jnp.abs(low), jnp.abs(before)), 1.0)
             flat = jnp.isfinite(before) & (before - low <= ftol * scale)
             return (jnp.max(jnp.abs(grad)) <= gtol) | flat
 
         inf = jnp.asarray(jnp.inf, x0.dtype)
-        res = lbfgs_loop(evaluate, x0, (data,), gtol, max_iters, aux0=(inf, inf), done=done)
+        res = lbfgs_loop(evaluate, x0, (data,), gtol, max_iters, aux0=Lowest(inf, inf), done=done)
         hess = hessian(res.x, data)
         w, u = jnp.linalg.eigh(0.5 * (hess + hess.T))
         cov = (u / jnp.maximum(w, EIGEN_FLOOR)) @ u.T
         return LaplaceFit(res.x, cov, res.iterations, jnp.max(jnp.abs(res.grad)))
 
     def batch(x0, data, gtol, ftol, max_iters):
-        return jax.lax.map(lambda a: one(a[0], a[1], gtol, ftol, max_iters), (x0, data))
+        return jax.lax.map(lambda a: one(*a, gtol, ftol, max_iters), (x0, data))
 
     return jit_program(batch)
 

@@ -12,6 +12,7 @@ from numpyro.infer.hmc import hmc
 
 from .._progress import step
 from .model import matvec
+from .problem import PosteriorProblem
 
 __all__ = [
     "DENSE_LIMIT",
@@ -150,11 +151,18 @@ def gauge_split(eigen: SigmaEigen, size: int) -> GaugeSplit:
     return GaugeSplit(basis, gauge)
 
 
-def _whitened_potential(args, potential):
-    """The potential of ``z``, the log-potentials whitened by the Laplace fit:
-    ``theta = x + z L^T`` (``L L^T = H^-1``), for ``args = (problem, x, L^T)``."""
-    problem, x, chol_t = args
-    return lambda z: potential(x + matvec(z, chol_t), problem)
+class Whitening(NamedTuple):
+    """The arguments of NUTS's potential: the release's problem, and the map ``theta = x +
+    z L^T`` (``L L^T`` the fit's covariance) from NUTS's whitened coordinates ``z``."""
+
+    problem: PosteriorProblem
+    x: jax.Array
+    chol_t: jax.Array
+
+
+def _whitened_potential(args: Whitening, potential):
+    """The potential of ``z``, the log-potentials whitened by the Laplace fit."""
+    return lambda z: potential(args.x + matvec(z, args.chol_t), args.problem)
 
 
 @functools.lru_cache(maxsize=32)
@@ -201,7 +209,7 @@ def _sampler(potential, size: int, num_warmup: int, num_samples: int):
 
         # one scan over warm-up and draws: the kernel is compiled once (two scans compiled
         # it twice); the warm-up's outputs are dropped
-        out = jax.lax.scan(one, state, jnp.arange(total))[1]
+        _, out = jax.lax.scan(one, state, jnp.arange(total))
         return jax.tree.map(lambda a: a[num_warmup:], out)
 
     return jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))
@@ -231,7 +239,7 @@ def _run(functions, problem, x_b, whiten, z0, num_warmup, num_samples, key) -> N
     """One vectorised NUTS run on ``theta = x_b + z whiten^T`` from ``z0`` (per chain)."""
     run = _sampler(functions.potential, whiten.shape[1], int(num_warmup), int(num_samples))
     dtype = "float32" if whiten.shape[1] > FLOAT32_ABOVE else None
-    args = (problem.lowered(dtype), jnp.asarray(x_b), jnp.asarray(whiten.T, dtype=dtype))
+    args = Whitening(problem.lowered(dtype), jnp.asarray(x_b), jnp.asarray(whiten.T, dtype=dtype))
     keys = jax.random.split(key, len(z0))
     return run(keys, jnp.asarray(z0), args)
 
