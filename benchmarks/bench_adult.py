@@ -24,7 +24,7 @@ import warnings
 import _repo  # the repository root on sys.path: reproductions
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import budget_for
+from pgm_dp.compare.graphs import budget_for
 from pgm_dp.datasets import load_adult
 from pgm_dp.learners import CGMEM
 from pgm_dp.learners.mbi import MBI_ITERS, fit_mbi

@@ -1,5 +1,5 @@
 """A user's table on the command line: its preparation spec from the flags, and the
-private fit of :func:`pgm_dp.workflow.fit_table` with what it read and reports printed.
+private fit of :func:`pgm_dp.table.fit.fit_table` with what it read and reports printed.
 
 The spec (:func:`table_spec`): ``--domain`` declares every state of its columns (sizes
 ``n`` mean the codes ``0..n-1``; no missing state); ``--prepare SPEC.json`` declares any
@@ -171,8 +171,8 @@ def _say_warnings(caught) -> None:
     """Non-private reads (recorded in the plan) as notes with the way to declare instead,
     other warnings as ``warning:`` lines, all on stderr, each once."""
     from .._progress import end_line
-    from ..fit_report import WorseThanIndependentWarning
     from ..prepare import NonPrivateWarning
+    from ..table.report import WorseThanIndependentWarning
 
     end_line()
     seen: set = set()
@@ -230,8 +230,8 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
     by :func:`check_table`): prepare, select (AIM or MST), measure, fit; the plan, release
     and report written where asked; returns the :class:`Fit`."""
     from ..errors import PgmDpError
-    from ..fit_report import format_report
     from ..privacy.budget import budget_text
+    from ..table.report import format_report
 
     what = "AIM" if args.selection == "aim" else "MST"
     say(
@@ -259,7 +259,7 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
 
 
 def _fit(data, spec, budget, args):
-    from ..workflow import fit_table
+    from ..table.fit import fit_table
 
     return fit_table(
         data,

@@ -48,8 +48,8 @@ def _prepared_loglik(model, text: str, data) -> tuple[float, float | None]:
     import numpy as np
 
     from ..prepare import Preparation
-    from ..workflow import full_codes
-    from ..workload_check import independent_model
+    from ..table.check import independent_model
+    from ..table.fit import full_codes
 
     plan = Preparation.from_json(text)
     codes = full_codes(plan, data)

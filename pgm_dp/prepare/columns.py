@@ -296,7 +296,7 @@ class ColumnPlan:
         self, full: np.ndarray, numbers: str = "interval", within: np.ndarray | None = None
     ) -> pd.Categorical | np.ndarray:
         """The user's values of full codes: the one decoder of records (synthetic ones,
-        :mod:`pgm_dp.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
+        :mod:`pgm_dp.table.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
 
         A categorical column, and a binned one with ``numbers="interval"``, gives a
         ``pandas.Categorical`` whose categories are the column's labels as declared, each

@@ -7,7 +7,7 @@ A derived column is not modelled: it is left out of the preparation, the selecti
 fit (no budget spent on it, and no selection spent relearning an identity, which the noise
 would blur: copies learned from noisy tables contradict their source in a share of the
 synthetic records), and synthetic records get it back exactly, ``map[source value]``, from
-their source column (:mod:`pgm_dp.synth`). The source is a categorical column of the table,
+their source column (:mod:`pgm_dp.table.synth`). The source is a categorical column of the table,
 itself not derived; the map's keys are its categories as text (JSON keys), its values the
 derived column's values (a source value without a key, such as ``"<other>"``, or a missing
 one, gives a missing value).

@@ -19,19 +19,19 @@ The steps, each charged to one accountant before any noise is drawn:
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
    No cell is left at zero probability by the noise: the fit is mixed with the private
    independent model on its junction tree at the weight of one noisy cell's expected count
-   (:func:`~pgm_dp.workload_check.floored_model`). The model is then expanded back to the
+   (:func:`~pgm_dp.table.check.floored_model`). The model is then expanded back to the
    full domain (:func:`expand_model`): a merged state gets an even share of its group, as
    decoding draws it.
-4. **Check** (:mod:`pgm_dp.workload_check`): ``check_share`` of the budget (2 %), held out
+4. **Check** (:mod:`pgm_dp.table.check`): ``check_share`` of the budget (2 %), held out
    from step 2, measures how much worse the fitted model is on the workload than the
    private independent model (one noisy number); when it looks worse, the independent
    model is returned instead (post-processing). Where that check is not run (its noise
    too large), or finds nothing, the report's misfit check (released tables only,
    penalised by the models' numbers of parameters) still returns the independent model
-   when the fit is no better (:func:`~pgm_dp.workload_check.apply_misfit_check`).
-5. **Report** (:mod:`pgm_dp.fit_report`): what was selected, the budget per step, the
+   when the fit is no better (:func:`~pgm_dp.table.check.apply_misfit_check`).
+5. **Report** (:mod:`pgm_dp.table.report`): what was selected, the budget per step, the
    expected error, the check, and a
-   :class:`~pgm_dp.fit_report.WorseThanIndependentWarning` when the model explains the
+   :class:`~pgm_dp.table.report.WorseThanIndependentWarning` when the model explains the
    noisy tables, or the workload (step 4), worse than the private independent model does.
 
 Budget split (data-independent, decided before anything is read): the one-way tables get
@@ -55,14 +55,14 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._progress import step
-from .errors import PrivacyParameterError
-from .prepare._spec import is_drop
-from .prepare.persons import PERSON
-from .privacy import ZCDP, Accountant, NoisyMarginals, PureDP
-from .privacy.budget import Budget, budget_of
-from .rng import RngLike, as_generator
-from .select.plan import (
+from .._progress import step
+from ..errors import PrivacyParameterError
+from ..prepare._spec import is_drop
+from ..prepare.persons import PERSON
+from ..privacy import ZCDP, Accountant, NoisyMarginals, PureDP
+from ..privacy.budget import Budget, budget_of
+from ..rng import RngLike, as_generator
+from ..select.plan import (
     MAX_ONE_WAY_SHARE,
     ONE_WAY_EPSILON,
     ONE_WAY_SHARE,
@@ -123,7 +123,7 @@ class TableFit:
     def sample(
         self, n: int, rng: RngLike = None, *, numbers: str = "interval", missing: str = "model"
     ):
-        """``n`` synthetic records in the user's own values: :func:`pgm_dp.synth.sample_table`
+        """``n`` synthetic records in the user's own values: :func:`pgm_dp.table.synth.sample_table`
         of this fit (the same records for the same seed as every other way to sample it;
         derived columns computed from their source, :mod:`pgm_dp.prepare.derived`)."""
         return sample_table(self, n, rng=rng, numbers=numbers, missing=missing)
@@ -176,8 +176,8 @@ class _PlannedRun(Accountant):
 
 
 def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0):
-    from . import learners
-    from .privacy.accountant import check_accountant
+    from .. import learners
+    from ..privacy.accountant import check_accountant
 
     if selection not in SELECTIONS:
         raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
@@ -207,7 +207,7 @@ def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0
 def _selection_budget(charges, notion: str, amount: float, held: float, plan):
     """``(rest, check, notes)`` (:func:`_rest`); a check not worth running, judged from the
     released one-way tables (else later, by ``fit_check``), gives its share to selection."""
-    from .workload_check import check_skipped
+    from .check import check_skipped
 
     rest, check = rest_of(charges, notion, amount, held)
     k = plan.max_records_per_person
@@ -246,20 +246,20 @@ def fit_table(
     ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
     (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
     is a registered release learner. ``check_share`` (default
-    :data:`~pgm_dp.workload_check.CHECK_SHARE`; 0: no check) of the budget is held out for
+    :data:`~pgm_dp.table.check.CHECK_SHARE`; 0: no check) of the budget is held out for
     the private check against the independent model on the workload
-    (:mod:`pgm_dp.workload_check`): when the fitted model looks worse, the independent model
+    (:mod:`pgm_dp.table.check`): when the fitted model looks worse, the independent model
     is returned instead and the report says so. Every input error is raised before the
     budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
     tables are fitted, with a note in the report. ``person``: the column of a person, who
     is then protected, with ``max_records_per_person`` rows (module docstring); without it,
     one record is. ``rng``: ``None`` for a real release (seeds: tests).
     """
-    from .fit_report import build_report, warn_workload_check
-    from .prepare import with_person
-    from .prepare.derived import derived_to_json, split_derived
-    from .workload_check import apply_check, apply_misfit_check, fit_check
-    from .workload_check import check_share as _held_share
+    from ..prepare import with_person
+    from ..prepare.derived import derived_to_json, split_derived
+    from .check import apply_check, apply_misfit_check, fit_check
+    from .check import check_share as _held_share
+    from .report import build_report, warn_workload_check
 
     spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
     df = df.drop(columns=[d.name for d in derived]) if derived else df
@@ -314,7 +314,7 @@ def _select(run: tuple, selection: str, options: tuple, mst_fraction: float, pro
 def _prepared(df, spec, who, k, budget, gen, acc, options):
     """``(plan, codes)``: ``df`` prepared with ``budget``, at most ``k`` rows of each person
     ``who`` kept first (:func:`~pgm_dp.prepare.bound_records`), and the codes of those rows."""
-    from .prepare import bound_records, prepare_plan
+    from ..prepare import bound_records, prepare_plan
 
     data = df if who is None else bound_records(df, who, k, gen)
     plan = prepare_plan(
@@ -335,12 +335,12 @@ def _fit_release(spec, learner, release, dom, chosen=None):
     junction tree (minutes on wide numeric tables under zCDP). Where AIM's last estimate
     of the same tables (``chosen.model``, the naive MLE to ``LOOP_TOL``) is given, the
     refinement starts from it and the naive MLE is not solved again. No cell is then left
-    at zero probability by the noise (:func:`~pgm_dp.workload_check.floored_model`).
+    at zero probability by the noise (:func:`~pgm_dp.table.check.floored_model`).
     Returns the fit, the refinement's info (``None`` when not refined) and the CPU seconds
     of both."""
-    from .learners.base import Fit
-    from .models import MarkovRandomField
-    from .select.estimators import NaiveMLEEstimator, refine_noise_weighted
+    from ..learners.base import Fit
+    from ..models import MarkovRandomField
+    from ..select.estimators import NaiveMLEEstimator, refine_noise_weighted
 
     step(f"fitting the model ({learner}) to {len(release.cliques)} measured tables")
     start = time.process_time()
@@ -359,23 +359,18 @@ def _fit_release(spec, learner, release, dom, chosen=None):
 
 
 def _floored(fit, release):
-    """``fit`` with no cell at zero from noise (:func:`~pgm_dp.workload_check.floored_model`)
+    """``fit`` with no cell at zero from noise (:func:`~pgm_dp.table.check.floored_model`)
     where the release has a multi-way table (else the model is the independent one)."""
-    from .workload_check import floored_model
+    from .check import floored_model
 
     if not any(len(c) > 1 for c in release.cliques):
         return fit
     return replace(fit, model=floored_model(fit.model, release))
 
 
-def _amount(b: Budget | None) -> float:
-    """``b``'s amount in its own notion (``0`` for nothing spent)."""
-    return 0.0 if b is None else b.amount
-
-
 def _one_way_only(plan, measured, rest, notion):
     """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
-    from .select import AIMResult, AIMRound, merged_release
+    from ..select import AIMResult, AIMRound, merged_release
 
     one = plan.one_way
     release = merged_release(
@@ -389,7 +384,7 @@ def _one_way_only(plan, measured, rest, notion):
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
-    from .select import NaiveMLEEstimator, aim, workload_cliques
+    from ..select import NaiveMLEEstimator, aim, workload_cliques
 
     asked, size, rounds, estimator = options
     chosen = default_workload(plan.domain, notion) if asked is None else asked
@@ -401,7 +396,7 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     if asked is None and workload == "3way":
         notes.append(
             "AIM's workload: every triple (pure epsilon's default where triples are "
-            "small: pgm_dp.workflow.default_workload)"
+            "small: pgm_dp.table.fit.default_workload)"
         )
     if not ok and measured:
         return _one_way_only(plan, measured, rest, notion), notes, workload
@@ -428,9 +423,9 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
 
 
 def _mst(codes, dom, eps, fraction, gen, acc, k):
-    from .models import MarkovRandomField
-    from .privacy import release_marginals
-    from .select import select_cliques, with_one_way
+    from ..models import MarkovRandomField
+    from ..privacy import release_marginals
+    from ..select import select_cliques, with_one_way
 
     sel = select_cliques(
         codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc, max_records_per_person=k

@@ -45,7 +45,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import budget_for, paper_learner
+from pgm_dp.compare.graphs import budget_for, paper_learner
 from pgm_dp.datasets import load_adult
 from pgm_dp.domain import Domain
 from pgm_dp.errors import DomainError, PgmDpError
