@@ -6,12 +6,13 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 ``errors`` / ``rng`` / ``_config`` → ``domain`` / ``encoding`` (columns → codes) →
 ``tables`` (the flat table layout, counting records into a table) → ``inference`` (pure
 functions of tables; its backends) → ``models`` (``MarkovRandomField``, the gauge) →
-``stats`` / ``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) →
+``stats`` / ``datasets`` → ``privacy`` → ``ising`` (one network, PrIsing) →
 ``learners`` (the contract; CGM-EM in ``learners.cgm``, Zhang et al. in ``learners.zhang``)
 → ``select`` (AIM, MST: the marginals to measure) → ``bayes`` (posteriors) / ``io`` /
 ``prepare`` (a user's table → codes) → ``table`` (a user's table end to end: the fit, its
 check and report, synthetic records) → ``compare`` (learners on one budget, on sampled
-graphs or a user's table, beside Private-PGM's MST and AIM) → ``cli``.
+graphs or a user's table, beside Private-PGM's MST and AIM; the scores,
+``compare.metrics``) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -37,6 +38,7 @@ _LAZY = {
     "MarkovRandomField": "models",
     "sufficient_statistics": "stats",
     "select_cliques": "select",
+    "metrics": "compare.metrics",
     "load_adult": "datasets",
     **dict.fromkeys(["fit_table", "TableFit", "sample_table"], "table"),
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
@@ -104,7 +106,7 @@ LAYERS = (
     ("tables",),
     ("inference",),
     ("models",),
-    ("stats", "datasets", "metrics"),
+    ("stats", "datasets"),
     ("privacy",),
     ("ising",),
     ("learners",),

@@ -15,8 +15,8 @@ __all__ = ["add_parser"]
 def _run(args) -> None:
     if args.reference is None and args.data is None:
         raise ValueError("give --reference, --data or both")
+    from ..compare.metrics import kl_divergence, log_likelihood
     from ..io import load
-    from ..metrics import kl_divergence, log_likelihood
     from ..models import MarkovRandomField
 
     fit = load(args.model)
