@@ -40,7 +40,8 @@ _LAZY = {
     "select_cliques": "select",
     "metrics": "compare.metrics",
     "load_adult": "datasets",
-    **dict.fromkeys(["fit_table", "TableFit", "sample_table"], "table"),
+    **dict.fromkeys(["fit_table", "TableFit"], "table.fit"),
+    "sample_table": "table.synth",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [

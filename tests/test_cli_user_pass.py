@@ -363,7 +363,7 @@ def test_a_record_learner_gets_what_the_preparation_left():
     from pgm_dp import learners
     from pgm_dp.compare.table import record_budget
     from pgm_dp.privacy import ApproxDP
-    from pgm_dp.table.fit import one_way_share, split_budget
+    from pgm_dp.select.plan import one_way_share, split_budget
 
     df = pd.DataFrame({"sex": ["F", "M"] * 300})
     budget = PureDP(1.0)

@@ -21,8 +21,9 @@ from pgm_dp.prepare.binning import private_quantiles
 from pgm_dp.prepare.persons import person_reason
 from pgm_dp.privacy import ZCDP, Accountant, PureDP, release_marginals
 from pgm_dp.select import aim, select_cliques
+from pgm_dp.select.plan import aim_rounds
 from pgm_dp.table.check import check_noise, independent_model, release_check
-from pgm_dp.table.fit import aim_rounds, fit_table
+from pgm_dp.table.fit import fit_table
 
 SPEC = {"sex": ["F", "M"], "region": ["N", "S", "E"], "income": {"bounds": [0, 100]}}
 

@@ -16,12 +16,13 @@ from pgm_dp.cli import main
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.io import save_fit
 from pgm_dp.prepare.columns import MISSING
-from pgm_dp.table.fit import fit_table, full_codes
+from pgm_dp.table.fit import fit_table
 from pgm_dp.table.synth import (
     BLOCK,
     CHUNK,
     NUMBERS,
     Synthesizer,
+    full_codes,
     iter_table,
     sample_dask,
     sample_table,

@@ -47,9 +47,9 @@ def _prepared_loglik(model, text: str, data) -> tuple[float, float | None]:
     (already paid for; ``None`` without them)."""
     import numpy as np
 
-    from ..prepare import Preparation
+    from ..prepare.table import Preparation
     from ..table.check import independent_model
-    from ..table.fit import full_codes
+    from ..table.synth import full_codes
 
     plan = Preparation.from_json(text)
     codes = full_codes(plan, data)

@@ -184,7 +184,7 @@ def _add_table_arguments(p) -> None:
         default=None,
         help="share of the budget for the one-way tables that decide the "
         "compression (and private quantiles); default MST's third, at least 0.15 of a "
-        "pure epsilon up to half of it (pgm_dp.table.fit.one_way_share)",
+        "pure epsilon up to half of it (pgm_dp.select.plan.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",
@@ -233,7 +233,7 @@ def _add_selection_arguments(p) -> None:
         "--workload",
         default=None,
         help="AIM's workload: 2way, 3way or a JSON list of cliques (default: "
-        "pgm_dp.table.fit.default_workload)",
+        "pgm_dp.select.plan.default_workload)",
     )
     p.add_argument(
         "--max-model-size",

@@ -320,8 +320,8 @@ def add_peers(
     import pandas as pd
 
     from ..errors import PrivacyParameterError
-    from ..prepare import NonPrivateWarning, prepare_plan
-    from ..table.fit import full_codes
+    from ..prepare.table import NonPrivateWarning, prepare_plan
+    from ..table.synth import full_codes
     from .table import DataComparison, _encodable, _finish, heldout_scores, split_table
 
     train, test = split_table(df, test_fraction, seed)

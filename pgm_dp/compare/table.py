@@ -13,7 +13,7 @@ records on the same cliques, with what the preparation left of ``epsilon``
 independent model (the product of the noisy one-way tables) is scored beside them.
 
 Scores, per learner, on the user's full domain (every model expanded as the saved fit is,
-:func:`~pgm_dp.table.fit.expand_model`): the held-out mean log-likelihood per record (nats)
+:func:`~pgm_dp.table.synth.expand_model`): the held-out mean log-likelihood per record (nats)
 and the workload error, the mean total-variation distance between the model's and the
 held-out records' 2-way marginals.
 Held-out records with values the preparation cannot encode (a category never declared
@@ -92,7 +92,7 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int, person=None) 
 def _encodable(plan, test: pd.DataFrame) -> tuple[Any, int]:
     """Full-domain codes of the held-out rows the plan can encode, and how many were left
     out."""
-    from ..table.fit import full_codes
+    from ..table.synth import full_codes
 
     keep = np.ones(len(test), dtype=bool)
     for c in plan.columns:
@@ -156,9 +156,10 @@ def compare_on_table(
     from .. import learners as registry
     from ..errors import PrivacyParameterError
     from ..models import MarkovRandomField
-    from ..prepare import with_person
+    from ..prepare.persons import with_person
     from ..privacy import ApproxDP, PureDP
-    from ..table.fit import expand_model, fit_table
+    from ..table.fit import fit_table
+    from ..table.synth import expand_model
 
     specs = [registry.get(name) for name in learners]
     driver = next((s.name for s in specs if s.kind == "release"), "naive")

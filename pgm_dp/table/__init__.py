@@ -2,12 +2,6 @@
 (options checked once, the budget split into :class:`~pgm_dp.privacy.Budget` values) →
 selection (:mod:`pgm_dp.select`) → fit → check (:mod:`pgm_dp.table.check`) → report
 (:mod:`pgm_dp.table.report`) → synthetic records (:mod:`pgm_dp.table.synth`). The entry
-point is :func:`pgm_dp.table.fit.fit_table`.
+point is :func:`pgm_dp.table.fit.fit_table` (also ``pgm_dp.fit_table``); each name is
+imported from its module.
 """
-
-from __future__ import annotations
-
-from .fit import TableFit, fit_table
-from .synth import iter_table, sample_table, write_table
-
-__all__ = ["TableFit", "fit_table", "sample_table", "iter_table", "write_table"]

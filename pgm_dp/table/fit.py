@@ -2,26 +2,27 @@
 
 The steps, each charged to one accountant before any noise is drawn:
 
+0. **Plan** (:func:`plan_table`): every option checked once, before anything is read, into
+   one :class:`TablePlan` that holds the budget's split as :class:`~pgm_dp.privacy.Budget`
+   values.
 1. **Prepare** (:func:`pgm_dp.prepare.prepare_plan`): columns checked and encoded,
    identifier-like columns refused (or dropped), numeric columns binned (private quantiles
    when only bounds are declared), and the one-way marginals of every column released with
    ``prepare_share`` of the budget, their rare states merged into ``"<rare>"`` (MST's
    ``compress_domain``).
-2. **Select and measure** with the rest. ``selection="aim"`` (default): AIM (McKenna,
-   Mullins, Sheldon & Miklau 2022, :func:`pgm_dp.select.aim`) chooses marginals
-   against ``workload`` round by round, starting from step 1's one-way tables (already paid
-   for: AIM's round 0 is not run again). The default workload (:func:`default_workload`)
-   is every pair under zCDP; under pure ε, where each table measured divides ε, every
-   triple when triples have few cells: a triple answers three pairs for one table's price.
-   ``selection="mst"``: MST's spanning tree (:func:`pgm_dp.select.select_cliques`,
-   ``mst_fraction`` of the rest), then one release of the chosen pairs (pure ε only).
+2. **Select and measure** with the rest (:mod:`pgm_dp.table.selection`): AIM (McKenna,
+   Mullins, Sheldon & Miklau 2022) against ``workload``, starting from step 1's one-way
+   tables, or MST's spanning tree (pure ε only). The default workload
+   (:func:`~pgm_dp.select.plan.default_workload`) is every pair under zCDP; under pure ε,
+   where each table measured divides ε, every triple when triples have few cells: a triple
+   answers three pairs for one table's price.
 3. **Fit** a registered release learner (``naive``: naive MLE, Bernstein et al. 2017, Sec.
    3.1; ``cgm``: CGM-EM) to every table measured, one-way tables included.
    No cell is left at zero probability by the noise: the fit is mixed with the private
    independent model on its junction tree at the weight of one noisy cell's expected count
    (:func:`~pgm_dp.table.check.floored_model`). The model is then expanded back to the
-   full domain (:func:`expand_model`): a merged state gets an even share of its group, as
-   decoding draws it.
+   full domain (:func:`~pgm_dp.table.synth.expand_model`): a merged state gets an even share
+   of its group, as decoding draws it.
 4. **Check** (:mod:`pgm_dp.table.check`): ``check_share`` of the budget (2 %), held out
    from step 2, measures how much worse the fitted model is on the workload than the
    private independent model (one noisy number); when it looks worse, the independent
@@ -51,62 +52,47 @@ noise, :func:`pgm_dp.privacy.zcdp_rho_within`), its accountant holding that ``ZC
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import learners
 from .._progress import step
 from ..errors import PrivacyParameterError
+from ..learners.base import Fit
+from ..models import MarkovRandomField
 from ..prepare._spec import is_drop
-from ..prepare.persons import PERSON
-from ..privacy import ZCDP, Accountant, NoisyMarginals, PureDP
+from ..prepare.derived import derived_to_json, split_derived
+from ..prepare.persons import PERSON, bound_records, with_person
+from ..prepare.table import Preparation, prepare_plan
+from ..privacy import ZCDP, Accountant, NoisyMarginals
+from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_of
 from ..rng import RngLike, as_generator
-from ..select.plan import (
-    MAX_ONE_WAY_SHARE,
-    ONE_WAY_EPSILON,
-    ONE_WAY_SHARE,
-    TARGET_TVD,
-    aim_rounds,
-    check_aim_options,
-    default_workload,
-    one_way_share,
-    rest_of,
-    split_budget,
-    usable_workload,
+from ..select.estimators import NaiveMLEEstimator, refine_noise_weighted
+from ..select.plan import one_way_share, rest_of, split_budget
+from .check import (
+    apply_check,
+    apply_misfit_check,
+    check_share,
+    check_skipped,
+    fit_check,
+    floored_model,
 )
-from .synth import expand_model, full_codes, sample_table
+from .report import build_report, warn_workload_check
+from .selection import Chosen, SelectionPlan, choose
+from .synth import expand_model, sample_table
 
-__all__ = [
-    "TableFit",
-    "fit_table",
-    "expand_model",
-    "full_codes",
-    "aim_rounds",
-    "default_workload",
-    "one_way_share",
-    "split_budget",
-    "one_way_measurements",
-    "ONE_WAY_SHARE",
-    "ONE_WAY_EPSILON",
-    "MAX_ONE_WAY_SHARE",
-    "TARGET_TVD",
-    "SELECTIONS",
-]
+__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "REFINE_ITERS"]
 
-#: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
-#: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
-LOOP_TOL = 1e-3
 #: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
 REFINE_ITERS = 1000
-#: The selection mechanisms of :func:`fit_table`.
-SELECTIONS = ("aim", "mst")
 
 
 @dataclass(frozen=True)
 class TableFit:
     """What :func:`fit_table` returns: ``fit`` (model on ``plan.full_domain``, rare states
-    expanded, :func:`expand_model`; ``info`` holds the
+    expanded, :func:`~pgm_dp.table.synth.expand_model`; ``info`` holds the
     ``budget`` spent, the ``report`` and the ``preparation`` as JSON), the ``plan``, the
     ``release`` of every table the fit used, the ``report`` (dict) and the ``selection``
     result (:class:`~pgm_dp.select.AIMResult` or MST's
@@ -123,34 +109,104 @@ class TableFit:
     def sample(
         self, n: int, rng: RngLike = None, *, numbers: str = "interval", missing: str = "model"
     ):
-        """``n`` synthetic records in the user's own values: :func:`pgm_dp.table.synth.sample_table`
-        of this fit (the same records for the same seed as every other way to sample it;
-        derived columns computed from their source, :mod:`pgm_dp.prepare.derived`)."""
+        """``n`` synthetic records in the user's own values:
+        :func:`pgm_dp.table.synth.sample_table` of this fit (the same records for the same
+        seed as every other way to sample it; derived columns computed from their source,
+        :mod:`pgm_dp.prepare.derived`)."""
         return sample_table(self, n, rng=rng, numbers=numbers, missing=missing)
 
 
-def one_way_measurements(plan) -> NoisyMarginals:
-    """The preparation's noisy one-way tables on its compressed domain as AIM's first
-    measurements (round 0), with the one-way release's budget, mechanism and total. A
-    ``"<rare>"`` cell holds the sum of its merged noisy counts; its larger variance is not
-    kept (a table carries one noise model), which the estimators only use to weigh repeated
-    measurements."""
-    one = plan.one_way
-    tables = plan.compressed_measurements()
-    cliques = [(name,) for name in tables]
-    return one.with_tables(
-        [counts for counts, _ in tables.values()],
-        [one.noise[c] for c in cliques],
-        domain=plan.domain,
-        cliques=cliques,
+@dataclass(frozen=True)
+class TablePlan:
+    """A run of :func:`fit_table`, every option checked (:func:`plan_table`) before anything
+    is read or spent.
+
+    Args:
+        spec: the preparation's spec, the person declared in it, derived columns left out.
+        derived: the derived columns (:mod:`pgm_dp.prepare.derived`), not modelled.
+        person: the person column, or ``None`` (one record is protected).
+        max_records_per_person: ``K``, the rows kept of each person.
+        learner: the registered release learner's name.
+        selection: the selection's options (:class:`~pgm_dp.table.selection.SelectionPlan`).
+        budget: the budget as asked (the report's guarantee).
+        whole: the run's budget in one notion: ``ZCDP(ρ)`` for an ``(ε, δ)`` budget.
+        prepare: the preparation's share of ``whole``.
+        held: the share of ``whole`` held out for the workload check (0: none).
+        prepare_options: :func:`~pgm_dp.prepare.prepare_plan`'s other options.
+    """
+
+    spec: Mapping | None
+    derived: tuple
+    person: Hashable | None
+    max_records_per_person: int
+    learner: str
+    selection: SelectionPlan
+    budget: Budget
+    whole: Budget
+    prepare: Budget
+    held: float
+    prepare_options: Mapping
+
+
+def plan_table(
+    df: Any,
+    spec: Mapping | None,
+    budget: Budget,
+    *,
+    learner: str,
+    selection: SelectionPlan,
+    prepare_share: float | None,
+    check_share_: float | None,
+    accountant: Accountant | None,
+    person: Hashable | None,
+    max_records_per_person: int,
+    prepare_options: Mapping,
+) -> TablePlan:
+    """The :class:`TablePlan` of :func:`fit_table`'s arguments: every input error raised
+    here, before anything is read or spent. The budget is cut once
+    (:func:`~pgm_dp.select.plan.split_budget`): the preparation's share (default
+    :func:`~pgm_dp.select.plan.one_way_share`) and the check's (default
+    :data:`~pgm_dp.table.check.CHECK_SHARE`); the caller's ``accountant`` must afford it."""
+    spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
+    held = check_share(check_share_)
+    selection.check_how()
+    share = one_way_share(budget) if prepare_share is None else prepare_share
+    notion, amount, first, _ = split_budget(budget, share)
+    if share + held >= 1:
+        raise PrivacyParameterError(
+            f"the one-way share {share!r} and the check's share {held!r} leave nothing to select"
+        )
+    selection.check_budget(budget)
+    if learners.get(learner).kind != "release":
+        raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
+    check_accountant(accountant)
+    whole = budget_of(notion, amount)  # one notion for every charge: (ε, δ) held as its ρ
+    if accountant is not None:
+        accountant.check(whole, what="fit_table")
+    spec, person = with_person(spec, person)
+    selection.check_options(_kept_columns(df, derived, spec), prepare_options.get("compress"))
+    return TablePlan(
+        spec=spec,
+        derived=derived,
+        person=person,
+        max_records_per_person=max_records_per_person,
+        learner=learner,
+        selection=selection,
+        budget=budget,
+        whole=whole,
+        prepare=first,
+        held=held,
+        prepare_options=prepare_options,
     )
 
 
-def _declared_columns(df, spec) -> list:
-    """The columns that ``spec`` neither drops nor declares the person."""
+def _kept_columns(df, derived: tuple, spec: Mapping | None) -> list:
+    """The columns of ``df`` that the model will hold: not derived, not dropped by ``spec``,
+    not the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
-    drop = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == PERSON)}
-    return [c for c in getattr(df, "columns", ()) if c not in drop]
+    left_out = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == PERSON)}
+    left_out |= {d.name for d in derived}
+    return [c for c in getattr(df, "columns", ()) if c not in left_out]
 
 
 class _PlannedRun(Accountant):
@@ -175,47 +231,14 @@ class _PlannedRun(Accountant):
         return super().charge(cost, **kwargs)
 
 
-def _check(budget, selection, learner, share, mst_fraction, accountant, held=0.0):
-    from .. import learners
-    from ..privacy.accountant import check_accountant
-
-    if selection not in SELECTIONS:
-        raise PrivacyParameterError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    share = one_way_share(budget) if share is None else share
-    notion, amount, first, rest = split_budget(budget, share)
-    if share + held >= 1:
-        raise PrivacyParameterError(
-            f"the one-way share {share!r} and the check's share {held!r} leave nothing to select"
-        )
-    if selection == "mst" and not budget.is_pure:
-        raise PrivacyParameterError("MST selection runs under pure epsilon-DP; drop delta")
-    if not 0 < mst_fraction < 1:
-        raise PrivacyParameterError(f"mst_fraction must be in (0, 1), got {mst_fraction!r}")
-    spec = learners.get(learner)
-    if spec.kind != "release":
-        raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
-    check_accountant(accountant)
-    # one notion for every charge: an (ε, δ) budget is held as the ρ its conversion allows
-    whole = budget_of(notion, amount)
-    acc = accountant if accountant is not None else Accountant(whole)
-    acc.check(whole, what="fit_table")
-    if not whole.is_pure and acc.total.native() != acc.total:  # an (ε, δ) total
-        acc = _PlannedRun(whole, acc)  # the whole spend planned before the first charge
-    return spec, (notion, amount, first, rest), acc
-
-
-def _selection_budget(charges, notion: str, amount: float, held: float, plan):
-    """``(rest, check, notes)`` (:func:`_rest`); a check not worth running, judged from the
-    released one-way tables (else later, by ``fit_check``), gives its share to selection."""
-    from .check import check_skipped
-
-    rest, check = rest_of(charges, notion, amount, held)
-    k = plan.max_records_per_person
-    skipped = plan.one_way is not None and check_skipped(check, plan.one_way.total, k)
-    if skipped:
-        rest, check = rest_of(charges, notion, amount, 0.0)
-    note = f"the workload check was not run: {skipped}; its share went to selection"
-    return rest, check, [note] if skipped else []
+def _run_accountant(whole: Budget, accountant: Accountant | None) -> Accountant:
+    """The accountant every step charges: the caller's, a new one for ``whole``, or, for a
+    caller's ``(ε, δ)`` accountant, a :class:`_PlannedRun` of the whole spend."""
+    if accountant is None:
+        return Accountant(whole)
+    if not whole.is_pure and accountant.total.native() != accountant.total:  # an (ε, δ) total
+        return _PlannedRun(whole, accountant)
+    return accountant
 
 
 def fit_table(
@@ -242,202 +265,140 @@ def fit_table(
     """A private model of the pandas DataFrame ``df`` (module docstring). ``spec`` and
     ``prepare_options`` (``categories``, ``bounds``, ``missing``, ``drop_identifiers``,
     ``compress``, ...) go to :func:`~pgm_dp.prepare.prepare_plan`, which spends
-    ``prepare_share`` of the budget (default :func:`one_way_share`); ``workload``,
-    ``max_model_size``, ``max_rounds`` (default :func:`aim_rounds`) and ``estimator``
-    (default naive MLE to :data:`LOOP_TOL`) to AIM; ``learner``
-    is a registered release learner. ``check_share`` (default
-    :data:`~pgm_dp.table.check.CHECK_SHARE`; 0: no check) of the budget is held out for
-    the private check against the independent model on the workload
-    (:mod:`pgm_dp.table.check`): when the fitted model looks worse, the independent model
-    is returned instead and the report says so. Every input error is raised before the
-    budget is touched; when the prepared domain leaves AIM nothing to select, the one-way
-    tables are fitted, with a note in the report. ``person``: the column of a person, who
-    is then protected, with ``max_records_per_person`` rows (module docstring); without it,
-    one record is. ``rng``: ``None`` for a real release (seeds: tests).
+    ``prepare_share`` of the budget (default :func:`~pgm_dp.select.plan.one_way_share`);
+    ``selection``, ``workload``, ``max_model_size``, ``max_rounds``, ``estimator``,
+    ``mst_fraction`` and ``progress`` to the selection
+    (:class:`~pgm_dp.table.selection.SelectionPlan`); ``learner`` is a registered release
+    learner. ``check_share`` (default :data:`~pgm_dp.table.check.CHECK_SHARE`; 0: no check)
+    of the budget is held out for the private check against the independent model on the
+    workload (:mod:`pgm_dp.table.check`): when the fitted model looks worse, the independent
+    model is returned instead and the report says so. Every input error is raised before
+    the budget is touched (:func:`plan_table`); when the prepared domain leaves AIM nothing
+    to select, the one-way tables are fitted, with a note in the report. ``person``: the
+    column of a person, who is then protected, with ``max_records_per_person`` rows (module
+    docstring); without it, one record is. ``rng``: ``None`` for a real release (seeds:
+    tests).
     """
-    from ..prepare import with_person
-    from ..prepare.derived import derived_to_json, split_derived
-    from .check import apply_check, apply_misfit_check, fit_check
-    from .check import check_share as _held_share
-    from .report import build_report, warn_workload_check
-
-    spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
-    df = df.drop(columns=[d.name for d in derived]) if derived else df
-    held = _held_share(check_share)
-    spec_l, (notion, amount, first, rest), acc = _check(
-        budget, selection, learner, prepare_share, mst_fraction, accountant, held
+    chooser = SelectionPlan(
+        selection, workload, max_model_size, max_rounds, estimator, mst_fraction, progress
     )
-    spec, who = with_person(spec, person)
-    options = (workload, max_model_size, max_rounds, estimator)
-    if selection == "aim":
-        check_aim_options(_declared_columns(df, spec), options, prepare_options.get("compress"))
-    gen, before, k = as_generator(rng), len(acc.charges), max_records_per_person
-    step(f"preparing {len(_declared_columns(df, spec))} columns (the one-way tables)")
-    plan, codes = _prepared(df, spec, who, k, first, gen, acc, prepare_options)
-    rest, held_budget, notes = _selection_budget(acc.charges[before:], notion, amount, held, plan)
-    dom = plan.domain
-    run = (codes, plan, rest, notion, gen, acc)
-    chosen, release, workload, picked = _select(run, selection, options, mst_fraction, progress)
-    notes += picked
-    fit, refined, seconds = _fit_release(spec_l, learner, release, dom, chosen)
+    plan = plan_table(
+        df,
+        spec,
+        budget,
+        learner=learner,
+        selection=chooser,
+        prepare_share=prepare_share,
+        check_share_=check_share,
+        accountant=accountant,
+        person=person,
+        max_records_per_person=max_records_per_person,
+        prepare_options=prepare_options,
+    )
+    acc, gen = _run_accountant(plan.whole, accountant), as_generator(rng)
+    before = len(acc.charges)
+    prepared, codes = _prepare(df, plan, gen, acc)
+    rest, held, notes = _selection_budget(acc.charges[before:], plan, prepared)
+    chosen = choose(codes, prepared, plan.selection, rest, gen, acc)
+    fit, refined, seconds = _fit_release(plan.learner, chosen, prepared.domain)
     step("checking the fit")
-    check = fit_check(codes, dom, workload, fit.model, release, held_budget, gen, acc, k)
+    dom, k = prepared.domain, prepared.max_records_per_person
+    check = fit_check(codes, dom, chosen.workload, fit.model, chosen.release, held, gen, acc, k)
     report = {
-        **build_report(fit.model, release, plan, chosen, acc, learner, budget),
+        **build_report(fit.model, chosen.release, prepared, chosen.result, acc, learner, budget),
         "fit_cpu_s": seconds,
         "refined": refined,
-        "notes": notes,
+        "notes": [*notes, *chosen.notes],
     }
     if check is not None:
         fit = apply_check(fit, check, report)
         if "workload_check" in report:
             warn_workload_check(report["workload_check"], learner)
-    fit = apply_misfit_check(fit, release, report)
-    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": plan.to_json()}
-    info |= {"derived": derived_to_json(derived)} if derived else {}
-    fit = replace(fit, model=expand_model(fit.model, plan), info=info)
-    return TableFit(fit, plan, release, report, chosen, derived)
+    fit = apply_misfit_check(fit, chosen.release, report)
+    info = {**fit.info, "budget": acc.spent, "report": report, "preparation": prepared.to_json()}
+    info |= {"derived": derived_to_json(plan.derived)} if plan.derived else {}
+    fit = replace(fit, model=expand_model(fit.model, prepared), info=info)
+    return TableFit(fit, prepared, chosen.release, report, chosen.result, plan.derived)
 
 
-def _select(run: tuple, selection: str, options: tuple, mst_fraction: float, progress):
-    """``(chosen, release, workload, notes)``: AIM's selection and measurements (:func:`_aim`)
-    or MST's (:func:`_mst`), on ``run = (codes, plan, rest, notion, gen, acc)``."""
-    codes, plan, rest, notion, gen, acc = run
-    if selection == "aim":
-        chosen, notes, workload = _aim(codes, plan, rest, notion, options, gen, acc, progress)
-        return chosen, chosen.release, workload, notes
+def _prepare(df, plan: TablePlan, gen, acc) -> tuple[Preparation, Any]:
+    """Step 1: ``(preparation, codes)`` of ``df`` with ``plan.prepare``, at most ``K`` rows of
+    each person kept first (:func:`~pgm_dp.prepare.persons.bound_records`), and the codes of
+    those rows."""
+    data = df.drop(columns=[d.name for d in plan.derived]) if plan.derived else df
+    step(f"preparing {len(_kept_columns(data, (), plan.spec))} columns (the one-way tables)")
     k = plan.max_records_per_person
-    chosen, release = _mst(codes, plan.domain, rest.epsilon, mst_fraction, gen, acc, k)
-    return chosen, release, options[0], []
-
-
-def _prepared(df, spec, who, k, budget, gen, acc, options):
-    """``(plan, codes)``: ``df`` prepared with ``budget``, at most ``k`` rows of each person
-    ``who`` kept first (:func:`~pgm_dp.prepare.bound_records`), and the codes of those rows."""
-    from ..prepare import bound_records, prepare_plan
-
-    data = df if who is None else bound_records(df, who, k, gen)
-    plan = prepare_plan(
-        data, spec, budget=budget, rng=gen, accountant=acc, max_records_per_person=k, **options
+    if plan.person is not None:
+        data = bound_records(data, plan.person, k, gen)
+    prepared = prepare_plan(
+        data,
+        plan.spec,
+        budget=plan.prepare,
+        rng=gen,
+        accountant=acc,
+        max_records_per_person=k,
+        **plan.prepare_options,
     )
-    return plan, plan.encode(data)
+    return prepared, prepared.encode(data)
 
 
-def _fit_release(spec, learner, release, dom, chosen=None):
-    """The learner's fit of every table measured; the naive MLE is then refined by
-    Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps), which weighs each
-    table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
-    likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
-    matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
-    The naive MLE is solved by the NumPy solver AIM's rounds use
-    (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective, ``l2`` and
-    ``tol``): nothing is compiled, where a compiled solver's compile time grows with the
-    junction tree (minutes on wide numeric tables under zCDP). Where AIM's last estimate
-    of the same tables (``chosen.model``, the naive MLE to ``LOOP_TOL``) is given, the
-    refinement starts from it and the naive MLE is not solved again. No cell is then left
-    at zero probability by the noise (:func:`~pgm_dp.table.check.floored_model`).
-    Returns the fit, the refinement's info (``None`` when not refined) and the CPU seconds
-    of both."""
-    from ..learners.base import Fit
-    from ..models import MarkovRandomField
-    from ..select.estimators import NaiveMLEEstimator, refine_noise_weighted
+def _selection_budget(charges, plan: TablePlan, prepared) -> tuple:
+    """``(rest, check, notes)``: what the preparation left of ``plan.whole`` for the
+    selection, and the check's budget (:func:`~pgm_dp.select.plan.rest_of`); a check not
+    worth running, judged from the released one-way tables (else later, by ``fit_check``),
+    gives its share to selection. ``charges``: the preparation's."""
+    whole, held = plan.whole, plan.held
+    rest, check = rest_of(charges, whole.notion, whole.amount, held)
+    k = prepared.max_records_per_person
+    skipped = prepared.one_way is not None and check_skipped(check, prepared.one_way.total, k)
+    if skipped:
+        rest, check = rest_of(charges, whole.notion, whole.amount, 0.0)
+    note = f"the workload check was not run: {skipped}; its share went to selection"
+    return rest, check, [note] if skipped else []
 
+
+def _fit_release(learner: str, chosen: Chosen, domain) -> tuple[Fit, Any, float]:
+    """Step 3: the learner's fit of every table measured (``_FITS``: the naive MLE refined,
+    else the learner's own fit), no cell left at zero probability by the noise
+    (:func:`~pgm_dp.table.check.floored_model`); the model on the prepared ``domain``.
+    Returns the fit, the refinement's info (``None`` when not refined) and the CPU
+    seconds."""
+    release = chosen.release
     step(f"fitting the model ({learner}) to {len(release.cliques)} measured tables")
     start = time.process_time()
-    if learner != "naive":
-        fit = spec.make().fit(release, MarkovRandomField(dom, release.cliques))
-        return _floored(fit, release), None, time.process_time() - start
+    fit, refined = _FITS.get(learner, _learner_fit)(learners.get(learner), chosen, domain)
+    if any(len(c) > 1 for c in release.cliques):  # else the model is the independent one
+        fit = replace(fit, model=floored_model(fit.model, release))
+    return fit, refined, time.process_time() - start
+
+
+def _learner_fit(spec, chosen: Chosen, domain) -> tuple[Fit, None]:
+    """The registered learner's own fit of the release."""
+    release = chosen.release
+    return spec.make().fit(release, MarkovRandomField(domain, release.cliques)), None
+
+
+def _naive_refined(spec, chosen: Chosen, domain) -> tuple[Fit, Any]:
+    """The naive MLE refined by Private-PGM's noise-weighted mirror descent
+    (``REFINE_ITERS`` steps), which weighs each table by its noise's standard deviation:
+    AIM's own estimate. That loss is the Gaussian likelihood; under Laplace noise (pure ε)
+    we use it as well (our choice: the weights matter more than the loss's shape, and on
+    the real tables it lowered the 2-way TVD). The naive MLE is solved by the NumPy solver
+    AIM's rounds use (:class:`~pgm_dp.select.NaiveMLEEstimator`: the learner's objective,
+    ``l2`` and ``tol``): nothing is compiled, where a compiled solver's compile time grows
+    with the junction tree (minutes on wide numeric tables under zCDP). Where AIM's last
+    estimate of the same tables (the naive MLE to :data:`~pgm_dp.table.selection.LOOP_TOL`)
+    is at hand, the refinement starts from it and the naive MLE is not solved again."""
+    release = chosen.release
     naive = spec.make()
-    solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
-    previous = getattr(chosen, "model", None)
-    same = getattr(previous, "cliques", None) == tuple(release.cliques)
-    first = previous if same else solve(release, release.cliques, dom, final=True)
+    previous = getattr(chosen.result, "model", None)
+    if getattr(previous, "cliques", None) != tuple(release.cliques):
+        solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
+        previous = solve(release, release.cliques, domain, final=True)
     step(f"refining the model ({REFINE_ITERS} mirror-descent steps)")
-    model, refined = refine_noise_weighted(first, release, REFINE_ITERS)
-    fit = Fit(model=model, info={"budget": release.budget})
-    return _floored(fit, release), refined, time.process_time() - start
+    model, refined = refine_noise_weighted(previous, release, REFINE_ITERS)
+    return Fit(model=model, info={"budget": release.budget}), refined
 
 
-def _floored(fit, release):
-    """``fit`` with no cell at zero from noise (:func:`~pgm_dp.table.check.floored_model`)
-    where the release has a multi-way table (else the model is the independent one)."""
-    from .check import floored_model
-
-    if not any(len(c) > 1 for c in release.cliques):
-        return fit
-    return replace(fit, model=floored_model(fit.model, release))
-
-
-def _one_way_only(plan, measured, rest, notion):
-    """AIM's result when it cannot run: the one-way tables paid for by the preparation."""
-    from ..select import AIMResult, AIMRound, merged_release
-
-    one = plan.one_way
-    release = merged_release(
-        measured,
-        budget=one.budget,
-        mechanism=one.mechanism,
-        sensitivity=plan.max_records_per_person,
-    )
-    log = (AIMRound(0, tuple(dict.fromkeys(measured.cliques)), 0.0, None, 0.0, 0.0, 0.0),)
-    return AIMResult((), release, log, None, rest, notion, rest.amount, measured)
-
-
-def _aim(codes, plan, rest, notion, options, gen, acc, progress):
-    from ..select import NaiveMLEEstimator, aim, workload_cliques
-
-    asked, size, rounds, estimator = options
-    chosen = default_workload(plan.domain, notion) if asked is None else asked
-    if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
-        estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
-    dom = plan.domain
-    measured = one_way_measurements(plan) if plan.one_way is not None else None
-    ok, workload, notes = usable_workload(dom, chosen)
-    if asked is None and workload == "3way":
-        notes.append(
-            "AIM's workload: every triple (pure epsilon's default where triples are "
-            "small: pgm_dp.table.fit.default_workload)"
-        )
-    if not ok and measured:
-        return _one_way_only(plan, measured, rest, notion), notes, workload
-    if rounds is None:
-        n_hat = plan.one_way.total if plan.one_way is not None else 0.0
-        cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
-        amount, k = rest.amount, plan.max_records_per_person
-        rounds = aim_rounds(n_hat, cells, notion, amount, len(dom), k) if n_hat else None
-    result = aim(
-        codes,
-        dom,
-        rest,
-        workload,
-        rng=gen,
-        accountant=acc,
-        max_model_size=size,
-        max_rounds=rounds,
-        measured=measured,
-        progress=progress,
-        estimator=estimator,
-        max_records_per_person=plan.max_records_per_person,
-    )
-    return result, notes, workload
-
-
-def _mst(codes, dom, eps, fraction, gen, acc, k):
-    from ..models import MarkovRandomField
-    from ..privacy import release_marginals
-    from ..select import select_cliques, with_one_way
-
-    sel = select_cliques(
-        codes, PureDP(eps * fraction), dom, rng=gen, accountant=acc, max_records_per_person=k
-    )
-    rel = release_marginals(
-        codes,
-        MarkovRandomField(dom, sel.cliques),
-        budget=PureDP(eps * (1 - fraction)),
-        mechanism="discrete_laplace",
-        rng=gen,
-        accountant=acc,
-        what="mst: measure",
-        max_records_per_person=k,
-    )
-    return sel, with_one_way(sel, rel)
+#: How a learner's fit is made in the table path (by name; the learner's own fit otherwise).
+_FITS: dict[str, Callable] = {"naive": _naive_refined}

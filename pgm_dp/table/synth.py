@@ -16,7 +16,7 @@ decoded:
   ``category`` column whose categories are the labels as declared, each of its own type
   (integers stay integers): one dtype from every entry point, missing values included; a
   state merged into ``"<rare>"`` was expanded in the model already
-  (:func:`pgm_dp.table.fit.expand_model`), so every category is a value of the data's;
+  (:func:`pgm_dp.table.synth.expand_model`), so every category is a value of the data's;
 * a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
   ``"[a, b)"`` (what the model knows, nothing more; a ``category`` column); ``"uniform"``
   a number drawn uniformly within its bin (float64; a synthetic value, not a value of the
@@ -87,7 +87,7 @@ def fit_preparation(fit: Any) -> tuple[Any, Any, tuple]:
     Args:
         fit: a :class:`~pgm_dp.table.fit.TableFit`, a :class:`~pgm_dp.learners.Fit` or a path.
     """
-    from ..prepare import Preparation
+    from ..prepare.table import Preparation
 
     if isinstance(fit, str | os.PathLike):
         from ..io import load
