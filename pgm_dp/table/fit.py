@@ -4,7 +4,7 @@ The steps, each charged to one accountant before any noise is drawn:
 
 0. **Plan** (:func:`plan_table`): every option checked once, before anything is read, into
    one :class:`TablePlan` that holds the budget's split as :class:`~pgm_dp.privacy.Budget`
-   values.
+   values; the table's columns are then held against it (:func:`check_columns`).
 1. **Prepare** (:func:`pgm_dp.prepare.prepare_plan`): columns checked and encoded,
    identifier-like columns refused (or dropped), numeric columns binned (private quantiles
    when only bounds are declared), and the one-way marginals of every column released with
@@ -62,7 +62,7 @@ from ..errors import PrivacyParameterError
 from ..learners.base import Fit
 from ..models import MarkovRandomField
 from ..prepare._spec import is_drop
-from ..prepare.derived import derived_to_json, split_derived
+from ..prepare.derived import check_derived, derived_to_json, parse_derived
 from ..prepare.persons import PERSON, bound_records, with_person
 from ..prepare.table import Preparation, prepare_plan
 from ..privacy import ZCDP, Accountant, NoisyMarginals
@@ -83,7 +83,7 @@ from .report import build_report, warn_workload_check
 from .selection import Chosen, SelectionPlan, choose
 from .synth import expand_model, sample_table
 
-__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "REFINE_ITERS"]
+__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "check_columns", "REFINE_ITERS"]
 
 #: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
 REFINE_ITERS = 1000
@@ -149,7 +149,6 @@ class TablePlan:
 
 
 def plan_table(
-    df: Any,
     spec: Mapping | None,
     budget: Budget,
     *,
@@ -162,12 +161,13 @@ def plan_table(
     max_records_per_person: int,
     prepare_options: Mapping,
 ) -> TablePlan:
-    """The :class:`TablePlan` of :func:`fit_table`'s arguments: every input error raised
-    here, before anything is read or spent. The budget is cut once
+    """The :class:`TablePlan` of :func:`fit_table`'s arguments: every option checked here,
+    before anything is read or spent; the plan depends on the budget and the declarations
+    alone (:func:`check_columns` then holds the table's columns against it). The budget is cut once
     (:func:`~pgm_dp.select.plan.split_budget`): the preparation's share (default
     :func:`~pgm_dp.select.plan.one_way_share`) and the check's (default
     :data:`~pgm_dp.table.check.CHECK_SHARE`); the caller's ``accountant`` must afford it."""
-    spec, derived = split_derived(df, spec)  # not modelled: computed back in samples
+    spec, derived = parse_derived(spec)  # not modelled: computed back in samples
     held = check_share(check_share_)
     selection.check_how()
     share = one_way_share(budget) if prepare_share is None else prepare_share
@@ -184,7 +184,6 @@ def plan_table(
     if accountant is not None:
         accountant.check(whole, what="fit_table")
     spec, person = with_person(spec, person)
-    selection.check_options(_kept_columns(df, derived, spec), prepare_options.get("compress"))
     return TablePlan(
         spec=spec,
         derived=derived,
@@ -200,13 +199,22 @@ def plan_table(
     )
 
 
-def _kept_columns(df, derived: tuple, spec: Mapping | None) -> list:
-    """The columns of ``df`` that the model will hold: not derived, not dropped by ``spec``,
-    not the person."""
+def _kept_columns(columns, derived: tuple, spec: Mapping | None) -> list:
+    """The ``columns`` that the model will hold: not derived, not dropped by ``spec``, not
+    the person."""
     items = spec.items() if isinstance(spec, Mapping) else ()
     left_out = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == PERSON)}
     left_out |= {d.name for d in derived}
-    return [c for c in getattr(df, "columns", ()) if c not in left_out]
+    return [c for c in columns if c not in left_out]
+
+
+def check_columns(df: Any, spec: Mapping | None, plan: TablePlan) -> None:
+    """``df``'s columns held against ``plan``: the derived columns declared in ``spec``
+    (:func:`~pgm_dp.prepare.derived.check_derived`) and the selection's options, such as
+    the workload's columns (:meth:`~pgm_dp.table.selection.SelectionPlan.check_options`)."""
+    check_derived(df, spec, plan.derived)
+    kept = _kept_columns(getattr(df, "columns", ()), plan.derived, plan.spec)
+    plan.selection.check_options(kept, plan.prepare_options.get("compress"))
 
 
 class _PlannedRun(Accountant):
@@ -283,7 +291,6 @@ def fit_table(
         selection, workload, max_model_size, max_rounds, estimator, mst_fraction, progress
     )
     plan = plan_table(
-        df,
         spec,
         budget,
         learner=learner,
@@ -295,6 +302,7 @@ def fit_table(
         max_records_per_person=max_records_per_person,
         prepare_options=prepare_options,
     )
+    check_columns(df, spec, plan)  # every input error before the budget is touched
     acc, gen = _run_accountant(plan.whole, accountant), as_generator(rng)
     before = len(acc.charges)
     prepared, codes = _prepare(df, plan, gen, acc)
@@ -325,13 +333,15 @@ def _prepare(df, plan: TablePlan, gen, acc) -> tuple[Preparation, Any]:
     """Step 1: ``(preparation, codes)`` of ``df`` with ``plan.prepare``, at most ``K`` rows of
     each person kept first (:func:`~pgm_dp.prepare.persons.bound_records`), and the codes of
     those rows."""
-    data = df.drop(columns=[d.name for d in plan.derived]) if plan.derived else df
-    step(f"preparing {len(_kept_columns(data, (), plan.spec))} columns (the one-way tables)")
+    if plan.derived:  # not modelled
+        df = df.drop(columns=[d.name for d in plan.derived])
+    kept = _kept_columns(df.columns, (), plan.spec)
+    step(f"preparing {len(kept)} columns (the one-way tables)")
     k = plan.max_records_per_person
     if plan.person is not None:
-        data = bound_records(data, plan.person, k, gen)
+        df = bound_records(df, plan.person, k, gen)
     prepared = prepare_plan(
-        data,
+        df,
         plan.spec,
         budget=plan.prepare,
         rng=gen,
@@ -339,7 +349,7 @@ def _prepare(df, plan: TablePlan, gen, acc) -> tuple[Preparation, Any]:
         max_records_per_person=k,
         **plan.prepare_options,
     )
-    return prepared, prepared.encode(data)
+    return prepared, prepared.encode(df)
 
 
 def _selection_budget(charges, plan: TablePlan, prepared) -> tuple:
