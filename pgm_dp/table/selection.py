@@ -184,10 +184,9 @@ def one_way_only(prepared, measured: NoisyMarginals, rest: Budget) -> AIMResult:
 
 
 def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen:
-    dom = prepared.domain
-    asked = plan.workload
-    wanted = default_workload(dom, rest.notion) if asked is None else asked
+    dom, asked = prepared.domain, plan.workload
     measured = one_way_measurements(prepared) if prepared.one_way is not None else None
+    wanted = default_workload(dom, rest.notion) if asked is None else asked
     ok, workload, notes = usable_workload(dom, wanted)
     if asked is None and workload == "3way":
         notes.append(
@@ -197,6 +196,7 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
     if not ok and measured:
         result = one_way_only(prepared, measured, rest)
         return Chosen(result, result.release, workload, tuple(notes))
+    rounds = _rounds(prepared, plan.max_rounds, workload, rest)
     estimator = plan.estimator  # AIM's fits to LOOP_TOL: the model returned is the learner's
     if estimator is None:
         estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
@@ -208,7 +208,7 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
         rng=gen,
         accountant=acc,
         max_model_size=plan.max_model_size,
-        max_rounds=_rounds(prepared, plan.max_rounds, workload, rest),
+        max_rounds=rounds,
         measured=measured,
         progress=plan.progress,
         estimator=estimator,
