@@ -153,7 +153,13 @@ def plan_table(
     budget: Budget,
     *,
     learner: str,
-    selection: SelectionPlan,
+    selection: str,
+    workload: Any,
+    max_model_size: float,
+    max_rounds: int | None,
+    estimator: Any,
+    mst_fraction: float,
+    progress: bool,
     prepare_share: float | None,
     check_share_: float | None,
     accountant: Accountant | None,
@@ -163,20 +169,38 @@ def plan_table(
 ) -> TablePlan:
     """The :class:`TablePlan` of :func:`fit_table`'s arguments: every option checked here,
     before anything is read or spent; the plan depends on the budget and the declarations
-    alone (:func:`check_columns` then holds the table's columns against it). The budget is cut once
-    (:func:`~pgm_dp.select.plan.split_budget`): the preparation's share (default
+    alone (:func:`check_columns` then holds the table's columns against it). The budget is
+    cut once (:func:`~pgm_dp.select.plan.split_budget`): the preparation's share (default
     :func:`~pgm_dp.select.plan.one_way_share`) and the check's (default
-    :data:`~pgm_dp.table.check.CHECK_SHARE`); the caller's ``accountant`` must afford it."""
+    :data:`~pgm_dp.table.check.CHECK_SHARE`); the caller's ``accountant`` must afford it.
+
+    Args:
+        spec, budget, learner, selection, workload, max_model_size, max_rounds, estimator,
+            mst_fraction, progress, prepare_share, accountant, person,
+            max_records_per_person: as :func:`fit_table` takes them.
+        check_share_: :func:`fit_table`'s ``check_share``.
+        prepare_options: :func:`fit_table`'s other options, for
+            :func:`~pgm_dp.prepare.prepare_plan`.
+    """
     spec, derived = parse_derived(spec)  # not modelled: computed back in samples
     held = check_share(check_share_)
-    selection.check_how()
+    chooser = SelectionPlan(
+        how=selection,
+        workload=workload,
+        max_model_size=max_model_size,
+        max_rounds=max_rounds,
+        estimator=estimator,
+        mst_fraction=mst_fraction,
+        progress=progress,
+    )
+    chooser.check_how()
     share = one_way_share(budget) if prepare_share is None else prepare_share
     notion, amount, first, _ = split_budget(budget, share)
     if share + held >= 1:
         raise PrivacyParameterError(
             f"the one-way share {share!r} and the check's share {held!r} leave nothing to select"
         )
-    selection.check_budget(budget)
+    chooser.check_budget(budget)
     if learners.get(learner).kind != "release":
         raise PrivacyParameterError(f"learner {learner!r} fits records, not released tables")
     check_accountant(accountant)
@@ -190,7 +214,7 @@ def plan_table(
         person=person,
         max_records_per_person=max_records_per_person,
         learner=learner,
-        selection=selection,
+        selection=chooser,
         budget=budget,
         whole=whole,
         prepare=first,
@@ -287,14 +311,17 @@ def fit_table(
     docstring); without it, one record is. ``rng``: ``None`` for a real release (seeds:
     tests).
     """
-    chooser = SelectionPlan(
-        selection, workload, max_model_size, max_rounds, estimator, mst_fraction, progress
-    )
     plan = plan_table(
         spec,
         budget,
         learner=learner,
-        selection=chooser,
+        selection=selection,
+        workload=workload,
+        max_model_size=max_model_size,
+        max_rounds=max_rounds,
+        estimator=estimator,
+        mst_fraction=mst_fraction,
+        progress=progress,
         prepare_share=prepare_share,
         check_share_=check_share,
         accountant=accountant,
@@ -304,9 +331,8 @@ def fit_table(
     )
     check_columns(df, spec, plan)  # every input error before the budget is touched
     acc, gen = _run_accountant(plan.whole, accountant), as_generator(rng)
-    before = len(acc.charges)
     prepared, codes = _prepare(df, plan, gen, acc)
-    rest, held, notes = _selection_budget(acc.charges[before:], plan, prepared)
+    rest, held, notes = _selection_budget(plan, prepared)
     chosen = choose(codes, prepared, plan.selection, rest, gen, acc)
     fit, refined, seconds = _fit_release(plan.learner, chosen, prepared.domain)
     step("checking the fit")
@@ -352,11 +378,12 @@ def _prepare(df, plan: TablePlan, gen, acc) -> tuple[Preparation, Any]:
     return prepared, prepared.encode(df)
 
 
-def _selection_budget(charges, plan: TablePlan, prepared) -> tuple:
-    """``(rest, check, notes)``: what the preparation left of ``plan.whole`` for the
-    selection, and the check's budget (:func:`~pgm_dp.select.plan.rest_of`); a check not
+def _selection_budget(plan: TablePlan, prepared: Preparation) -> tuple:
+    """``(rest, check, notes)``: what the preparation's charges left of ``plan.whole`` for
+    the selection, and the check's budget (:func:`~pgm_dp.select.plan.rest_of`); a check not
     worth running, judged from the released one-way tables (else later, by ``fit_check``),
-    gives its share to selection. ``charges``: the preparation's."""
+    gives its share to selection."""
+    charges = prepared.charges
     whole, held = plan.whole, plan.held
     rest, check = rest_of(charges, whole.notion, whole.amount, held)
     k = prepared.max_records_per_person
