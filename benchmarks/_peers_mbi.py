@@ -2,13 +2,13 @@
 ``bench_realdata.py``'s ``mst`` and ``aim`` contenders.
 
 The mechanisms (``mechanisms/mst.py`` and ``aim.py`` of the Private-PGM repository, written
-for mbi < 2, followed step by step on mbi 2.x's API) are :mod:`pgm_dp.peers`, which also
+for mbi < 2, followed step by step on mbi 2.x's API) are :mod:`pgm_dp.compare.peers`, which also
 runs them beside pgm_dp's learners in ``pgm-dp compare --data FILE --peers``; its docstring
 gives every step. This driver fits one and writes it as its calibrated junction tree
 (``_realdata_tree.save_tree``) on the original domain.
 
 ``python benchmarks/_peers_mbi.py --method mst|aim --train CODES.csv --domain DOM.json
---epsilon 1 --delta 1e-9 --seed 0 --out tree.npz`` (imports ``pgm_dp.peers``, which needs
+--epsilon 1 --delta 1e-9 --seed 0 --out tree.npz`` (imports ``pgm_dp.compare.peers``, which needs
 NumPy, networkx and mbi 2.x only, not JAX's side of pgm_dp).
 """
 
@@ -34,7 +34,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
                 os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # fmt: skip
 from _realdata_tree import save_tree  # noqa: E402
 
-from pgm_dp.peers import aim, calibrated, mst  # noqa: E402
+from pgm_dp.compare.peers import aim, calibrated, mst  # noqa: E402
 
 
 def main(argv=None) -> None:

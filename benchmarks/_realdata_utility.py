@@ -37,8 +37,8 @@ def classifier_accuracy(train: np.ndarray, test: np.ndarray, target: int, seed: 
 
 def pgmdp_sample(model_path, n: int, seed: int) -> np.ndarray:
     """``n`` records of a ``pgm-dp fit --data`` fit drawn by ``pgm-dp sample``'s sampler
-    (:class:`pgm_dp.synth.Synthesizer`), as codes on the declared domain."""
-    from pgm_dp.synth import Synthesizer
+    (:class:`pgm_dp.table.synth.Synthesizer`), as codes on the declared domain."""
+    from pgm_dp.table.synth import Synthesizer
 
     synth = Synthesizer(model_path)
     codes, _ = synth.codes(synth.entropy(seed), 0, n)

@@ -24,11 +24,11 @@ import warnings
 import _repo  # the repository root on sys.path: reproductions
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import budget_for
+from pgm_dp.compare.graphs import budget_for
+from pgm_dp.compare.metrics import log_likelihood
 from pgm_dp.datasets import load_adult
 from pgm_dp.learners import CGMEM
 from pgm_dp.learners.mbi import MBI_ITERS, fit_mbi
-from pgm_dp.metrics import log_likelihood
 from pgm_dp.privacy import release_marginals
 from pgm_dp.rng import derived_generator
 from reproductions.bernstein2017.adult import ADULT_CHAIN, chain_model, split_records

@@ -25,10 +25,10 @@ import warnings
 
 import _repo  # noqa: F401  (the repository root on sys.path when run from a clone)
 
-from pgm_dp.compare import GRAPHS
+from pgm_dp.compare.graphs import GRAPHS
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.learners.mbi import fit_mbi
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.privacy import ApproxDP, PureDP, release_marginals
 from pgm_dp.rng import derived_generator
 

@@ -76,7 +76,7 @@ def child(n: int, d: int, bins: int, eps: float, delta: float, seed: int) -> Non
 
     monitoring.register_event_duration_secs_listener(listen)
     from pgm_dp.privacy import ApproxDP, PureDP
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     df, spec = table(n, d, bins, seed)
     budget = PureDP(eps) if delta == 0 else ApproxDP(eps, delta)

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners import CGMEM, PSGD, NaiveMLE
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 from pgm_dp.privacy import ApproxDP, PureDP, release_marginals
 

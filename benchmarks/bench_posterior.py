@@ -1,6 +1,6 @@
 """Benchmark: the noise-aware posterior of a ``pgm-dp fit --data`` release of UCI Adult.
 
-Per seed: :func:`pgm_dp.workflow.fit_table` on 10 columns of Adult (the categorical columns
+Per seed: :func:`pgm_dp.table.fit.fit_table` on 10 columns of Adult (the categorical columns
 with their public codes, age and hours-per-week in fixed public bins; AIM's selection, pure
 ε, naive MLE), then :func:`pgm_dp.bayes.posterior` of the release. Reports:
 
@@ -60,7 +60,7 @@ from pgm_dp.bayes.model import table_name
 from pgm_dp.models import MarkovRandomField
 from pgm_dp.privacy import PureDP
 from pgm_dp.select.bounds import aim_error_bounds, bound_intervals
-from pgm_dp.workflow import fit_table
+from pgm_dp.table.fit import fit_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the real tables' loader
 from _realdata_data import DATASETS, _bins, _cat, _frame, load  # noqa: E402

@@ -196,8 +196,8 @@ def independent_of_fit(model: Path, info: dict) -> dict:
 
     from pgm_dp.io import load_fit
     from pgm_dp.prepare import Preparation
-    from pgm_dp.workflow import full_codes
-    from pgm_dp.workload_check import independent_model
+    from pgm_dp.table.check import independent_model
+    from pgm_dp.table.synth import full_codes
 
     fit = load_fit(model)
     plan = Preparation.from_json(fit.info["preparation"])

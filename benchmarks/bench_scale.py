@@ -116,7 +116,7 @@ def grid_mbi(path: str, iters: int) -> None:
     its timeout still reports the iterations it reached."""
     import pickle
 
-    from pgm_dp.metrics import marginal_l1_error
+    from pgm_dp.compare.metrics import marginal_l1_error
 
     with open(path, "rb") as fh:
         release, truth, empirical = pickle.load(fh)
@@ -164,10 +164,10 @@ def grid_kl(truth, release, fit, inference: str, exact_naive: bool) -> None:
     inference (:func:`~pgm_dp.learners.cgm.conditioning.bethe_naive`, CGM-EM's start), to that
     inference's MLE of the truth's exact marginals (what it reaches without noise) and,
     with ``exact_naive``, to the naive MLE fitted exactly."""
+    from pgm_dp.compare.metrics import kl_divergence
     from pgm_dp.inference.backend import get_backend
     from pgm_dp.learners import NaiveMLE
     from pgm_dp.learners.cgm.conditioning import bethe_naive, bethe_start
-    from pgm_dp.metrics import kl_divergence
 
     start = time.perf_counter()
     rho = get_backend(inference).counting_numbers(truth.domain, truth.cliques)
@@ -210,8 +210,8 @@ def grid_records(truth, records: int, cache: str | None):
 def grid_fit(truth, release, empirical, args, label: str):
     """One ``CGMEM(inference=args.inference)`` fit, timed, with its L1 and peak RSS."""
     from pgm_dp._progress import progress_hook
+    from pgm_dp.compare.metrics import marginal_l1_error
     from pgm_dp.learners import CGMEM
-    from pgm_dp.metrics import marginal_l1_error
 
     start, seen = time.perf_counter(), [0]
 
@@ -240,8 +240,8 @@ def grid_fit(truth, release, empirical, args, label: str):
 def grid(n: int, k: int, records: int, kl: bool, args) -> None:
     import numpy as np
 
+    from pgm_dp.compare.metrics import marginal_l1_error
     from pgm_dp.learners.naive_mle import noisy_pseudo_marginals
-    from pgm_dp.metrics import marginal_l1_error
     from pgm_dp.privacy import PureDP, release_marginals
     from pgm_dp.stats import sufficient_statistics
 

@@ -9,7 +9,7 @@ at ε = 1 (``pgm-dp fit --data adult.csv.gz --domain adult-domain.json --epsilon
   a fresh process: its CPU time (user + system, ``os.wait4``), peak resident memory, wall
   time, and the CPU time the command itself reports (loading the fit, calibrating it,
   drawing and writing: the whole run less Python's start-up and imports);
-* draws ``N`` records (``pgm_dp.synth``'s sampler) for each ``--tvd-n`` and scores the mean
+* draws ``N`` records (``pgm_dp.table.synth``'s sampler) for each ``--tvd-n`` and scores the mean
   2-way total variation distance over all 91 pairs, against the data (``tvd2_data``) and
   against the model's own marginals (``tvd2_model``), beside the model's own distance to
   the data. Writes ``OUT/sampling.csv``, ``OUT/tvd.csv`` and prints both.
@@ -62,7 +62,7 @@ def tvd_rows(model: Path, sizes: list[int]) -> list[dict]:
     import pandas as pd
 
     from pgm_dp.io import load_fit
-    from pgm_dp.synth import Synthesizer
+    from pgm_dp.table.synth import Synthesizer
 
     mrf = load_fit(model).model
     data = pd.read_csv(DATA / "adult.csv.gz")[list(mrf.domain.attributes)].to_numpy()

@@ -6,13 +6,13 @@ import each other; ``tests/test_structure.py`` checks both against :data:`LAYERS
 ``errors`` / ``rng`` / ``_config`` → ``domain`` / ``encoding`` (columns → codes) →
 ``tables`` (the flat table layout, counting records into a table) → ``inference`` (pure
 functions of tables; its backends) → ``models`` (``MarkovRandomField``, the gauge) →
-``stats`` / ``datasets`` / ``metrics`` → ``privacy`` → ``ising`` (one network, PrIsing) →
+``stats`` / ``datasets`` → ``privacy`` → ``ising`` (one network, PrIsing) →
 ``learners`` (the contract; CGM-EM in ``learners.cgm``, Zhang et al. in ``learners.zhang``)
 → ``select`` (AIM, MST: the marginals to measure) → ``bayes`` (posteriors) / ``io`` /
-``prepare`` (a user's table → codes) →
-``synth`` (synthetic records of a fit) → ``workload_check`` → ``fit_report`` →
-``workflow`` (a table end to end) → ``compare`` / ``compare_data`` (learners on one
-budget) → ``peers`` (Private-PGM's MST and AIM, where mbi is installed) → ``cli``.
+``prepare`` (a user's table → codes) → ``table`` (a user's table end to end: the fit, its
+check and report, synthetic records) → ``compare`` (learners on one budget, on sampled
+graphs or a user's table, beside Private-PGM's MST and AIM; the scores,
+``compare.metrics``) → ``cli``.
 ``plugins`` (entry points) and ``plotting`` (optional matplotlib) sit at the bottom.
 The papers' experiments are not part of the package (``reproductions/`` in the repository).
 
@@ -38,8 +38,10 @@ _LAZY = {
     "MarkovRandomField": "models",
     "sufficient_statistics": "stats",
     "select_cliques": "select",
+    "metrics": "compare.metrics",
     "load_adult": "datasets",
-    "sample_table": "synth",
+    **dict.fromkeys(["fit_table", "TableFit"], "table.fit"),
+    "sample_table": "table.synth",
     **dict.fromkeys(["prepare_plan", "Preparation"], "prepare"),
     **dict.fromkeys(
         [
@@ -105,18 +107,14 @@ LAYERS = (
     ("tables",),
     ("inference",),
     ("models",),
-    ("stats", "datasets", "metrics", "calibrated_tree"),
+    ("stats", "datasets"),
     ("privacy",),
     ("ising",),
     ("learners",),
     ("select",),
     ("io", "bayes", "prepare"),
-    ("synth",),
-    ("workload_check",),
-    ("fit_report",),
-    ("workflow",),
-    ("compare", "compare_data"),
-    ("peers",),
+    ("table",),
+    ("compare",),
     ("cli",),
 )
 
@@ -128,6 +126,8 @@ __all__ = [
     "load_adult",
     "prepare_plan",
     "Preparation",
+    "fit_table",
+    "TableFit",
     "sample_table",
     "PureDP",
     "ZCDP",

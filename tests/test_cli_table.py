@@ -14,21 +14,16 @@ import pytest
 
 from pgm_dp import load_adult
 from pgm_dp.cli import main
-from pgm_dp.compare_data import compare_on_table, print_table, split_table
-from pgm_dp.fit_report import WorseThanIndependentWarning, build_report, independent_check
+from pgm_dp.compare.table import compare_on_table, print_table, split_table
 from pgm_dp.io import load
 from pgm_dp.prepare import prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from pgm_dp.select import aim
-from pgm_dp.synth import sample_table
-from pgm_dp.workflow import (
-    aim_rounds,
-    expand_model,
-    fit_table,
-    one_way_measurements,
-    one_way_share,
-    split_budget,
-)
+from pgm_dp.select.plan import aim_rounds, one_way_share, split_budget
+from pgm_dp.table.fit import fit_table
+from pgm_dp.table.report import WorseThanIndependentWarning, build_report, independent_check
+from pgm_dp.table.selection import one_way_measurements
+from pgm_dp.table.synth import expand_model, sample_table
 
 CITIES = ["Lyon", "Nice", "Paris", "Lille", "Metz"]
 

@@ -299,7 +299,7 @@ def fitted(csv, tmp_path_factory):
 
 @pytest.mark.slow
 def test_fit_samples_have_no_missing_values_and_the_plan_reads_back(fitted, csv, capsys):
-    from pgm_dp.synth import sample_table
+    from pgm_dp.table.synth import sample_table
 
     rows = sample_table(fitted / "m.npz", 2000, rng=0)
     assert not rows.isna().any().any()
@@ -334,7 +334,7 @@ def test_compare_data_takes_the_preparation_flags_and_a_record_learner(fitted, c
 
 
 def test_compare_prints_compile_and_per_fit_time_apart(capsys):
-    from pgm_dp.compare import column_labels, print_times
+    from pgm_dp.compare.graphs import column_labels, print_times
 
     runs = pd.DataFrame(
         {
@@ -361,9 +361,9 @@ def test_predictive_check_repr_is_a_summary():
 
 def test_a_record_learner_gets_what_the_preparation_left():
     from pgm_dp import learners
-    from pgm_dp.compare_data import record_budget
+    from pgm_dp.compare.table import record_budget
     from pgm_dp.privacy import ApproxDP
-    from pgm_dp.workflow import one_way_share, split_budget
+    from pgm_dp.select.plan import one_way_share, split_budget
 
     df = pd.DataFrame({"sex": ["F", "M"] * 300})
     budget = PureDP(1.0)

@@ -11,8 +11,8 @@ from pgm_dp.cli import main
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.prepare.derived import split_derived
 from pgm_dp.privacy import PureDP
-from pgm_dp.synth import sample_table
-from pgm_dp.workflow import fit_table
+from pgm_dp.table.fit import fit_table
+from pgm_dp.table.synth import sample_table
 
 SEX = {"Male": 1, "Female": 0}
 

@@ -18,8 +18,8 @@ from pgm_dp.domain import Codes
 from pgm_dp.errors import DataValidationError
 from pgm_dp.prepare import NonPrivateWarning, prepare_plan
 from pgm_dp.privacy import ZCDP, Accountant, PureDP
-from pgm_dp.synth import sample_table
-from pgm_dp.workflow import fit_table
+from pgm_dp.table.fit import fit_table
+from pgm_dp.table.synth import sample_table
 
 BUDGETS = [PureDP(1.0), ZCDP(0.5)]
 

@@ -21,8 +21,8 @@ from pgm_dp import (
     release_marginals,
     sufficient_statistics,
 )
+from pgm_dp.compare.metrics import kl_divergence, log_likelihood
 from pgm_dp.learners import PSGD
-from pgm_dp.metrics import kl_divergence, log_likelihood
 
 DOM = Domain.from_dict({"smoker": ["yes", "no"], "cough": ["no", "yes"], "age": 3})
 CODES = np.array([[0, 1, 2], [1, 0, 0], [1, 1, 1], [0, 0, 2]] * 25)

@@ -3,7 +3,7 @@ import pytest
 from conftest import all_states, joint_log_table, random_model
 
 from pgm_dp import Domain, DomainError, MarkovRandomField
-from pgm_dp.metrics import kl_divergence, log_likelihood, marginal_l1_error, marginal_mse
+from pgm_dp.compare.metrics import kl_divergence, log_likelihood, marginal_l1_error, marginal_mse
 from pgm_dp.models import third_order_chain
 
 

@@ -1,5 +1,5 @@
 """Private-PGM's MST and AIM beside pgm_dp's learners (``pgm-dp compare --data --peers``)
-and the calibrated junction tree that scores them (``pgm_dp.calibrated_tree``)."""
+and the calibrated junction tree that scores them (``pgm_dp.compare.calibrated_tree``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from pgm_dp import Domain
-from pgm_dp.calibrated_tree import CalibratedTree
 from pgm_dp.cli import main
+from pgm_dp.compare.calibrated_tree import CalibratedTree
+from pgm_dp.compare.peers import N_BINS, _public_spec, check_peers
 from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.models import MarkovRandomField
-from pgm_dp.peers import N_BINS, _public_spec, check_peers
 
 
 def test_a_calibrated_tree_is_its_model_again():

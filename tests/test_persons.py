@@ -13,7 +13,7 @@ import pytest
 
 from pgm_dp.cli import main
 from pgm_dp.cli.prepare import starting_spec
-from pgm_dp.compare_data import compare_on_table, split_table
+from pgm_dp.compare.table import compare_on_table, split_table
 from pgm_dp.errors import DataValidationError, DomainError, PrivacyParameterError
 from pgm_dp.io import load
 from pgm_dp.prepare import Preparation, bound_records, prepare_plan, with_person
@@ -21,8 +21,9 @@ from pgm_dp.prepare.binning import private_quantiles
 from pgm_dp.prepare.persons import person_reason
 from pgm_dp.privacy import ZCDP, Accountant, PureDP, release_marginals
 from pgm_dp.select import aim, select_cliques
-from pgm_dp.workflow import aim_rounds, fit_table
-from pgm_dp.workload_check import check_noise, independent_model, release_check
+from pgm_dp.select.plan import aim_rounds
+from pgm_dp.table.check import check_noise, independent_model, release_check
+from pgm_dp.table.fit import fit_table
 
 SPEC = {"sex": ["F", "M"], "region": ["N", "S", "E"], "income": {"bounds": [0, 100]}}
 
@@ -290,7 +291,7 @@ def test_a_panel_through_prepare_then_fit_prepare(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0 and "per person (column 'id') with at most 2 records" in text
     fit = load(out)
-    from pgm_dp.synth import sample_table
+    from pgm_dp.table.synth import sample_table
 
     records = sample_table(fit, 50, rng=0)
     assert "id" not in records.columns and list(records.columns) == ["sex", "region", "income"]

@@ -1,7 +1,7 @@
 """The progress hook: learners report solver iterations; compare's bar shows them."""
 
 from pgm_dp._progress import progress_hook, tick
-from pgm_dp.compare import _iteration_postfix
+from pgm_dp.compare.graphs import _iteration_postfix
 from pgm_dp.learners import CGMEM, NaiveMLE
 from pgm_dp.models import third_order_chain
 from pgm_dp.privacy import PureDP, release_marginals

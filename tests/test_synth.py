@@ -1,4 +1,4 @@
-"""Synthetic records of a private fit (``pgm_dp.synth``, ``pgm-dp sample``): decoded to the
+"""Synthetic records of a private fit (``pgm_dp.table.synth``, ``pgm-dp sample``): decoded to the
 table's own values, exact, seeded, the same in chunks as at once, written as CSV / Parquet."""
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ from pgm_dp.cli import main
 from pgm_dp.errors import DataValidationError, DomainError
 from pgm_dp.io import save_fit
 from pgm_dp.prepare.columns import MISSING
-from pgm_dp.synth import (
+from pgm_dp.table.fit import fit_table
+from pgm_dp.table.synth import (
     BLOCK,
     CHUNK,
     NUMBERS,
     Synthesizer,
+    full_codes,
     iter_table,
     sample_dask,
     sample_table,
     write_table,
 )
-from pgm_dp.workflow import fit_table, full_codes
 
 CITIES = ["Lyon", "Nice", "Paris", "Lille", "Metz"]
 AGE_BINS = [18, 30, 45, 60, 90]

@@ -1,5 +1,5 @@
 """The corpus of :mod:`table_corpus`: on pure ε and on zCDP, the spec that ``pgm-dp
-prepare`` writes for each table runs through :func:`~pgm_dp.workflow.fit_table` unchanged,
+prepare`` writes for each table runs through :func:`~pgm_dp.table.fit.fit_table` unchanged,
 or the fit refuses with a ``ValueError`` before anything is charged; synthetic records come
 back in the table's own values. No assertion here has a false-alarm rate (accounting,
 refusals, types and ranges only)."""
@@ -17,8 +17,8 @@ from table_corpus import TABLES, table
 from pgm_dp.cli.prepare import starting_spec
 from pgm_dp.prepare import NonPrivateWarning
 from pgm_dp.privacy import ZCDP, Accountant, PureDP
-from pgm_dp.synth import sample_table
-from pgm_dp.workflow import fit_table
+from pgm_dp.table.fit import fit_table
+from pgm_dp.table.synth import sample_table
 
 BUDGETS = {"pure": PureDP(0.5), "zcdp": ZCDP(0.05)}
 #: Tables the package refuses, before any charge, and why.

@@ -1,5 +1,5 @@
 """The held-out check of a table fit against the private independent model on the workload
-(:mod:`pgm_dp.workload_check`): it sees a model worse than the independent one, says so and
+(:mod:`pgm_dp.table.check`): it sees a model worse than the independent one, says so and
 falls back; its share is charged once, through the mechanism layer, within the budget."""
 
 import warnings
@@ -10,12 +10,12 @@ import pytest
 
 from pgm_dp import learners
 from pgm_dp.domain import Domain
-from pgm_dp.fit_report import WorseThanIndependentWarning, format_report
 from pgm_dp.models import MarkovRandomField
 from pgm_dp.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from pgm_dp.select import workload_cliques
-from pgm_dp.workflow import expand_model, fit_table
-from pgm_dp.workload_check import CHECK_SHARE, independent_model, workload_gap
+from pgm_dp.table.check import CHECK_SHARE, independent_model, workload_gap
+from pgm_dp.table.fit import expand_model, fit_table
+from pgm_dp.table.report import WorseThanIndependentWarning, format_report
 
 STATES = [f"s{j}" for j in range(5)]
 
@@ -138,7 +138,7 @@ def _all_codes(domain) -> np.ndarray:
 
 def test_the_floored_model_is_the_mixture_on_every_junction_tree_clique_and_has_no_zero():
     from pgm_dp.select.aim import model_marginals
-    from pgm_dp.workload_check import floor_weight, floored_model
+    from pgm_dp.table.check import floor_weight, floored_model
 
     df, spec = _copied_table(3000)
     tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, compress=False, max_rounds=3,
@@ -161,7 +161,7 @@ def test_the_floored_model_is_the_mixture_on_every_junction_tree_clique_and_has_
 
 
 def test_the_floor_weight_is_one_noisy_cells_expected_count_over_n():
-    from pgm_dp.workload_check import expected_abs_noise, floor_weight
+    from pgm_dp.table.check import expected_abs_noise, floor_weight
 
     df, spec = _copied_table(3000)
     tf = fit_table(df, spec, budget=PureDP(1.0), rng=0, compress=False, max_rounds=3,
@@ -174,7 +174,7 @@ def test_the_floor_weight_is_one_noisy_cells_expected_count_over_n():
 
 
 def test_free_parameters_count_the_subsets_of_the_cliques_once():
-    from pgm_dp.fit_report import free_parameters
+    from pgm_dp.table.report import free_parameters
 
     dom = Domain(list("abc"), [3, 4, 2])
     assert free_parameters(dom, [("a",), ("b",), ("c",)]) == 2 + 3 + 1

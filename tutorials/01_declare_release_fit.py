@@ -7,8 +7,8 @@ import numpy as np
 
 import pgm_dp
 from pgm_dp import Domain, MarkovRandomField
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners import CGMEM, NaiveMLE
-from pgm_dp.metrics import kl_divergence
 
 # 1. Declare a model: variables with their domain sizes, and cliques.
 dom = Domain.from_dict({"age": 4, "smoker": 2, "disease": 3, "region": 5})

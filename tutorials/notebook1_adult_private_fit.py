@@ -29,9 +29,9 @@ import numpy as np
 
 import pgm_dp
 from pgm_dp import Domain, MarkovRandomField, PureDP
+from pgm_dp.compare.metrics import log_likelihood
 from pgm_dp.io import load, save
 from pgm_dp.learners import CGMEM, NaiveMLE
-from pgm_dp.metrics import log_likelihood
 
 FULL = os.environ.get("PGM_DP_TUTORIAL_FULL") == "1"
 COLUMNS = ["sex", "race", "relationship", "marital-status", "income>50K"]

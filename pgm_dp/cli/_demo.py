@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from ..metrics import kl_divergence, log_likelihood
+from ..compare.metrics import kl_divergence, log_likelihood
 from ..models import third_order_chain
 from ..stats import sufficient_statistics
 

@@ -1,5 +1,5 @@
 """A user's table on the command line: its preparation spec from the flags, and the
-private fit of :func:`pgm_dp.workflow.fit_table` with what it read and reports printed.
+private fit of :func:`pgm_dp.table.fit.fit_table` with what it read and reports printed.
 
 The spec (:func:`table_spec`): ``--domain`` declares every state of its columns (sizes
 ``n`` mean the codes ``0..n-1``; no missing state); ``--prepare SPEC.json`` declares any
@@ -85,7 +85,7 @@ def _as_spec(prepare: dict | None) -> dict:
         return {}
     if prepare.get("format") != "pgm_dp.Preparation":
         return prepare
-    from ..prepare import Preparation
+    from ..prepare.table import Preparation
 
     return Preparation.from_json(json.dumps(prepare)).to_spec()
 
@@ -113,7 +113,7 @@ def _person(df: pd.DataFrame, spec: dict, args) -> dict:
     """``spec`` with ``--person`` declared in it; ``--max-records-per-person`` above 1
     without a person column refused (before anything is read)."""
     from ..errors import DataValidationError, PrivacyParameterError
-    from ..prepare import with_person
+    from ..prepare.persons import with_person
 
     asked, k = getattr(args, "person", None), getattr(args, "max_records_per_person", 1)
     if asked is not None and asked not in df.columns:
@@ -134,8 +134,8 @@ def check_table(df: pd.DataFrame, spec: dict, args) -> None:
     """Every column that the spec and the flags leave undecided, in one error in the flags'
     words (with a spec that decides them all), before JAX is imported or anything spent."""
     from ..errors import PgmDpError
-    from ..prepare import check_spec
     from ..prepare.derived import split_derived
+    from ..prepare.table import check_spec
 
     try:
         base, derived = split_derived(df, spec)  # derived columns are not prepared
@@ -171,8 +171,8 @@ def _say_warnings(caught) -> None:
     """Non-private reads (recorded in the plan) as notes with the way to declare instead,
     other warnings as ``warning:`` lines, all on stderr, each once."""
     from .._progress import end_line
-    from ..fit_report import WorseThanIndependentWarning
-    from ..prepare import NonPrivateWarning
+    from ..prepare.table import NonPrivateWarning
+    from ..table.report import WorseThanIndependentWarning
 
     end_line()
     seen: set = set()
@@ -230,8 +230,8 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
     by :func:`check_table`): prepare, select (AIM or MST), measure, fit; the plan, release
     and report written where asked; returns the :class:`Fit`."""
     from ..errors import PgmDpError
-    from ..fit_report import format_report
     from ..privacy.budget import budget_text
+    from ..table.report import format_report
 
     what = "AIM" if args.selection == "aim" else "MST"
     say(
@@ -259,7 +259,7 @@ def fit_from_table(args, data: pd.DataFrame, spec: dict, budget):
 
 
 def _fit(data, spec, budget, args):
-    from ..workflow import fit_table
+    from ..table.fit import fit_table
 
     return fit_table(
         data,

@@ -1,7 +1,7 @@
 """``pgm-dp compare``: learners on one privacy budget (Bernstein et al. 2017, Sec. 4.1).
 
 Without ``--data`` the learners fit releases of data drawn from a known true model (KL from
-it). With ``--data FILE`` they fit the user's own table (:mod:`pgm_dp.compare_data`): split
+it). With ``--data FILE`` they fit the user's own table (:mod:`pgm_dp.compare.table`): split
 by ``--seed``, prepared, selected and measured once per ``--eps`` as ``pgm-dp fit --data``
 does, then every learner on the same noisy tables; held-out log-likelihood and 2-way TVD
 per learner, a table, a CSV and a plot (when matplotlib is present). The preparation flags
@@ -10,11 +10,11 @@ runs, a record learner such as psgd on the same prepared records with what the
 preparation left of each ε. With ``--person COLUMN`` the split is by person (no person on both
 sides) and the fits protect persons (``fit``'s ``--max-records-per-person``); release learners
 only, and no ``--peers``, which protect records.
-``--peers`` adds Private-PGM's MST and AIM (:mod:`pgm_dp.peers`, where mbi is
+``--peers`` adds Private-PGM's MST and AIM (:mod:`pgm_dp.compare.peers`, where mbi is
 installed) on the same split.
 
 Only the arguments live here (each checked while parsing, nothing heavy imported); the
-comparison is :func:`pgm_dp.compare.run_compare`, imported when the command runs, which
+comparison is :func:`pgm_dp.compare.graphs.run_compare`, imported when the command runs, which
 checks the learners against the registry (any registered learner, plugins included) before
 any work.
 """
@@ -37,7 +37,7 @@ from ._args import (
 
 __all__ = ["add_parser", "add_common_arguments", "add_graph_arguments", "DEFAULT_LEARNERS"]
 
-#: ``compare``'s default learners (equal to ``pgm_dp.compare.LEARNERS``, tested).
+#: ``compare``'s default learners (equal to ``pgm_dp.compare.graphs.LEARNERS``, tested).
 DEFAULT_LEARNERS = ("random", "nonprivate", "naive", "cgm", "psgd")
 #: ``compare --data``'s default learners (any registered learner may be named).
 DATA_LEARNERS = ("naive", "cgm")
@@ -102,7 +102,7 @@ def add_graph_arguments(p: argparse.ArgumentParser, N: list[int] | int, eps: lis
 
 
 def _run_data(a: argparse.Namespace) -> None:
-    from .. import compare_data
+    from ..compare import table as compare_data
     from ..plotting import MISSING_MATPLOTLIB
     from ._data import read_data, say
     from ._table import _prepare_options, _say_warnings, check_table, table_spec
@@ -142,11 +142,12 @@ def _run_data(a: argparse.Namespace) -> None:
 
 
 def _peers_check(a: argparse.Namespace) -> tuple:
-    """``--peers``: the peers asked for, mbi checked before any work (:mod:`pgm_dp.peers`)."""
+    """``--peers``: the peers asked for, mbi checked before any work
+    (:mod:`pgm_dp.compare.peers`)."""
     if a.peers is None:
         return ()
+    from ..compare.peers import check_peers
     from ..errors import PrivacyParameterError
-    from ..peers import check_peers
 
     if a.person is not None:
         raise PrivacyParameterError(
@@ -157,7 +158,7 @@ def _peers_check(a: argparse.Namespace) -> tuple:
 
 
 def _with_peers(a: argparse.Namespace, result, data, spec, peers):
-    from ..peers import add_peers
+    from ..compare.peers import add_peers
     from ..prepare.derived import split_derived
     from ._data import say
     from ._table import _prepare_options
@@ -184,7 +185,7 @@ def _with_peers(a: argparse.Namespace, result, data, spec, peers):
 def _run(a: argparse.Namespace) -> None:
     if a.data is not None:
         return _run_data(a)
-    from .. import compare
+    from ..compare import graphs as compare
 
     learners = DEFAULT_LEARNERS if a.learners is None else a.learners
     result = compare.run_compare(

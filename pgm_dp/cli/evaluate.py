@@ -15,8 +15,8 @@ __all__ = ["add_parser"]
 def _run(args) -> None:
     if args.reference is None and args.data is None:
         raise ValueError("give --reference, --data or both")
+    from ..compare.metrics import kl_divergence, log_likelihood
     from ..io import load
-    from ..metrics import kl_divergence, log_likelihood
     from ..models import MarkovRandomField
 
     fit = load(args.model)
@@ -47,9 +47,9 @@ def _prepared_loglik(model, text: str, data) -> tuple[float, float | None]:
     (already paid for; ``None`` without them)."""
     import numpy as np
 
-    from ..prepare import Preparation
-    from ..workflow import full_codes
-    from ..workload_check import independent_model
+    from ..prepare.table import Preparation
+    from ..table.check import independent_model
+    from ..table.synth import full_codes
 
     plan = Preparation.from_json(text)
     codes = full_codes(plan, data)

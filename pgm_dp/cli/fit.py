@@ -1,6 +1,6 @@
 """``pgm-dp fit``: a model from a release, or from a data file end to end.
 
-From ``--data`` (the default workflow, :func:`pgm_dp.workflow.fit_table`): the table is
+From ``--data`` (the default workflow, :func:`pgm_dp.table.fit.fit_table`): the table is
 prepared (identifier-like columns refused, or dropped with ``--drop-identifiers``; numeric
 columns binned with declared bins or bounds, or private quantiles; missing values a state of
 their own, folded away where its noisy count is rare; rare categories merged privately with
@@ -14,8 +14,8 @@ privacy (categories with ``--categories-from-data``, bounds with ``--bounds-from
 printed as a note with the way to declare it instead (``--domain``, ``--prepare
 SPEC.json``). A report follows: what was selected, the budget per step, the expected error,
 and a warning when the model explains the measurements worse than the private independent
-model (:mod:`pgm_dp.fit_report`). The saved fit keeps its preparation: it decodes back to
-the original categories (``pgm-dp sample``, :func:`pgm_dp.synth.sample_table`).
+model (:mod:`pgm_dp.table.report`). The saved fit keeps its preparation: it decodes back to
+the original categories (``pgm-dp sample``, :func:`pgm_dp.table.synth.sample_table`).
 
 With ``--cliques``: no preparation or selection; all of ``--epsilon`` goes to the release of
 those cliques over ``--domain`` (or, for a record learner such as psgd, to the learner).
@@ -162,7 +162,7 @@ def _add_check_argument(p) -> None:
         default=None,
         help="budget share held out to check the model against the private "
         "independent model on the workload, which replaces a worse model; "
-        "default 0.02, 0: no check (pgm_dp.workload_check)",
+        "default 0.02, 0: no check (pgm_dp.table.check)",
     )
 
 
@@ -184,7 +184,7 @@ def _add_table_arguments(p) -> None:
         default=None,
         help="share of the budget for the one-way tables that decide the "
         "compression (and private quantiles); default MST's third, at least 0.15 of a "
-        "pure epsilon up to half of it (pgm_dp.workflow.one_way_share)",
+        "pure epsilon up to half of it (pgm_dp.select.plan.one_way_share)",
     )
     p.add_argument(
         "--drop-identifiers",
@@ -233,7 +233,7 @@ def _add_selection_arguments(p) -> None:
         "--workload",
         default=None,
         help="AIM's workload: 2way, 3way or a JSON list of cliques (default: "
-        "pgm_dp.workflow.default_workload)",
+        "pgm_dp.select.plan.default_workload)",
     )
     p.add_argument(
         "--max-model-size",

@@ -41,8 +41,8 @@ def starting_spec(df, declared: dict) -> dict:
     import numpy as np
     import pandas as pd
 
-    from ..prepare._spec import DROP_FROM_DATA, flag_states
-    from ..prepare.columns import identifier_reason, missing_mask
+    from ..prepare._spec import DROP_FROM_DATA
+    from ..prepare.columns import flag_states, identifier_reason, missing_mask
     from ..prepare.persons import PERSON, person_reason
     from ._table import MAX_STATES, SMALL_INTEGER_STATES, _whole_numbers
 

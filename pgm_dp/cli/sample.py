@@ -9,7 +9,7 @@ default), as numbers drawn uniformly within the bin (``--numbers uniform``) or a
 midpoint (``--numbers midpoint``). A missing value is an empty cell, as often as the model
 gives the missing state mass (``--no-missing``: conditioned on none). Sampling spends no
 budget (post-processing of the fit); ``--seed`` makes the records reproducible
-(:func:`pgm_dp.synth.write_table`).
+(:func:`pgm_dp.table.synth.write_table`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ._data import say
 
 __all__ = ["add_parser", "NUMBERS", "CHUNK"]
 
-#: :data:`pgm_dp.synth.NUMBERS` and :data:`pgm_dp.synth.CHUNK`, written here so that the
+#: :data:`pgm_dp.table.synth.NUMBERS` and :data:`pgm_dp.table.synth.CHUNK`, written here so that the
 #: parser imports nothing heavy (a test checks they match).
 NUMBERS = ("interval", "uniform", "midpoint")
 CHUNK = 131072
@@ -38,7 +38,7 @@ def _run(args) -> None:
     import time
 
     from .._progress import step
-    from ..synth import write_table
+    from ..table.synth import write_table
 
     step("loading the fit and building its sampler")
     start = time.process_time()

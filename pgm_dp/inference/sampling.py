@@ -4,7 +4,7 @@ The root clique's configuration is drawn from its marginal; every other clique, 
 breadth-first, draws its new variables from the conditional given its separator with its
 parent, ``p(x_C \\ S | x_S) = b_C / b_S``. Draws are vectorised over samples (inverse-CDF on
 uniforms, one ``searchsorted`` per clique). :class:`ForwardSampler` calibrates once and keeps
-the conditional CDFs, so records can be drawn in chunks (:mod:`pgm_dp.synth` streams them);
+the conditional CDFs, so records can be drawn in chunks (:mod:`pgm_dp.table.synth` streams them);
 :func:`sample_junction_tree` is one call of it. For models whose junction tree is too large,
 see :mod:`pgm_dp.inference.gibbs`.
 """

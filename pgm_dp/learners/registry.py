@@ -1,5 +1,5 @@
 """The learner registry: name → :class:`LearnerSpec`, the one list of learners that
-``pgm-dp fit``, ``pgm-dp compare`` (:mod:`pgm_dp.compare`) and the reproductions dispatch
+``pgm-dp fit``, ``pgm-dp compare`` (:mod:`pgm_dp.compare.graphs`) and the reproductions dispatch
 through.
 
 Adding a learner is one module (a class following :class:`~pgm_dp.learners.ReleaseLearner`
@@ -65,7 +65,7 @@ class LearnerSpec:
     budget type a private learner takes (:mod:`pgm_dp.privacy.budget`; named, so that the
     registry imports nothing): ``"PureDP"`` (default; a release learner fits tables released
     under any notion), ``"ZCDP"`` or ``"ApproxDP"``. How much of it a comparison gives is the
-    comparison's choice (:func:`pgm_dp.compare.budget_for`).
+    comparison's choice (:func:`pgm_dp.compare.graphs.budget_for`).
     """
 
     name: str

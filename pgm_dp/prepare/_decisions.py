@@ -12,8 +12,8 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataValidationError
-from ._spec import DROP_FROM_DATA, flag_states, is_declared, is_numeric_entry, parse_spec
-from .columns import identifier_reason
+from ._spec import DROP_FROM_DATA
+from .columns import flag_states, identifier_reason, is_numeric_entry
 from .persons import PERSON, person_reason
 
 __all__ = ["keep_columns", "decisions_needed"]
@@ -45,6 +45,17 @@ def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
     for n, r in found:
         reads.append(f"{n!r} dropped as identifier-like: {r}")
     return keep, tuple(asked) + tuple(n for n, _ in found)
+
+
+def is_declared(entry: dict) -> bool:
+    """Whether a spec entry fixes the column's states from public knowledge (declared
+    categories, bins or bounds), so that it is exempt from the identifier check."""
+    cats, bounds = entry.get("categories"), entry.get("bounds")
+    return (
+        (cats is not None and not isinstance(cats, str))
+        or "bins" in entry
+        or (bounds is not None and not isinstance(bounds, str))
+    )
 
 
 def _identifier(col: pd.Series, name: Hashable, entry: dict, opts: Any) -> str | None:
@@ -95,7 +106,7 @@ def _spec_lines(spec: dict) -> str:
     return "{\n" + ",\n".join(rows) + "\n}"
 
 
-def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
+def decisions_needed(df: pd.DataFrame, spec: Mapping | None, entries: dict, opts: Any) -> None:
     """Every column that needs a decision, in one :class:`DataValidationError`: columns that
     look like a person's identifier (:func:`~pgm_dp.prepare.persons.person_reason`; always:
     ``drop_identifiers`` does not drop them, as dropping changes what the budget protects),
@@ -106,8 +117,8 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, opts: Any) -> None:
     column per line): pasted unchanged it runs, reading those values from the data without
     privacy, each said; replacing each
     ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
-    like the checks it anticipates."""
-    entries = parse_spec(df, spec)
+    like the checks it anticipates. ``entries``: ``spec`` parsed
+    (:func:`~pgm_dp.prepare._spec.parse_spec`)."""
     persons = _persons(df, {n: entries.get(n, {}) for n in df.columns})
     found, cats, bounds, add = [], [], [], {n: PERSON for n, _ in persons}
     for name in df.columns:

@@ -1,39 +1,31 @@
-"""The user's declarations behind :func:`pgm_dp.prepare.prepare_plan`: global options, the
-``spec`` of each column, and each column checked against the data (a
-:class:`~pgm_dp.prepare.columns.ColumnPlan` draft) before any budget is spent."""
+"""The user's declarations behind :func:`pgm_dp.prepare.prepare_plan`: the global options
+and the ``spec`` entry of each column, checked before any value is read (each column is
+then drafted from its entry and its values in :mod:`pgm_dp.prepare.columns`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..domain import Domain
 from ..errors import DataValidationError, DomainError, PrivacyParameterError
 from ..privacy.release import check_records_per_person
-from .binning import MAX_GRID, check_bounds, check_edges, uniform_edges
-from .columns import RESERVED, ColumnPlan, missing_mask, numeric_values
+from .binning import MAX_GRID
+from .columns import NUMERIC_KEYS, count_arg
 from .persons import PERSON
 
 __all__ = [
     "Options",
     "make_options",
-    "count_arg",
     "check_frame",
     "parse_spec",
     "parse_entry",
     "is_drop",
     "DROP_FROM_DATA",
-    "is_declared",
     "person_of",
-    "Draft",
-    "draft_column",
-    "flag_states",
-    "is_numeric_entry",
 ]
 
 _SPEC_KEYS = {
@@ -48,8 +40,6 @@ _SPEC_KEYS = {
     "from_data",
     "integer",
 }
-#: The keys of a numeric (binned) column's entry.
-_NUMERIC_KEYS = {"bins", "bounds", "n_bins", "quantiles", "integer"}
 
 
 @dataclass(frozen=True)
@@ -106,12 +96,6 @@ def make_options(categories, bounds, missing, other, drop_identifiers, kw) -> Op
         identifier_fraction=float(frac),
         max_records_per_person=check_records_per_person(kw.get("max_records_per_person", 1)),
     )
-
-
-def count_arg(x: Any, what: str, low: int, high: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, int | np.integer) or not low <= x <= high:
-        raise DomainError(f"{what} must be an integer in [{low}, {high}], got {x!r}")
-    return int(x)
 
 
 def check_frame(df: Any) -> pd.DataFrame:
@@ -198,184 +182,10 @@ def parse_entry(name: Hashable, raw: Any) -> dict:
             f"spec of {name!r} has unknown keys {sorted(unknown)}; known: {sorted(_SPEC_KEYS)}"
         )
     entry = dict(raw)
-    if "categories" in entry and set(entry) & _NUMERIC_KEYS:
+    if "categories" in entry and set(entry) & NUMERIC_KEYS:
         raise DomainError(f"spec of {name!r} mixes categories with numeric bins")
     if "bins" in entry and set(entry) & {"bounds", "n_bins", "quantiles"}:
         raise DomainError(f"spec of {name!r}: give bins, or bounds with n_bins or quantiles")
     if "n_bins" in entry and "quantiles" in entry:
         raise DomainError(f"spec of {name!r}: give n_bins (equal widths) or quantiles, not both")
     return entry
-
-
-def _flag(entry: dict, key: str, default: Any, name: Hashable, allowed: tuple) -> Any:
-    v = entry.get(key, default)
-    if not any(v is a or (isinstance(a, str) and v == a) for a in allowed):
-        raise DomainError(f"{key} of {name!r} must be one of {allowed}, got {v!r}")
-    return v
-
-
-def _check_categories(cats: tuple, name: Hashable, max_states: int) -> tuple:
-    if not cats:
-        raise DomainError(f"column {name!r} has no categories")
-    if len(cats) > max_states:
-        raise DomainError(
-            f"column {name!r} has {len(cats):,} categories, above max_states={max_states:,}; "
-            "group them or raise max_states"
-        )
-    clash = [c for c in cats if isinstance(c, str) and c in RESERVED]
-    if clash:
-        raise DomainError(f"categories of {name!r} use the reserved labels {clash}")
-    Domain([name], [len(cats)], [cats])  # distinct labels of supported types, or DomainError
-    return cats
-
-
-def is_declared(entry: dict) -> bool:
-    """Whether a spec entry fixes the column's states from public knowledge (declared
-    categories, bins or bounds), so that it is exempt from the identifier check."""
-    cats, bounds = entry.get("categories"), entry.get("bounds")
-    return (
-        (cats is not None and not isinstance(cats, str))
-        or "bins" in entry
-        or (bounds is not None and not isinstance(bounds, str))
-    )
-
-
-@dataclass(frozen=True)
-class Draft:
-    """A column checked against the data. ``values``/``bounds``/``n_bins`` are set when its
-    edges are still to be drawn at private quantiles (``plan`` then has the single bin
-    ``[lo, hi]``)."""
-
-    plan: ColumnPlan
-    values: np.ndarray | None = None
-    bounds: tuple[float, float] | None = None
-    n_bins: int = 0
-
-
-def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: list) -> Draft:
-    """Check one column against its spec ``entry`` and the global options ``opts``
-    (``categories``, ``bounds``, ``missing``, ``other``, ``n_bins``, ``max_states``);
-    append to ``reads`` what is read from the data without privacy. Every value is checked
-    here, so that nothing fails once the budget is being spent."""
-    missing = _flag(entry, "missing", opts.missing, name, (True, False, "data"))
-    other = _flag(entry, "other", opts.other, name, (True, False))
-    clip = _flag(entry, "clip", True, name, (True, False))
-    if missing == "data":
-        missing = bool(missing_mask(col).any())
-        reads.append(f"whether {name!r} has missing values (missing='data')")
-    from_data = _flag(entry, "from_data", False, name, (True, False))
-    if is_numeric_entry(entry, col):
-        draft = _numeric(name, col, entry, opts, reads, missing, clip)
-        integer = _integer(name, col, entry, opts, reads)
-        draft = replace(draft, plan=replace(draft.plan, integer=integer))
-    else:
-        cats, source = _categories(name, col, entry, opts, reads)
-        draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
-    draft.plan.encode_full(col)  # every value checked now, before any budget is spent
-    if from_data:
-        what = "bins or bounds" if draft.plan.kind == "numeric" else "categories"
-        reads.append(f'the {what} of {name!r} (marked "from_data" in the spec)')
-        draft = replace(draft, plan=replace(draft.plan, source="spec, read from data"))
-    return draft
-
-
-def flag_states(col: pd.Series) -> tuple | None:
-    """The states of an undeclared flag: ``(False, True)`` when the column's non-missing
-    values are all booleans, ``(0, 1)`` when they are all the numbers 0 and 1 (a 0/1 column,
-    integers or, with missing cells, floats); ``None`` otherwise (also when every cell is
-    missing). Decided from the values, not the pandas dtype, so one missing cell does not
-    change it; reading them is a non-private read, which the caller records."""
-    present = col[~missing_mask(col)]
-    if present.size == 0:
-        return None
-    if col.dtype.kind == "b" or present.map(type).isin([bool, np.bool_]).all():
-        return (False, True)
-    if col.dtype.kind in "iuf" and present.isin([0, 1]).all():
-        return (0, 1)
-    return None
-
-
-def is_numeric_entry(entry: dict, col: pd.Series) -> bool:
-    """Whether a column is binned: numeric keys in its entry, or numbers, not a flag, not
-    declared as categories."""
-    return bool(set(entry) & _NUMERIC_KEYS) or (
-        "categories" not in entry and col.dtype.kind in "iuf" and flag_states(col) is None
-    )
-
-
-def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
-    cats = entry.get("categories")
-    if cats is None:
-        flag = flag_states(col)
-        if flag is not None:
-            reads.append(f"that {name!r} is a flag {list(flag)} (its values)")
-            return flag, "flag (data, non-private)"
-        if opts.categories != "data":
-            raise DataValidationError(
-                f"column {name!r} needs declared categories: spec={{{name!r}: [...]}}, or "
-                "categories='data', which reads them from the data without privacy"
-            )
-        cats = "data"
-    if isinstance(cats, str):
-        if cats != "data":
-            raise DomainError(f"categories of {name!r} must be a list or 'data', got {cats!r}")
-        uniq = [
-            v.item() if isinstance(v, np.generic) else v for v in pd.unique(col[~missing_mask(col)])
-        ]
-        try:
-            cats = tuple(sorted(uniq))
-        except TypeError:
-            cats = tuple(sorted(uniq, key=str))
-        reads.append(f"the {len(cats)} categories of {name!r} (categories='data')")
-        return _check_categories(cats, name, opts.max_states), "data (non-private)"
-    if not isinstance(cats, list | tuple):
-        raise DomainError(f"categories of {name!r} must be a list, got {cats!r}")
-    return _check_categories(tuple(cats), name, opts.max_states), "declared"
-
-
-def _integer(name, col, entry, opts, reads) -> bool:
-    """Whether a numeric column holds whole numbers: as declared (``"integer"``); else,
-    where its bounds are read from the data anyway (``bounds='data'``), read with them (a
-    non-private read, listed); else not."""
-    declared = _flag(entry, "integer", None, name, (True, False, None))
-    if declared is not None:
-        return declared
-    bounds = None if "bins" in entry else entry.get("bounds", opts.bounds)
-    if not (isinstance(bounds, str) and bounds == "data"):
-        return False
-    x, _ = numeric_values(col, name)
-    whole = bool(x.size) and bool(np.all(x == np.round(x)))
-    if whole:
-        reads.append(f"that {name!r} holds whole numbers (with its bounds, bounds='data')")
-    return whole
-
-
-def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
-    x, _ = numeric_values(col, name)
-    if "bins" in entry:
-        edges = check_edges(entry["bins"], name, opts.max_states)
-        return Draft(ColumnPlan.numeric(name, edges, "public bins", missing, clip))
-    bounds = entry.get("bounds", opts.bounds)
-    if bounds is None:
-        raise DataValidationError(
-            f"numeric column {name!r} needs public bounds: spec={{{name!r}: {{'bounds': [lo, "
-            "hi]}} or bins; bounds='data' reads them from the data without privacy"
-        )
-    if isinstance(bounds, str) and bounds == "data":
-        if x.size == 0 or not np.isfinite(x).all():
-            raise DataValidationError(f"bounds='data': column {name!r} has no finite bounds")
-        lo, hi = float(x.min()), float(x.max())
-        hi = hi if hi > lo else lo + 1.0
-        if not math.isfinite(hi - lo):
-            raise DataValidationError(f"bounds='data': column {name!r} spans too wide a range")
-        reads.append(f"the bounds of {name!r} (bounds='data')")
-    else:
-        lo, hi = check_bounds(bounds, name)
-    if "n_bins" in entry:
-        k = count_arg(entry["n_bins"], f"n_bins of {name!r}", 1, opts.max_states)
-        return Draft(
-            ColumnPlan.numeric(name, uniform_edges(lo, hi, k), "equal widths", missing, clip)
-        )
-    k = count_arg(entry.get("quantiles", opts.n_bins), f"quantiles of {name!r}", 1, opts.max_states)
-    plan = ColumnPlan.numeric(name, (lo, hi), "private quantiles", missing, clip)
-    return Draft(plan, x, (lo, hi), k) if k > 1 else Draft(replace(plan, source="one bin"))

@@ -1,5 +1,7 @@
-"""One column of a user's table as a discrete variable: :class:`ColumnPlan` and the checks
-behind :func:`pgm_dp.prepare.prepare_plan` (identifier-like columns, missing values).
+"""One column of a user's table as a discrete variable: what its values say (missing cells,
+numbers, identifier-like values, flags), its draft from its spec entry and its values
+(:func:`draft_column`, every value checked before any budget is spent) and its plan
+(:class:`ColumnPlan`), behind :func:`pgm_dp.prepare.prepare_plan`.
 
 A column is **categorical** (its states are declared categories, then ``"<other>"`` for values
 outside them when asked, then ``"<missing>"``) or **numeric** (its states are the bins of
@@ -13,8 +15,9 @@ Error messages name columns; they never show a cell's value or count records.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,7 +26,15 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import DataValidationError, DomainError
-from .binning import bin_codes, bin_labels, bin_midpoints, check_edges, whole_within
+from .binning import (
+    bin_codes,
+    bin_labels,
+    bin_midpoints,
+    check_bounds,
+    check_edges,
+    uniform_edges,
+    whole_within,
+)
 
 __all__ = [
     "MISSING",
@@ -34,6 +45,12 @@ __all__ = [
     "missing_mask",
     "numeric_values",
     "identifier_reason",
+    "flag_states",
+    "is_numeric_entry",
+    "NUMERIC_KEYS",
+    "count_arg",
+    "Draft",
+    "draft_column",
 ]
 
 MISSING = "<missing>"
@@ -49,6 +66,16 @@ MAX_STATES = 10**7
 #: Fewest distinct values for the distinct-count rule of :func:`identifier_reason`.
 MIN_ID_DISTINCT = 16
 _UNNAMED = re.compile(r"Unnamed: \d+")
+
+
+#: The keys of a numeric (binned) column's entry.
+NUMERIC_KEYS = {"bins", "bounds", "n_bins", "quantiles", "integer"}
+
+
+def count_arg(x: Any, what: str, low: int, high: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or not low <= x <= high:
+        raise DomainError(f"{what} must be an integer in [{low}, {high}], got {x!r}")
+    return int(x)
 
 
 def missing_mask(col: pd.Series) -> np.ndarray:
@@ -121,6 +148,30 @@ def identifier_reason(
     return None
 
 
+def flag_states(col: pd.Series) -> tuple | None:
+    """The states of an undeclared flag: ``(False, True)`` when the column's non-missing
+    values are all booleans, ``(0, 1)`` when they are all the numbers 0 and 1 (a 0/1 column,
+    integers or, with missing cells, floats); ``None`` otherwise (also when every cell is
+    missing). Decided from the values, not the pandas dtype, so one missing cell does not
+    change it; reading them is a non-private read, which the caller records."""
+    present = col[~missing_mask(col)]
+    if present.size == 0:
+        return None
+    if col.dtype.kind == "b" or present.map(type).isin([bool, np.bool_]).all():
+        return (False, True)
+    if col.dtype.kind in "iuf" and present.isin([0, 1]).all():
+        return (0, 1)
+    return None
+
+
+def is_numeric_entry(entry: dict, col: pd.Series) -> bool:
+    """Whether a column is binned: numeric keys in its entry, or numbers, not a flag, not
+    declared as categories."""
+    return bool(set(entry) & NUMERIC_KEYS) or (
+        "categories" not in entry and col.dtype.kind in "iuf" and flag_states(col) is None
+    )
+
+
 @dataclass(frozen=True)
 class ColumnPlan:
     """How one column becomes a discrete variable.
@@ -189,7 +240,8 @@ class ColumnPlan:
 
     # -- JSON --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The plan with JSON types (str or int column names; see :meth:`from_dict`)."""
+        """The plan with JSON types (str or int column names; read back by
+        :func:`pgm_dp.prepare.saved.column_of`)."""
         if isinstance(self.name, bool) or not isinstance(self.name, str | int):
             raise DomainError(f"saving needs str or int column names, got {self.name!r}")
         d = {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -199,50 +251,6 @@ class ColumnPlan:
             "merged": list(self.merged),
             "edges": None if self.edges is None else list(self.edges),
         }
-
-    @classmethod
-    def from_dict(cls, d: Any) -> ColumnPlan:
-        """Inverse of :meth:`to_dict`; every field checked (:class:`DataValidationError` or
-        :class:`DomainError`), since a saved plan may come from anywhere: the states are
-        those its kind, edges, ``other`` and ``missing`` make, ``merged`` lists two or more
-        distinct full codes, ``missing_to`` is a full code of a column without a missing
-        state."""
-        if not isinstance(d, Mapping):
-            raise DataValidationError(f"a column of a plan must be an object, got {d!r:.60}")
-        fields = set(cls.__dataclass_fields__)
-        if set(d) - fields or {"name", "kind", "states", "source", "missing"} - set(d):
-            raise DataValidationError(f"a column of a plan has the fields {sorted(fields)}")
-        name = d["name"]
-        if isinstance(name, bool) or not isinstance(name, str | int):
-            raise DataValidationError(f"a column's name must be a str or int, got {name!r:.60}")
-        flags = {k: d.get(k, k == "clip") for k in ("missing", "other", "clip", "integer")}
-        if not all(v is True or v is False for v in flags.values()) or d["kind"] not in KINDS:
-            raise DataValidationError(
-                f"column {name!r}: kind, missing, other, clip or integer malformed"
-            )
-        if not isinstance(d["source"], str) or not isinstance(d["states"], list):
-            raise DataValidationError(f"column {name!r}: source or states malformed")
-        if d["kind"] == "numeric":
-            if flags["other"]:
-                raise DataValidationError(f"column {name!r}: a numeric column has no '<other>'")
-            edges = check_edges(d.get("edges"), name, MAX_STATES)
-            plan = cls.numeric(
-                name, edges, d["source"], flags["missing"], flags["clip"], flags["integer"]
-            )
-        else:
-            if flags["integer"]:
-                raise DataValidationError(f"column {name!r}: only a numeric column is integer")
-            n_cat = len(d["states"]) - flags["other"] - flags["missing"]
-            cats = tuple(d["states"][: max(n_cat, 0)])
-            if not cats or any(isinstance(c, str) and c in RESERVED for c in cats):
-                raise DataValidationError(f"column {name!r}: categories malformed")
-            Domain([name], [len(cats)], [cats])  # distinct labels of supported types
-            plan = cls.categorical(name, cats, d["source"], flags["missing"], flags["other"])
-        stray_edges = d.get("edges") is not None and d["kind"] != "numeric"
-        if stray_edges or plan.states != tuple(d["states"]):
-            raise DataValidationError(f"column {name!r}: states do not match its kind and edges")
-        merged = _codes_of(d.get("merged", []), plan, name)
-        return replace(plan, merged=merged, missing_to=_missing_to(d.get("missing_to"), plan))
 
     # -- encoding ------------------------------------------------------------------------------
     def encode_full(self, col: pd.Series) -> np.ndarray:
@@ -296,7 +304,7 @@ class ColumnPlan:
         self, full: np.ndarray, numbers: str = "interval", within: np.ndarray | None = None
     ) -> pd.Categorical | np.ndarray:
         """The user's values of full codes: the one decoder of records (synthetic ones,
-        :mod:`pgm_dp.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
+        :mod:`pgm_dp.table.synth`, and :meth:`~pgm_dp.prepare.Preparation.decode`).
 
         A categorical column, and a binned one with ``numbers="interval"``, gives a
         ``pandas.Categorical`` whose categories are the column's labels as declared, each
@@ -333,29 +341,140 @@ class ColumnPlan:
         return pd.Categorical.from_codes(codes, categories=cats)
 
 
-def _code(v: Any, plan: ColumnPlan, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < len(plan.states):
-        raise DataValidationError(
-            f"column {plan.name!r}: {what} must be codes in 0..{len(plan.states) - 1}, "
-            f"got {v!r:.40}"
-        )
+@dataclass(frozen=True)
+class Draft:
+    """A column checked against the data. ``values``/``bounds``/``n_bins`` are set when its
+    edges are still to be drawn at private quantiles (``plan`` then has the single bin
+    ``[lo, hi]``)."""
+
+    plan: ColumnPlan
+    values: np.ndarray | None = None
+    bounds: tuple[float, float] | None = None
+    n_bins: int = 0
+
+
+def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: list) -> Draft:
+    """Check one column against its spec ``entry`` and the global options ``opts``
+    (``categories``, ``bounds``, ``missing``, ``other``, ``n_bins``, ``max_states``);
+    append to ``reads`` what is read from the data without privacy. Every value is checked
+    here, so that nothing fails once the budget is being spent."""
+    missing = _flag(entry, "missing", opts.missing, name, (True, False, "data"))
+    other = _flag(entry, "other", opts.other, name, (True, False))
+    clip = _flag(entry, "clip", True, name, (True, False))
+    if missing == "data":
+        missing = bool(missing_mask(col).any())
+        reads.append(f"whether {name!r} has missing values (missing='data')")
+    from_data = _flag(entry, "from_data", False, name, (True, False))
+    if is_numeric_entry(entry, col):
+        draft = _numeric(name, col, entry, opts, reads, missing, clip)
+        integer = _integer(name, col, entry, opts, reads)
+        draft = replace(draft, plan=replace(draft.plan, integer=integer))
+    else:
+        cats, source = _categories(name, col, entry, opts, reads)
+        draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
+    draft.plan.encode_full(col)  # every value checked now, before any budget is spent
+    if from_data:
+        what = "bins or bounds" if draft.plan.kind == "numeric" else "categories"
+        reads.append(f'the {what} of {name!r} (marked "from_data" in the spec)')
+        draft = replace(draft, plan=replace(draft.plan, source="spec, read from data"))
+    return draft
+
+
+def _flag(entry: dict, key: str, default: Any, name: Hashable, allowed: tuple) -> Any:
+    v = entry.get(key, default)
+    if not any(v is a or (isinstance(a, str) and v == a) for a in allowed):
+        raise DomainError(f"{key} of {name!r} must be one of {allowed}, got {v!r}")
     return v
 
 
-def _codes_of(merged: Any, plan: ColumnPlan, name: Hashable) -> tuple[int, ...]:
-    """A saved ``merged``: none, or at least two distinct full codes, in order."""
-    if not isinstance(merged, list):
-        raise DataValidationError(f"column {name!r}: merged must be a list, got {merged!r:.40}")
-    codes = tuple(_code(v, plan, "merged") for v in merged)
-    if len(codes) == 1 or list(codes) != sorted(set(codes)):
-        raise DataValidationError(f"column {name!r}: merged must be two or more codes, in order")
-    return codes
+def _check_categories(cats: tuple, name: Hashable, max_states: int) -> tuple:
+    if not cats:
+        raise DomainError(f"column {name!r} has no categories")
+    if len(cats) > max_states:
+        raise DomainError(
+            f"column {name!r} has {len(cats):,} categories, above max_states={max_states:,}; "
+            "group them or raise max_states"
+        )
+    clash = [c for c in cats if isinstance(c, str) and c in RESERVED]
+    if clash:
+        raise DomainError(f"categories of {name!r} use the reserved labels {clash}")
+    Domain([name], [len(cats)], [cats])  # distinct labels of supported types, or DomainError
+    return cats
 
 
-def _missing_to(to: Any, plan: ColumnPlan) -> int | None:
-    """A saved ``missing_to``: ``None``, or a full code of a column without a missing state."""
-    if to is None:
-        return None
-    if plan.missing:
-        raise DataValidationError(f"column {plan.name!r}: missing_to with a missing state")
-    return _code(to, plan, "missing_to")
+def _categories(name, col, entry, opts, reads) -> tuple[tuple, str]:
+    cats = entry.get("categories")
+    if cats is None:
+        flag = flag_states(col)
+        if flag is not None:
+            reads.append(f"that {name!r} is a flag {list(flag)} (its values)")
+            return flag, "flag (data, non-private)"
+        if opts.categories != "data":
+            raise DataValidationError(
+                f"column {name!r} needs declared categories: spec={{{name!r}: [...]}}, or "
+                "categories='data', which reads them from the data without privacy"
+            )
+        cats = "data"
+    if isinstance(cats, str):
+        if cats != "data":
+            raise DomainError(f"categories of {name!r} must be a list or 'data', got {cats!r}")
+        uniq = [
+            v.item() if isinstance(v, np.generic) else v for v in pd.unique(col[~missing_mask(col)])
+        ]
+        try:
+            cats = tuple(sorted(uniq))
+        except TypeError:
+            cats = tuple(sorted(uniq, key=str))
+        reads.append(f"the {len(cats)} categories of {name!r} (categories='data')")
+        return _check_categories(cats, name, opts.max_states), "data (non-private)"
+    if not isinstance(cats, list | tuple):
+        raise DomainError(f"categories of {name!r} must be a list, got {cats!r}")
+    return _check_categories(tuple(cats), name, opts.max_states), "declared"
+
+
+def _integer(name, col, entry, opts, reads) -> bool:
+    """Whether a numeric column holds whole numbers: as declared (``"integer"``); else,
+    where its bounds are read from the data anyway (``bounds='data'``), read with them (a
+    non-private read, listed); else not."""
+    declared = _flag(entry, "integer", None, name, (True, False, None))
+    if declared is not None:
+        return declared
+    bounds = None if "bins" in entry else entry.get("bounds", opts.bounds)
+    if not (isinstance(bounds, str) and bounds == "data"):
+        return False
+    x, _ = numeric_values(col, name)
+    whole = bool(x.size) and bool(np.all(x == np.round(x)))
+    if whole:
+        reads.append(f"that {name!r} holds whole numbers (with its bounds, bounds='data')")
+    return whole
+
+
+def _numeric(name, col, entry, opts, reads, missing, clip) -> Draft:
+    x, _ = numeric_values(col, name)
+    if "bins" in entry:
+        edges = check_edges(entry["bins"], name, opts.max_states)
+        return Draft(ColumnPlan.numeric(name, edges, "public bins", missing, clip))
+    bounds = entry.get("bounds", opts.bounds)
+    if bounds is None:
+        raise DataValidationError(
+            f"numeric column {name!r} needs public bounds: spec={{{name!r}: {{'bounds': [lo, "
+            "hi]}} or bins; bounds='data' reads them from the data without privacy"
+        )
+    if isinstance(bounds, str) and bounds == "data":
+        if x.size == 0 or not np.isfinite(x).all():
+            raise DataValidationError(f"bounds='data': column {name!r} has no finite bounds")
+        lo, hi = float(x.min()), float(x.max())
+        hi = hi if hi > lo else lo + 1.0
+        if not math.isfinite(hi - lo):
+            raise DataValidationError(f"bounds='data': column {name!r} spans too wide a range")
+        reads.append(f"the bounds of {name!r} (bounds='data')")
+    else:
+        lo, hi = check_bounds(bounds, name)
+    if "n_bins" in entry:
+        k = count_arg(entry["n_bins"], f"n_bins of {name!r}", 1, opts.max_states)
+        return Draft(
+            ColumnPlan.numeric(name, uniform_edges(lo, hi, k), "equal widths", missing, clip)
+        )
+    k = count_arg(entry.get("quantiles", opts.n_bins), f"quantiles of {name!r}", 1, opts.max_states)
+    plan = ColumnPlan.numeric(name, (lo, hi), "private quantiles", missing, clip)
+    return Draft(plan, x, (lo, hi), k) if k > 1 else Draft(replace(plan, source="one bin"))

@@ -7,7 +7,7 @@ A derived column is not modelled: it is left out of the preparation, the selecti
 fit (no budget spent on it, and no selection spent relearning an identity, which the noise
 would blur: copies learned from noisy tables contradict their source in a share of the
 synthetic records), and synthetic records get it back exactly, ``map[source value]``, from
-their source column (:mod:`pgm_dp.synth`). The source is a categorical column of the table,
+their source column (:mod:`pgm_dp.table.synth`). The source is a categorical column of the table,
 itself not derived; the map's keys are its categories as text (JSON keys), its values the
 derived column's values (a source value without a key, such as ``"<other>"``, or a missing
 one, gives a missing value).
@@ -30,7 +30,15 @@ import pandas as pd
 
 from ..errors import DataValidationError, DomainError
 
-__all__ = ["Derived", "split_derived", "derived_to_json", "derived_from_json", "with_derived"]
+__all__ = [
+    "Derived",
+    "split_derived",
+    "parse_derived",
+    "check_derived",
+    "derived_to_json",
+    "derived_from_json",
+    "with_derived",
+]
 
 
 @dataclass(frozen=True)
@@ -77,15 +85,30 @@ def _entry(name: Any, entry: Any) -> Derived | None:
 def split_derived(df: pd.DataFrame, spec: Mapping | None) -> tuple[dict | None, tuple]:
     """``(spec without its derived entries, the Derived columns)``, the declarations checked
     against ``df`` (module docstring) before anything is spent; ``spec`` is not modified."""
+    base, derived = parse_derived(spec)
+    check_derived(df, spec, derived)
+    return base, derived
+
+
+def parse_derived(spec: Mapping | None) -> tuple[Mapping | None, tuple]:
+    """``(spec without its derived entries, the Derived columns)`` read from ``spec`` alone
+    (:func:`check_derived` holds them against the data); ``spec`` is not modified."""
     if not isinstance(spec, Mapping):
         return spec, ()
     derived = tuple(d for n, e in spec.items() if (d := _entry(n, e)) is not None)
     if not derived:
         return spec, ()
     names = {d.name for d in derived}
+    return {k: v for k, v in spec.items() if str(k) not in names}, derived
+
+
+def check_derived(df: pd.DataFrame, spec: Mapping | None, derived: tuple) -> None:
+    """Each of ``derived`` (declared in ``spec``) checked against ``df``: its column and
+    its source are columns of the data, and the column is its map of the source on every
+    record (module docstring); DataValidationError otherwise."""
+    names = {d.name for d in derived}
     for d in derived:
         _check(df, spec, d, names)
-    return {k: v for k, v in spec.items() if str(k) not in names}, derived
 
 
 def _check(df: pd.DataFrame, spec: Mapping, d: Derived, names: set) -> None:

@@ -1,26 +1,29 @@
 """A preparation's saved form: the spec that prepares a table the same way
 (:func:`spec_of`), its JSON document (:func:`document_of`) and the reading of one
-(:func:`fields_of`, :func:`check_saved`). A saved plan may come from anywhere, so every field
-is checked on the way in: anything malformed raises :class:`~pgm_dp.errors.DataValidationError`
-(or :class:`~pgm_dp.errors.DomainError`), never a bare ``TypeError``.
+(:func:`fields_of`, :func:`column_of`, :func:`check_saved`). A saved plan may come from
+anywhere, so every field is checked on the way in: anything malformed raises
+:class:`~pgm_dp.errors.DataValidationError` (or :class:`~pgm_dp.errors.DomainError`), never
+a bare ``TypeError``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
-from dataclasses import asdict
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, replace
 from typing import Any
 
+from ..domain import Domain
 from ..errors import DataValidationError
 from ..privacy import ZCDP, Charge, NoisyMarginals, PureDP
 from ..privacy.budget import Budget
 from ..privacy.release import check_records_per_person
 from ._spec import DROP_FROM_DATA
-from .columns import ColumnPlan
+from .binning import check_edges
+from .columns import KINDS, MAX_STATES, RESERVED, ColumnPlan
 from .persons import PERSON
 
-__all__ = ["spec_of", "document_of", "fields_of", "check_saved"]
+__all__ = ["spec_of", "document_of", "fields_of", "column_of", "check_saved"]
 
 
 def spec_of(plan: Any) -> dict:
@@ -95,7 +98,7 @@ def fields_of(text: str) -> dict:
     one_way = d["one_way"]
     spent = d["budget_spent"]
     return dict(
-        columns=tuple(ColumnPlan.from_dict(c) for c in _list(d, "columns")),
+        columns=tuple(column_of(c) for c in _list(d, "columns")),
         dropped=tuple(_list(d, "dropped", (str, int))),
         nonprivate_reads=tuple(_list(d, "nonprivate_reads", (str,))),
         notes=tuple(_list(d, "notes", (str,))),
@@ -105,6 +108,78 @@ def fields_of(text: str) -> dict:
         person=_person(d.get("person")),
         max_records_per_person=check_records_per_person(d.get("max_records_per_person", 1)),
     )
+
+
+def column_of(d: Any) -> ColumnPlan:
+    """A column of a saved plan: the inverse of :meth:`ColumnPlan.to_dict`; every field
+    checked (:class:`DataValidationError` or :class:`DomainError`), since a saved plan may
+    come from anywhere: the states are those its kind, edges, ``other`` and ``missing``
+    make, ``merged`` lists two or more distinct full codes, ``missing_to`` is a full code of
+    a column without a missing state."""
+    if not isinstance(d, Mapping):
+        raise DataValidationError(f"a column of a plan must be an object, got {d!r:.60}")
+    fields = set(ColumnPlan.__dataclass_fields__)
+    if set(d) - fields or {"name", "kind", "states", "source", "missing"} - set(d):
+        raise DataValidationError(f"a column of a plan has the fields {sorted(fields)}")
+    name = d["name"]
+    if isinstance(name, bool) or not isinstance(name, str | int):
+        raise DataValidationError(f"a column's name must be a str or int, got {name!r:.60}")
+    flags = {k: d.get(k, k == "clip") for k in ("missing", "other", "clip", "integer")}
+    if not all(v is True or v is False for v in flags.values()) or d["kind"] not in KINDS:
+        raise DataValidationError(
+            f"column {name!r}: kind, missing, other, clip or integer malformed"
+        )
+    if not isinstance(d["source"], str) or not isinstance(d["states"], list):
+        raise DataValidationError(f"column {name!r}: source or states malformed")
+    if d["kind"] == "numeric":
+        if flags["other"]:
+            raise DataValidationError(f"column {name!r}: a numeric column has no '<other>'")
+        edges = check_edges(d.get("edges"), name, MAX_STATES)
+        plan = ColumnPlan.numeric(
+            name, edges, d["source"], flags["missing"], flags["clip"], flags["integer"]
+        )
+    else:
+        if flags["integer"]:
+            raise DataValidationError(f"column {name!r}: only a numeric column is integer")
+        n_cat = len(d["states"]) - flags["other"] - flags["missing"]
+        cats = tuple(d["states"][: max(n_cat, 0)])
+        if not cats or any(isinstance(c, str) and c in RESERVED for c in cats):
+            raise DataValidationError(f"column {name!r}: categories malformed")
+        Domain([name], [len(cats)], [cats])  # distinct labels of supported types
+        plan = ColumnPlan.categorical(name, cats, d["source"], flags["missing"], flags["other"])
+    stray_edges = d.get("edges") is not None and d["kind"] != "numeric"
+    if stray_edges or plan.states != tuple(d["states"]):
+        raise DataValidationError(f"column {name!r}: states do not match its kind and edges")
+    merged = _codes_of(d.get("merged", []), plan, name)
+    return replace(plan, merged=merged, missing_to=_missing_to(d.get("missing_to"), plan))
+
+
+def _code(v: Any, plan: ColumnPlan, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < len(plan.states):
+        raise DataValidationError(
+            f"column {plan.name!r}: {what} must be codes in 0..{len(plan.states) - 1}, "
+            f"got {v!r:.40}"
+        )
+    return v
+
+
+def _codes_of(merged: Any, plan: ColumnPlan, name: Hashable) -> tuple[int, ...]:
+    """A saved ``merged``: none, or at least two distinct full codes, in order."""
+    if not isinstance(merged, list):
+        raise DataValidationError(f"column {name!r}: merged must be a list, got {merged!r:.40}")
+    codes = tuple(_code(v, plan, "merged") for v in merged)
+    if len(codes) == 1 or list(codes) != sorted(set(codes)):
+        raise DataValidationError(f"column {name!r}: merged must be two or more codes, in order")
+    return codes
+
+
+def _missing_to(to: Any, plan: ColumnPlan) -> int | None:
+    """A saved ``missing_to``: ``None``, or a full code of a column without a missing state."""
+    if to is None:
+        return None
+    if plan.missing:
+        raise DataValidationError(f"column {plan.name!r}: missing_to with a missing state")
+    return _code(to, plan, "missing_to")
 
 
 def check_saved(plan: Any) -> Any:

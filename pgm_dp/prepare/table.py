@@ -107,9 +107,9 @@ from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_text, compose
 from ..rng import RngLike, as_generator
 from ._decisions import decisions_needed, keep_columns
-from ._spec import check_frame, draft_column, make_options, parse_spec, person_of
+from ._spec import check_frame, make_options, parse_spec, person_of
 from ._steps import precheck, private_steps, spend, spent
-from .columns import ColumnPlan
+from .columns import ColumnPlan, draft_column
 from .persons import bound_records, privacy_unit
 from .saved import check_saved, document_of, fields_of, spec_of
 
@@ -413,8 +413,8 @@ def _checked(df: Any, spec: Mapping | None, opts: Any, rng: RngLike) -> tuple:
     df = check_frame(df)
     if len(df) == 0:
         raise DataValidationError("data are empty (0 records)")
-    decisions_needed(df, spec, opts)
     entries = parse_spec(df, spec)
+    decisions_needed(df, spec, entries, opts)
     person, gen = person_of(entries), as_generator(rng)
     return _bounded(df, person, opts.max_records_per_person, gen), entries, person, gen
 
@@ -449,4 +449,5 @@ def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:
     kw = {**defaults, **{k: v for k, v in options.items() if k != "compress"}}
     head = ("categories", "bounds", "missing", "other", "drop_identifiers")
     opts = make_options(*(kw.pop(k) for k in head), {k: kw[k] for k in kw if k != "mechanism"})
-    decisions_needed(check_frame(df), spec, opts)
+    df = check_frame(df)
+    decisions_needed(df, spec, parse_spec(df, spec), opts)

@@ -1,4 +1,4 @@
-"""What :func:`pgm_dp.workflow.fit_table` plans before it runs, from the budget and released
+"""What :func:`pgm_dp.table.fit.fit_table` plans before it runs, from the budget and released
 quantities only: the budget's split (:func:`one_way_share`, :func:`split_budget`,
 :func:`rest_of`), AIM's number of rounds (:func:`aim_rounds`) and its default workload
 (:func:`default_workload`). The rules are ours (the AIM paper, McKenna et al. 2022, fixes
@@ -130,7 +130,7 @@ TRIPLE_CELLS_RATIO = 7.0
 def aim_rounds(
     n_hat: float, cells: list[int], notion: str, amount: float, d: int, sensitivity: float = 1.0
 ) -> int:
-    """AIM's ``T`` (:mod:`pgm_dp.workflow`'s docstring): the largest ``T`` whose first
+    """AIM's ``T`` (:mod:`pgm_dp.table.fit`'s docstring): the largest ``T`` whose first
     rounds measure a marginal of the median size in ``cells`` with expected total-variation
     noise at most :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount``
     (ε or ρ), clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]``.

@@ -45,12 +45,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import budget_for, paper_learner
+from pgm_dp.compare.graphs import budget_for, paper_learner
+from pgm_dp.compare.metrics import log_likelihood
 from pgm_dp.datasets import load_adult
 from pgm_dp.domain import Domain
 from pgm_dp.errors import DomainError, PgmDpError
 from pgm_dp.learners import labels
-from pgm_dp.metrics import log_likelihood
 from pgm_dp.models import MarkovRandomField
 from pgm_dp.plotting import median_errorbar
 from pgm_dp.privacy import PureDP, release_marginals

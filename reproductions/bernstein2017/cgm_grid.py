@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pgm_dp.compare import check_settings, columns
+from pgm_dp.compare.graphs import check_settings, columns
 
 from .fig2 import run_blocks
 

@@ -10,7 +10,7 @@ from pgm_dp.cli.compare import add_common_arguments
 
 __all__ = ["add_parser"]
 
-#: ``pgm_dp.compare.MECHANISMS`` (tested equal).
+#: ``pgm_dp.compare.graphs.MECHANISMS`` (tested equal).
 _MECHANISMS = ("laplace", "discrete_laplace", "gaussian", "discrete_gaussian")
 
 

@@ -2,7 +2,7 @@
 
 Third-order chains and connected Erdős–Rényi graphs (T=10, |X|=10, Dirichlet(1) edge
 potentials), ``N`` in a grid, ``epsilon in {0.01, 0.1, 0.5, 1}``, 5 populations x 5 noise
-draws (Sec. 4.1), each cell one call of :func:`pgm_dp.compare.run_compare`.
+draws (Sec. 4.1), each cell one call of :func:`pgm_dp.compare.graphs.run_compare`.
 Results are appended to ``fig2_runs.csv`` one (graph, N) block at a time, each row with the
 ``T``, ``k`` and ``seed`` it was run with. A learner's block that the file already holds
 whole (every requested epsilon, population and replication at the same ``T``, ``k`` and
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pgm_dp import learners as registry
-from pgm_dp.compare import (
+from pgm_dp.compare.graphs import (
     LEARNERS,
     check_settings,
     column_labels,
@@ -91,7 +91,7 @@ def run_blocks(grid, setting: dict, path: Path | None, progress: bool) -> pd.Dat
     """Every row of ``path`` plus those of the (graph, N) blocks of ``grid = (graphs, Ns,
     epsilons, populations, replications, learners)`` it lacks at ``setting`` (``T``, ``k``,
     ``seed`` and optionally the release ``mechanism``), each block run by
-    :func:`~pgm_dp.compare.run_compare` and appended to ``path`` when done."""
+    :func:`~pgm_dp.compare.graphs.run_compare` and appended to ``path`` when done."""
     graphs, Ns, epsilons, populations, replications, learners = grid
     table = _read_done(path, setting)  # every row so far: the file's and this run's
     for graph in graphs:

@@ -38,12 +38,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from pgm_dp.compare.metrics import kl_divergence, marginal_mse
 from pgm_dp.errors import ConvergenceWarning
 from pgm_dp.learners import labels
 from pgm_dp.learners.baselines import NonPrivateMLE
 from pgm_dp.learners.cgm import CGMEM
 from pgm_dp.learners.naive_mle import NaiveMLE, noisy_pseudo_marginals
-from pgm_dp.metrics import kl_divergence, marginal_mse
 from pgm_dp.models import erdos_renyi, third_order_chain
 from pgm_dp.models.mrf import MarkovRandomField
 from pgm_dp.plotting import median_errorbar

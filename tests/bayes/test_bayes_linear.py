@@ -115,7 +115,7 @@ def test_fit_data_release_of_adult_passes_its_check():
     the pair race x marital-status at this check seed), and no state that no record has gets
     a posterior mean count above ``max(y, 0) + 2 sd``."""
     from pgm_dp import load_adult
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     cols = ["race", "sex", "income>50K", "relationship", "workclass", "marital-status"]
     df, dom = load_adult(cols)

@@ -8,12 +8,12 @@ with warnings.catch_warnings():
     mbi = pytest.importorskip("mbi")
 
 from pgm_dp import Domain, MarkovRandomField, PureDP  # noqa: E402
+from pgm_dp.compare.metrics import kl_divergence  # noqa: E402
 from pgm_dp.learners.mbi import (  # noqa: E402
     fit_mbi,
     from_mbi_potentials,
     to_mbi_measurements,
 )
-from pgm_dp.metrics import kl_divergence  # noqa: E402
 from pgm_dp.models import third_order_chain  # noqa: E402
 from pgm_dp.privacy import release_marginals  # noqa: E402
 

@@ -3,8 +3,8 @@ import pytest
 from conftest import random_model
 
 from pgm_dp import DomainError
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners.mle import fit_marginals
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 
 

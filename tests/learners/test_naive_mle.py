@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgm_dp import ConvergenceWarning, DomainError, PureDP, release_marginals
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners.naive_mle import NaiveMLE, project_to_simplex
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 
 

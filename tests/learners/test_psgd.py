@@ -11,9 +11,9 @@ from pgm_dp import (
     PrivacyParameterError,
     PureDP,
 )
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners import psgd
 from pgm_dp.learners.psgd import PSGD, per_example_gradients
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 
 

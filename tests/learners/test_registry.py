@@ -19,7 +19,7 @@ import pytest
 import pgm_dp.learners as learners
 import pgm_dp.learners.registry as registry
 from pgm_dp.cli import build_parser, main
-from pgm_dp.compare import budget_for, columns_of, run_compare
+from pgm_dp.compare.graphs import budget_for, columns_of, run_compare
 from pgm_dp.learners import Fit, LearnerSpec, RecordLearner, ReleaseLearner
 from pgm_dp.plugins import PluginWarning, load_plugins
 from pgm_dp.privacy import ApproxDP, PureDP

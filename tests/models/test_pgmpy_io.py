@@ -5,7 +5,7 @@ import pytest
 from conftest import random_model
 
 from pgm_dp import MarkovRandomField
-from pgm_dp.metrics import kl_divergence
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 
 warnings.filterwarnings("ignore", category=FutureWarning)

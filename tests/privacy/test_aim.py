@@ -201,7 +201,7 @@ def test_selection_step_is_private_by_an_audit():
 
 def test_pure_default_triples_keep_the_selection_sensitivity_between_neighbours():
     """Under pure epsilon the default workload of a small domain is every triple
-    (pgm_dp.workflow.default_workload); removing one record moves every candidate's score
+    (pgm_dp.select.plan.default_workload); removing one record moves every candidate's score
     ``w_r (||M_r(D) - est_r||_1 - bias n_r)`` by at most ``w_r <= max_r w_r``, the
     sensitivity select_marginal uses: the estimates are fixed (earlier releases)."""
     from pgm_dp.select.plan import default_workload

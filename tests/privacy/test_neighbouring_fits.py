@@ -139,7 +139,7 @@ def _people(n: int, seed: int = 0):
 
 
 def _fit(df, spec, budget, **options):
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     acc = Accountant(budget)
     return fit_table(df, spec, budget=budget, rng=0, accountant=acc, **options), acc
@@ -156,7 +156,7 @@ def test_a_workload_that_leaves_out_a_column_fits_it_as_measured():
 
 def test_a_one_column_declaration_is_refused_before_any_charge():
     from pgm_dp import PureDP
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     acc = Accountant(PureDP(1.0))
     with pytest.raises(ValueError, match="needs 2 columns"):
@@ -214,7 +214,7 @@ def test_an_approx_dp_accountant_with_private_quantiles_is_planned_before_the_fi
 def test_what_the_declaration_decides_is_refused_before_any_charge(options, message):
     """Before: the private quantiles (or the one-way tables) were charged, then AIM refused."""
     from pgm_dp import PureDP
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     acc = Accountant(PureDP(1.0))
     spec = dict(SPEC, age={"bounds": [18, 90]})  # private quantiles: charged first

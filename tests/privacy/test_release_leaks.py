@@ -127,8 +127,7 @@ def test_with_one_way_charges_the_whole_selection():
 
 def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
     """Before: ``--seed S`` gave the MST selection and the release the same generator state."""
-    import pgm_dp.privacy
-    import pgm_dp.select
+    import pgm_dp.table.selection as selection
     from pgm_dp.cli import main
 
     states = []
@@ -140,9 +139,8 @@ def test_cli_fit_seeds_each_step_from_its_own_stream(csv, monkeypatch):
 
         return wrapped
 
-    select = pgm_dp.select
-    monkeypatch.setattr(select, "select_cliques", spy(select.select_cliques))
-    monkeypatch.setattr(pgm_dp.privacy, "release_marginals", spy(pgm_dp.privacy.release_marginals))
+    monkeypatch.setattr(selection, "select_cliques", spy(selection.select_cliques))
+    monkeypatch.setattr(selection, "release_marginals", spy(selection.release_marginals))
     argv = ["fit", "--data", str(csv / "d.csv"), "--learner", "naive", "--seed", "7",
             "--selection", "mst", "--categories-from-data",
             "--out", str(csv / "s.npz")]  # fmt: skip

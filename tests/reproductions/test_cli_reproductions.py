@@ -135,7 +135,7 @@ def test_experiments_end_to_end(tmp_path, capsys):
 
 
 def test_light_lists_match_the_heavy_ones():
-    from pgm_dp import compare
+    from pgm_dp.compare import graphs as compare
     from reproductions.bernstein2017 import adult, cli_adult, cli_cgm_grid, cli_figures, figures
     from reproductions.chakraborty2024 import cli as prising_cli
     from reproductions.chakraborty2024 import prising

@@ -16,6 +16,7 @@ from pgm_dp import (
     release_marginals,
     sufficient_statistics,
 )
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.inference.backend import get_backend
 from pgm_dp.inference.junction_tree import clique_marginals
 from pgm_dp.learners.cgm import CGMEM, nlbp
@@ -25,7 +26,6 @@ from pgm_dp.learners.cgm.nlbp import clique_statistics, start_statistics
 from pgm_dp.learners.cgm.nlbp import nlbp_programs as _programs
 from pgm_dp.learners.cgm.problem import EMProblem
 from pgm_dp.learners.mle import fit_marginals
-from pgm_dp.metrics import kl_divergence
 from pgm_dp.models import third_order_chain
 from pgm_dp.tables import flatten_tables
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pgm_dp import ZCDP, Domain, MarkovRandomField, PureDP, release_marginals
+from pgm_dp.compare.metrics import kl_divergence
 from pgm_dp.learners.cgm import CGMEM
 from pgm_dp.learners.naive_mle import project_to_simplex
-from pgm_dp.metrics import kl_divergence
 
 release_marginals = functools.partial(release_marginals, total="public")
 NO_PRIOR = {"prior_precision": 0.0, "pseudo_count": 0.0}

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pgm_dp.compare import budget_for
+from pgm_dp.compare.graphs import budget_for
 from pgm_dp.errors import DataValidationError, PrivacyParameterError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import get, learn_ising_logistic, make

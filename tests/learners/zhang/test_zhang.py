@@ -5,7 +5,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from pgm_dp.compare import budget_for
+from pgm_dp.compare.graphs import budget_for
 from pgm_dp.errors import DataValidationError, DomainError, PrivacyParameterError
 from pgm_dp.ising import gibbs_ising
 from pgm_dp.learners import ZhangIsing, ZhangPairwise, get, learn_ising, learn_pairwise, make

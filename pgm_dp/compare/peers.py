@@ -25,7 +25,7 @@ all noise and choices:
   candidate and round).
 
 The fitted model is returned as its calibrated junction tree
-(:class:`~pgm_dp.calibrated_tree.CalibratedTree`) on the original domain: a compressed
+(:class:`~pgm_dp.compare.calibrated_tree.CalibratedTree`) on the original domain: a compressed
 value's mass is spread evenly over the values it merged, which is what MST's decompression
 samples. These are the peers' guarantees, (ε, δ)-DP through zCDP with continuous Gaussian
 noise, as their authors wrote them: a comparison (nothing here is charged to an accountant).
@@ -34,7 +34,7 @@ The zCDP conversion, the exponential mechanism and the Gaussian draws are the pr
 choices than ``mechanism.py``'s floating-point one for a seed, from the same distribution up
 to the rounding of the scores.
 
-:func:`add_peers` scores them as :func:`pgm_dp.compare_data.compare_on_table` scores
+:func:`add_peers` scores them as :func:`pgm_dp.compare.table.compare_on_table` scores
 pgm_dp's learners, on the same split of the table. Needs mbi 2.x (``pip install
 "mbi>=2.0"``, the ``bench`` extra); only imported when a peer runs.
 """
@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from ..privacy import ApproxDP, PureDP, exponential_mechanism, sample_gaussian, zcdp_rho_within
 from .calibrated_tree import CalibratedTree
-from .privacy import ApproxDP, PureDP, exponential_mechanism, sample_gaussian, zcdp_rho_within
 
 __all__ = ["PEERS", "PEER_DELTA", "check_peers", "fit_peer", "add_peers", "mst", "aim"]
 
@@ -306,7 +306,7 @@ def add_peers(
     plot=None,
     **prepare_options: Any,
 ):
-    """``result`` (a :class:`~pgm_dp.compare_data.DataComparison` of ``df``) with a row per
+    """``result`` (a :class:`~pgm_dp.compare.table.DataComparison` of ``df``) with a row per
     peer and ε, scored as its learners are, its CSV and plot written again.
 
     The peers fit the training part of the same split (``seed``, ``test_fraction``), coded on
@@ -319,10 +319,10 @@ def add_peers(
     """
     import pandas as pd
 
-    from .compare_data import DataComparison, _encodable, _finish, heldout_scores, split_table
-    from .errors import PrivacyParameterError
-    from .prepare import NonPrivateWarning, prepare_plan
-    from .workflow import full_codes
+    from ..errors import PrivacyParameterError
+    from ..prepare.table import NonPrivateWarning, prepare_plan
+    from ..table.synth import full_codes
+    from .table import DataComparison, _encodable, _finish, heldout_scores, split_table
 
     train, test = split_table(df, test_fraction, seed)
     try:

@@ -3,7 +3,7 @@
 A model fitted to noisy tables can be worse on the workload (the marginals the user asked
 for) than the **private independent model**, the product of the noisy one-way tables that
 every fit has already paid for (:func:`independent_model`). The fit report's misfit score
-(:func:`pgm_dp.fit_report.independent_check`) compares the two models with the noisy
+(:func:`pgm_dp.table.report.independent_check`) compares the two models with the noisy
 tables the fit was made from, so it cannot see it: the unselected marginals were never
 measured. This check spends a small held-out share of the budget (:data:`CHECK_SHARE`) on
 one number, the weighted workload error of the fitted model minus that of the independent
@@ -40,7 +40,7 @@ Two more guards against the independent model, both post-processing of released 
 :func:`floored_model` leaves no cell at zero probability (a fit follows a cell's negative
 noisy count to zero, and held-out records in that cell get ``log p`` of ``-20`` and
 below), and :func:`apply_misfit_check` returns the independent model when the penalised
-misfit of :func:`pgm_dp.fit_report.independent_check` finds the fit no better, at every
+misfit of :func:`pgm_dp.table.report.independent_check` finds the fit no better, at every
 budget and ``N`` (where the check above is not run, too).
 """
 
@@ -52,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PrivacyParameterError
-from .privacy.mechanisms import perturb
+from ..errors import PrivacyParameterError
+from ..privacy.mechanisms import perturb
 
 __all__ = [
     "CHECK_SHARE",
@@ -90,7 +90,7 @@ def check_noise(budget, n_hat: float, k: int = 1) -> float:
 def check_skipped(budget, n_hat: float, k: int = 1) -> str | None:
     """Why the check with ``budget`` (``None``: no check) and ``N̂`` records is not worth
     running (its nominal noise, :func:`check_noise`, above :data:`MAX_CHECK_NOISE`), or
-    ``None``. Public quantities only: :func:`~pgm_dp.workflow.fit_table` asks once the
+    ``None``. Public quantities only: :func:`~pgm_dp.table.fit.fit_table` asks once the
     one-way tables are released, so that a skipped check's share goes to selection. ``k``:
     the most records of one person."""
     if budget is None:
@@ -163,8 +163,8 @@ def floored_model(model, release, weight: float | None = None):
     from ``model``'s by ``λ`` times the gap to the independent model's (at most ``λ`` in
     total variation). Post-processing of ``release``. Returns an MRF on the junction tree's
     cliques (the model itself when ``release`` lacks a one-way table)."""
-    from .inference.queries import calibrate_tables
-    from .models import MarkovRandomField
+    from ..inference.queries import calibrate_tables
+    from ..models import MarkovRandomField
 
     one = _clipped_one_way(release)
     if one is None:
@@ -209,7 +209,7 @@ def independent_model(release):
     (clipped at 0, ``1e-9`` added, normalised), as a
     :class:`~pgm_dp.models.MarkovRandomField` on its domain; ``None`` when some variable has
     no one-way table in ``release``."""
-    from .models import MarkovRandomField
+    from ..models import MarkovRandomField
 
     one = _clipped_one_way(release)
     if one is None:
@@ -223,8 +223,8 @@ def workload_gap(codes: np.ndarray, domain, workload, fitted, independent, n_hat
     of ``fitted`` minus that of ``independent`` over ``workload`` (``((clique, c_W), ...)``)
     on ``codes``, and its sensitivity ``2 sum_W c_W``. Reads the data: release it only
     through :func:`release_check`."""
-    from .select.aim import model_marginals
-    from .tables import contingency_table
+    from ..select.aim import model_marginals
+    from ..tables import contingency_table
 
     codes = domain.encode(codes)
     cliques = [c for c, _ in workload]
@@ -284,8 +284,8 @@ def fit_check(codes, dom, workload, model, release, budget, gen, acc, k: int = 1
     workload on the prepared domain; ``{"skipped": why}`` (nothing charged; the share is
     left unspent) when its nominal noise (:func:`check_noise`) is above
     :data:`MAX_CHECK_NOISE`. ``k``: the most records of one person in ``codes``."""
-    from .errors import DomainError
-    from .select import workload_cliques
+    from ..errors import DomainError
+    from ..select import workload_cliques
 
     if budget is None or all(len(c) == 1 for c in release.cliques):
         return None
@@ -316,7 +316,7 @@ def apply_check(fit, check, report):
 
 def apply_misfit_check(fit, release, report):
     """Fall back to the independent model (post-processing) when the report's penalised
-    misfit check (:func:`pgm_dp.fit_report.independent_check`, released tables only, so it
+    misfit check (:func:`pgm_dp.table.report.independent_check`, released tables only, so it
     runs at every budget and ``N``) finds the fitted model no better, unless the held-out
     check has already fallen back; the report says so (``report["fallback"]``)."""
     misfit = report.get("independent_check")

@@ -1,4 +1,4 @@
-"""The report of a private fit of a table (:func:`pgm_dp.workflow.fit_table`).
+"""The report of a private fit of a table (:func:`pgm_dp.table.fit.fit_table`).
 
 :func:`build_report` says what was selected, the budget of each step (the accountant's
 charges, grouped) and the expected error, and checks the fitted model against the
@@ -15,9 +15,9 @@ penalised by twice its number of free parameters ``k`` (Akaike's ``S + 2 k``; Ma
 ``C_p``): when ``S(fitted) + 2 k`` is not below the independent model's, the fit is no
 better than the independent model, :class:`WorseThanIndependentWarning` is raised (a
 Python warning; the command line prints it too) and
-:func:`~pgm_dp.workload_check.apply_misfit_check` returns the independent model. Released
+:func:`~pgm_dp.table.check.apply_misfit_check` returns the independent model. Released
 quantities only, so this check runs at every budget and ``N``. That score cannot see
-the unselected marginals; the held-out check of :mod:`pgm_dp.workload_check` (a share of
+the unselected marginals; the held-out check of :mod:`pgm_dp.table.check` (a share of
 the budget) can, and its verdict is reported and warned the same way (:func:`warn_workload_check`).
 The guarantee is stated per unit protected: one record, or one person with at most ``K``
 records when the preparation has a person column (:mod:`pgm_dp.prepare.persons`).
@@ -46,7 +46,7 @@ __all__ = [
 
 class WorseThanIndependentWarning(UserWarning):
     """The fitted model explains the noisy measurements worse than the private independent
-    model (the product of the noisy one-way tables): see :mod:`pgm_dp.fit_report`."""
+    model (the product of the noisy one-way tables): see :mod:`pgm_dp.table.report`."""
 
 
 _GROUPS = [
@@ -63,7 +63,7 @@ _GROUPS = [
 
 def _steps(accountant) -> list[dict]:
     """The accountant's charges grouped by step, each group's cost composed."""
-    from .privacy import Accountant
+    from ..privacy import Accountant
 
     groups: dict[str, list] = {}
     for ch in accountant.charges:
@@ -116,8 +116,8 @@ def independent_check(model, release, fitted_cliques=None) -> dict | None:
     average (the covariance penalty of Stein's unbiased risk estimate, a fit linear in
     the noise), so the unpenalised comparison favours it; the penalised one estimates which
     model is nearer the true tables. Released quantities only (post-processing)."""
-    from .select.aim import model_marginals
-    from .workload_check import one_way_probabilities
+    from ..select.aim import model_marginals
+    from .check import one_way_probabilities
 
     probs = one_way_probabilities(release)
     if probs is None:
@@ -152,7 +152,7 @@ def independent_check(model, release, fitted_cliques=None) -> dict | None:
 def build_report(model, release, plan, chosen, accountant, learner: str, guarantee=None) -> dict:
     """The fit's report (module docstring) as a JSON-ready dict; warns
     :class:`WorseThanIndependentWarning` when the check fails."""
-    from .workload_check import expected_abs_noise
+    from .check import expected_abs_noise
 
     n_hat = float(release.total)
     noise_tvd = {
@@ -202,7 +202,7 @@ def build_report(model, release, plan, chosen, accountant, learner: str, guarant
 
 def warn_workload_check(check: dict, learner: str) -> None:
     """Warn :class:`WorseThanIndependentWarning` when the held-out check
-    (:mod:`pgm_dp.workload_check`) found the fitted model worse on the workload."""
+    (:mod:`pgm_dp.table.check`) found the fitted model worse on the workload."""
     if check["worse_than_independent"]:
         warnings.warn(
             f"the fitted model ({learner}) is worse on the workload than the private "

@@ -1,6 +1,6 @@
 """A fitted model as a calibrated junction tree, for scoring any model the same way.
 
-A model of any tool (pgm_dp's fits, Private-PGM's MST and AIM in :mod:`pgm_dp.peers`, the
+A model of any tool (pgm_dp's fits, Private-PGM's MST and AIM in :mod:`pgm_dp.compare.peers`, the
 benchmarks' contenders) is exported as its junction tree: the maximal cliques, their
 normalised marginal tables and the tree's edges. Then (Lauritzen & Spiegelhalter 1988;
 Koller & Friedman 2009, Sec. 10.3) the joint is ``p(x) = prod_C mu_C(x_C) / prod_S
@@ -119,8 +119,8 @@ class CalibratedTree:
         the root clique's log-marginal plus, for every other clique, its log-conditional
         given its separator with its parent (``log mu_C - log mu_S``; ``-inf`` where
         ``mu_C`` is zero)."""
-        from .domain import Domain
-        from .models import MarkovRandomField
+        from ..domain import Domain
+        from ..models import MarkovRandomField
 
         tables = [None] * len(self.cliques)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -5,7 +5,7 @@ The table is split reproducibly (``seed``) into a training part and a held-out p
 person: every row of a person on one side, and the fits protect persons
 (:mod:`pgm_dp.prepare.persons`; release learners only: a record learner protects records).
 For each ``epsilon`` the training part is prepared, and marginals selected and measured, once
-(:func:`pgm_dp.workflow.fit_table`); every release learner then fits the same noisy tables, so
+(:func:`pgm_dp.table.fit.fit_table`); every release learner then fits the same noisy tables, so
 the learners differ only in how they use them. A record
 learner (PSGD, Zhang et al.'s, a non-private reference) fits the same prepared training
 records on the same cliques, with what the preparation left of ``epsilon``
@@ -13,7 +13,7 @@ records on the same cliques, with what the preparation left of ``epsilon``
 independent model (the product of the noisy one-way tables) is scored beside them.
 
 Scores, per learner, on the user's full domain (every model expanded as the saved fit is,
-:func:`~pgm_dp.workflow.expand_model`): the held-out mean log-likelihood per record (nats)
+:func:`~pgm_dp.table.synth.expand_model`): the held-out mean log-likelihood per record (nats)
 and the workload error, the mean total-variation distance between the model's and the
 held-out records' 2-way marginals.
 Held-out records with values the preparation cannot encode (a category never declared
@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._progress import step
-from .errors import DomainError
-from .workload_check import independent_model
+from .._progress import step
+from ..errors import DomainError
+from ..table.check import independent_model
 
 __all__ = [
     "DataComparison",
@@ -66,8 +66,8 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int, person=None) 
     """``(train, test)``: a fixed permutation of the rows by ``seed``; with a ``person``
     column, of the persons (``test_fraction`` of them held out with all their rows; missing
     ids count as one person)."""
-    from .errors import DataValidationError
-    from .prepare.columns import missing_mask
+    from ..errors import DataValidationError
+    from ..prepare.columns import missing_mask
 
     if not 0 < test_fraction < 1:
         raise DataValidationError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
@@ -92,7 +92,7 @@ def split_table(df: pd.DataFrame, test_fraction: float, seed: int, person=None) 
 def _encodable(plan, test: pd.DataFrame) -> tuple[Any, int]:
     """Full-domain codes of the held-out rows the plan can encode, and how many were left
     out."""
-    from .workflow import full_codes
+    from ..table.synth import full_codes
 
     keep = np.ones(len(test), dtype=bool)
     for c in plan.columns:
@@ -114,7 +114,7 @@ def _one_ok(c, value) -> bool:
 
 def heldout_scores(model, test_codes: Any) -> dict:
     """Held-out mean log-likelihood and mean 2-way TVD of ``model`` (codes on its domain)."""
-    from .tables import contingency_table
+    from ..tables import contingency_table
 
     dom = model.domain
     logp = np.asarray(model.log_prob(test_codes))
@@ -145,20 +145,21 @@ def compare_on_table(
 ) -> DataComparison:
     """Compare ``learners`` (any registered ones) on ``df`` (module docstring) at each
     ``epsilon`` (pure ε-DP, or ``(ε, delta)``); ``fit_options`` go to
-    :func:`~pgm_dp.workflow.fit_table`. Release learners fit the release of
-    :func:`~pgm_dp.workflow.fit_table`; a record learner (PSGD, ...) fits the same prepared
+    :func:`~pgm_dp.table.fit.fit_table`. Release learners fit the release of
+    :func:`~pgm_dp.table.fit.fit_table`; a record learner (PSGD, ...) fits the same prepared
     training codes and the same cliques with its own budget: what the preparation left of
     ``epsilon`` (:func:`record_budget`). The fit's held-out check against the independent
-    model (:mod:`pgm_dp.workload_check`) is off unless ``check_share`` is given: each
+    model (:mod:`pgm_dp.table.check`) is off unless ``check_share`` is given: each
     learner is scored as it is, beside the independent model's row. Writes
     ``compare_data.csv`` (and, when matplotlib is present or ``plot=True``,
     ``compare_data.png``) to ``out_dir``."""
-    from . import learners as registry
-    from .errors import PrivacyParameterError
-    from .models import MarkovRandomField
-    from .prepare import with_person
-    from .privacy import ApproxDP, PureDP
-    from .workflow import expand_model, fit_table
+    from .. import learners as registry
+    from ..errors import PrivacyParameterError
+    from ..models import MarkovRandomField
+    from ..prepare.persons import with_person
+    from ..privacy import ApproxDP, PureDP
+    from ..table.fit import fit_table
+    from ..table.synth import expand_model
 
     specs = [registry.get(name) for name in learners]
     driver = next((s.name for s in specs if s.kind == "release"), "naive")
@@ -257,18 +258,19 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
     """The budget of record learner ``spec`` in a comparison at ``budget``: the share of it
     that the preparation ``plan`` left, ``ε (1 - s)`` with ``s`` the share the preparation
     spent (of ε, or of the ρ an ``(ε, δ)`` budget converts to), in the learner's notion
-    (:func:`pgm_dp.compare.budget_for`: PSGD's ``(ε, 1/N)``; the user's δ when one is
+    (:func:`pgm_dp.compare.graphs.budget_for`: PSGD's ``(ε, 1/N)``; the user's δ when one is
     given). ``None`` for a non-private reference. Its structure, the cliques the release path
     selected, is not charged to it: a comparison is for choosing a method, not a release."""
-    from .compare import budget_for
-    from .privacy import ApproxDP
-    from .workflow import _amount, one_way_share, split_budget
+    from ..privacy import ApproxDP
+    from ..select.plan import one_way_share, split_budget
+    from .graphs import budget_for
 
     if not spec.private:
         return None
     share = fit_options.get("prepare_share") or one_way_share(budget)
     notion, amount, _, _ = split_budget(budget, share)
-    left = 1.0 - _amount(plan.budget_spent) / amount
+    spent = plan.budget_spent  # None: nothing spent
+    left = 1.0 - (0.0 if spent is None else spent.amount) / amount
     b = budget_for(spec, budget.epsilon * left, n)
     if hasattr(b, "delta") and hasattr(budget, "delta"):  # (ε, δ) both: the user's δ
         return ApproxDP(b.epsilon, budget.delta)
@@ -276,7 +278,7 @@ def record_budget(spec, plan, budget, n: int, fit_options: Mapping) -> Any:
 
 
 def _finish(runs: pd.DataFrame, out_dir, plot) -> DataComparison:
-    from .plotting import have_matplotlib
+    from ..plotting import have_matplotlib
 
     if out_dir is None:
         return DataComparison(runs)
@@ -292,7 +294,7 @@ def _finish(runs: pd.DataFrame, out_dir, plot) -> DataComparison:
 
 def plot_table(runs: pd.DataFrame, path: str | Path) -> Path:
     """Held-out log-likelihood and 2-way TVD per learner against epsilon."""
-    from .plotting import pyplot
+    from ..plotting import pyplot
 
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))

@@ -1,12 +1,12 @@
 """Synthetic records from a private fit, in the user's own values: :func:`sample_table`,
 :func:`iter_table`, :func:`write_table` (``pgm-dp sample``) and :func:`sample_dask`.
 
-The one route to records: every entry point (these, :meth:`pgm_dp.workflow.TableFit.sample`
+The one route to records: every entry point (these, :meth:`pgm_dp.table.fit.TableFit.sample`
 and ``pgm-dp sample``) builds a :class:`Synthesizer`, which loads the fit's preparation
 (:func:`fit_preparation`), samples and decodes by :meth:`~pgm_dp.prepare.ColumnPlan.decode`,
 so the same seed gives the same records with the same dtypes from each.
 
-A fit of :func:`pgm_dp.workflow.fit_table` (``pgm-dp fit --data``) keeps its preparation,
+A fit of :func:`pgm_dp.table.fit.fit_table` (``pgm-dp fit --data``) keeps its preparation,
 which maps the model's codes back to the table's columns. Records are drawn **exactly** from
 the model: forward sampling down its junction tree (:class:`~pgm_dp.inference.sampling.
 ForwardSampler`, exact for any model whose junction tree fits, trees included), then
@@ -16,7 +16,7 @@ decoded:
   ``category`` column whose categories are the labels as declared, each of its own type
   (integers stay integers): one dtype from every entry point, missing values included; a
   state merged into ``"<rare>"`` was expanded in the model already
-  (:func:`pgm_dp.workflow.expand_model`), so every category is a value of the data's;
+  (:func:`pgm_dp.table.synth.expand_model`), so every category is a value of the data's;
 * a binned number column gives, by ``numbers``: ``"interval"`` (the default) the bin's label
   ``"[a, b)"`` (what the model knows, nothing more; a ``category`` column); ``"uniform"``
   a number drawn uniformly within its bin (float64; a synthetic value, not a value of the
@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._progress import step
-from .errors import DataValidationError, DomainError
-from .prepare.derived import derived_from_json, with_derived
-from .rng import RngLike, as_generator
+from .._progress import step
+from ..errors import DataValidationError, DomainError
+from ..prepare.derived import derived_from_json, with_derived
+from ..rng import RngLike, as_generator
 
 __all__ = [
     "expand_model",
@@ -85,12 +85,12 @@ def fit_preparation(fit: Any) -> tuple[Any, Any, tuple]:
     (:mod:`pgm_dp.prepare.derived`, not modelled).
 
     Args:
-        fit: a :class:`~pgm_dp.workflow.TableFit`, a :class:`~pgm_dp.learners.Fit` or a path.
+        fit: a :class:`~pgm_dp.table.fit.TableFit`, a :class:`~pgm_dp.learners.Fit` or a path.
     """
-    from .prepare import Preparation
+    from ..prepare.table import Preparation
 
     if isinstance(fit, str | os.PathLike):
-        from .io import load
+        from ..io import load
 
         fit = load(fit)
     if hasattr(fit, "plan") and hasattr(fit, "fit"):  # a TableFit
@@ -100,7 +100,7 @@ def fit_preparation(fit: Any) -> tuple[Any, Any, tuple]:
     if text is None:
         raise DataValidationError(
             "this fit has no preparation to decode its records (fit it from a table: "
-            "'pgm-dp fit --data' or pgm_dp.workflow.fit_table)"
+            "'pgm-dp fit --data' or pgm_dp.table.fit.fit_table)"
         )
     return fit.model, Preparation.from_json(text), derived_from_json(info.get("derived"))
 
@@ -129,8 +129,8 @@ class Synthesizer:
     """The sampler and decoder of one fit (module docstring); build once, draw often.
 
     Args:
-        fit: a :class:`~pgm_dp.workflow.TableFit`, a :class:`~pgm_dp.learners.Fit` of
-            :func:`~pgm_dp.workflow.fit_table` (its ``info["preparation"]``) or the path of
+        fit: a :class:`~pgm_dp.table.fit.TableFit`, a :class:`~pgm_dp.learners.Fit` of
+            :func:`~pgm_dp.table.fit.fit_table` (its ``info["preparation"]``) or the path of
             its ``.npz`` file.
         numbers: one of :data:`NUMBERS`: how binned numbers are written.
         missing: one of :data:`MISSING_MODES`.
@@ -141,7 +141,7 @@ class Synthesizer:
             raise DomainError(f"numbers must be one of {NUMBERS}, got {numbers!r}")
         if missing not in MISSING_MODES:
             raise DomainError(f"missing must be one of {MISSING_MODES}, got {missing!r}")
-        from .inference.sampling import ForwardSampler
+        from ..inference.sampling import ForwardSampler
 
         model, plan, self.derived = fit_preparation(fit)
         full = plan.full_domain
@@ -361,7 +361,7 @@ def expand_model(model, plan):
     probability, exactly the distribution that decoding (uniform expansion, MST's
     ``reverse_data``) draws from. Each table is indexed by the states' compressed codes,
     and ``-log m`` is added to the merged states in one clique of each variable."""
-    from .models import MarkovRandomField
+    from ..models import MarkovRandomField
 
     maps = {c.name: np.asarray(c.code_map) for c in plan.columns}
     done: set = set()
@@ -385,8 +385,8 @@ def expand_model(model, plan):
 def full_codes(plan, df):
     """The :class:`~pgm_dp.domain.Codes` of ``df`` on ``plan.full_domain`` (the domain of a
     saved fit's model)."""
-    from .domain import Codes
-    from .prepare._spec import check_frame
+    from ..domain import Codes
+    from ..prepare._spec import check_frame
 
     df = check_frame(df)
     cols = [c.encode_full(df[c.name]) for c in plan.columns]

@@ -29,15 +29,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import learners as registry
-from ._progress import progress_hook, step, tqdm
-from .learners import Fit, LearnerSpec, zcdp_for_epsilon
-from .learners.mbi import MBI_COLUMNS
+from .. import learners as registry
+from .._progress import progress_hook, step, tqdm
+from ..learners import Fit, LearnerSpec, zcdp_for_epsilon
+from ..learners.mbi import MBI_COLUMNS
+from ..models import MarkovRandomField, erdos_renyi, random_tree, third_order_chain
+from ..plotting import have_matplotlib, median_errorbar, pyplot
+from ..privacy import ApproxDP, Budget, PureDP, release_marginals
+from ..rng import derived_generator
 from .metrics import kl_divergence
-from .models import MarkovRandomField, erdos_renyi, random_tree, third_order_chain
-from .plotting import have_matplotlib, median_errorbar, pyplot
-from .privacy import ApproxDP, Budget, PureDP, release_marginals
-from .rng import derived_generator
 
 __all__ = [
     "print_times",

@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .domain import Clique
-from .errors import DomainError
-from .inference.junction_tree import clique_marginals
-from .models.mrf import MarkovRandomField
+from ..domain import Clique
+from ..errors import DomainError
+from ..inference.junction_tree import clique_marginals
+from ..models.mrf import MarkovRandomField
 
 __all__ = ["kl_divergence", "log_likelihood", "marginal_l1_error", "marginal_mse"]
 
