@@ -1,12 +1,14 @@
-"""Which columns of a user's table are prepared (:func:`keep_columns`), and the one refusal
-that names every column needing a decision before anything is spent
-(:func:`decisions_needed`): identifier-like columns, a person's identifier, text without
-categories, numbers without bounds, ending with a spec that decides them all."""
+"""Which columns of a user's table are prepared, decided in one reading of the table
+(:func:`decide_columns`): the one refusal that names every column needing a decision before
+anything is spent (identifier-like columns, a person's identifier, text without categories,
+numbers without bounds, ending with a spec that decides them all), else the kept columns,
+those dropped, and what was read to decide."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -16,35 +18,27 @@ from ._spec import DROP_FROM_DATA
 from .columns import flag_states, identifier_reason, is_numeric_entry
 from .persons import PERSON, person_reason
 
-__all__ = ["keep_columns", "decisions_needed"]
+__all__ = ["Decisions", "decide_columns"]
 
 
-def keep_columns(df, spec, opts, reads, notes) -> tuple[list, tuple]:
-    """The columns to prepare, and those dropped: as the spec asks, then as identifier-like
-    (refused unless ``drop_identifiers``; :func:`decisions_needed` refuses them first). The
-    person column is neither; an undeclared column that looks like one was refused by
-    :func:`decisions_needed`, on the whole table, before any row was left out. Declared
-    columns are exempt from the checks."""
-    keep, found, asked = [], [], []
-    for name in df.columns:
-        entry = spec.get(name, {})
-        if entry.get("drop"):
-            notes.append(f"{name!r} dropped as the spec asks")
-            if entry.get("from_data"):
-                reads.append(
-                    f'{name!r} dropped as identifier-like (marked "from_data" in the spec)'
-                )
-            asked.append(name)
-            continue
-        if entry.get(PERSON):
-            continue
-        reason = _identifier(df[name], name, entry, opts)
-        (found if reason else keep).append((name, reason) if reason else name)
-    if found and not opts.drop_identifiers:
-        raise DataValidationError(_identifier_message(found))
-    for n, r in found:
-        reads.append(f"{n!r} dropped as identifier-like: {r}")
-    return keep, tuple(asked) + tuple(n for n, _ in found)
+@dataclass(frozen=True)
+class Decisions:
+    """The columns of a table as :func:`decide_columns` decided them.
+
+    Args:
+        names: the columns to prepare, in the table's order.
+        dropped: those dropped: as the spec asks, then as identifier-like
+            (``drop_identifiers``).
+        reads: what was read from the data without privacy to decide.
+        notes: the notes for the plan.
+        person: the person column declared in the spec, or ``None``.
+    """
+
+    names: tuple[Hashable, ...]
+    dropped: tuple[Hashable, ...]
+    reads: tuple[str, ...]
+    notes: tuple[str, ...]
+    person: Hashable | None = None
 
 
 def is_declared(entry: dict) -> bool:
@@ -106,31 +100,49 @@ def _spec_lines(spec: dict) -> str:
     return "{\n" + ",\n".join(rows) + "\n}"
 
 
-def decisions_needed(df: pd.DataFrame, spec: Mapping | None, entries: dict, opts: Any) -> None:
-    """Every column that needs a decision, in one :class:`DataValidationError`: columns that
-    look like a person's identifier (:func:`~pgm_dp.prepare.persons.person_reason`; always:
-    ``drop_identifiers`` does not drop them, as dropping changes what the budget protects),
-    identifier-like columns (unless ``drop_identifiers``), text columns without categories
-    (unless ``categories='data'``), numeric columns without bins or bounds (unless
-    ``bounds='data'``). The message, one item per line, ends with a spec that decides them all
-    (``spec`` plus ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, JSON with one
-    column per line): pasted unchanged it runs, reading those values from the data without
-    privacy, each said; replacing each
-    ``"data"`` with public knowledge avoids the read. Reads the data only to classify them,
-    like the checks it anticipates. ``entries``: ``spec`` parsed
+def decide_columns(df: pd.DataFrame, spec: Mapping | None, entries: dict, opts: Any) -> Decisions:
+    """The :class:`Decisions` of ``df``'s columns, or every column that needs a decision in
+    one :class:`DataValidationError`: columns that look like a person's identifier
+    (:func:`~pgm_dp.prepare.persons.person_reason`; always: ``drop_identifiers`` does not
+    drop them, as dropping changes what the budget protects), identifier-like columns
+    (dropped with ``drop_identifiers``), text columns without categories (unless
+    ``categories='data'``), numeric columns without bins or bounds (unless ``bounds='data'``).
+    The message, one item per line, ends with a spec that decides them all (``spec`` plus
+    ``"person"``, :data:`DROP_FROM_DATA` and ``"data"`` entries, JSON with one column per
+    line): pasted unchanged it runs, reading those values from the data without privacy,
+    each said; replacing each ``"data"`` with public knowledge avoids the read. Reads the
+    whole table, before any row is left out, and only to classify its columns, like the
+    checks it anticipates. Declared columns are exempt from the identifier check; the person
+    column is neither kept nor dropped (``person``). ``entries``: ``spec`` parsed
     (:func:`~pgm_dp.prepare._spec.parse_spec`)."""
     persons = _persons(df, {n: entries.get(n, {}) for n in df.columns})
     found, cats, bounds, add = [], [], [], {n: PERSON for n, _ in persons}
+    keep, asked, dropped, reads, notes, person = [], [], [], [], [], None
     for name in df.columns:
         entry = entries.get(name, {})
-        if entry.get("drop") or entry.get(PERSON) or name in add:
+        if entry.get("drop"):
+            notes.append(f"{name!r} dropped as the spec asks")
+            if entry.get("from_data"):
+                reads.append(
+                    f'{name!r} dropped as identifier-like (marked "from_data" in the spec)'
+                )
+            asked.append(name)
+            continue
+        if entry.get(PERSON):
+            person = name  # one at most (parse_spec)
+            continue
+        if name in add:
             continue
         reason = _identifier(df[name], name, entry, opts)
         if reason is not None:
-            if not opts.drop_identifiers:
+            if opts.drop_identifiers:
+                dropped.append((name, reason))
+            else:
                 found.append((name, reason))
                 add[name] = dict(DROP_FROM_DATA)
-        elif is_numeric_entry(entry, df[name]):
+            continue
+        keep.append(name)
+        if is_numeric_entry(entry, df[name]):
             if "bins" not in entry and entry.get("bounds", opts.bounds) is None:
                 bounds.append(name)
                 add[name] = {"bounds": "data"}
@@ -139,7 +151,9 @@ def decisions_needed(df: pd.DataFrame, spec: Mapping | None, entries: dict, opts
                 cats.append(name)
                 add[name] = {"categories": "data"}
     if not add:
-        return
+        reads += [f"{n!r} dropped as identifier-like: {r}" for n, r in dropped]
+        gone = (*asked, *(n for n, _ in dropped))
+        return Decisions(tuple(keep), gone, tuple(reads), tuple(notes), person)
     parts = [_person_message(persons)] if persons else []
     parts += [_identifier_message(found)] if found else []
     parts += [f"column {n!r} needs declared categories" for n in cats]

@@ -106,14 +106,22 @@ from ..privacy import Accountant, Charge, NoisyMarginals
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_text, compose
 from ..rng import RngLike, as_generator
-from ._decisions import decisions_needed, keep_columns
-from ._spec import check_frame, make_options, parse_spec, person_of
+from ._decisions import decide_columns
+from ._spec import check_frame, make_options, parse_spec
 from ._steps import precheck, private_steps, spend, spent
 from .columns import ColumnPlan, draft_column
 from .persons import bound_records, privacy_unit
 from .saved import check_saved, document_of, fields_of, spec_of
 
-__all__ = ["prepare_plan", "check_spec", "Preparation", "NonPrivateWarning", "ColumnPlan"]
+__all__ = [
+    "prepare_plan",
+    "prepare_table",
+    "check_spec",
+    "Preparation",
+    "PreparedTable",
+    "NonPrivateWarning",
+    "ColumnPlan",
+]
 
 
 class NonPrivateWarning(UserWarning):
@@ -182,6 +190,11 @@ class Preparation:
         lack = [n for n in self.names if n not in df.columns]
         if lack:
             raise DataValidationError(f"data lack columns {lack}")
+        return self.encode_rows(df)
+
+    def encode_rows(self, df: pd.DataFrame) -> Codes:
+        """:meth:`encode` of a frame already checked to hold every column of the plan (the
+        rows the preparation kept)."""
         cols = [c.encode(df[c.name]) for c in self.columns]
         return Codes(np.column_stack(cols), self.domain, df.index)
 
@@ -324,7 +337,24 @@ class Preparation:
             return check_saved(cls(**fields_of(text)))
 
 
-def prepare_plan(
+@dataclass(frozen=True, eq=False)
+class PreparedTable:
+    """A table prepared in one pass (:func:`prepare_table`): its ``preparation`` and the
+    ``codes`` (:class:`~pgm_dp.domain.Codes` on ``preparation.domain``) of the rows it kept,
+    at most ``max_records_per_person`` of each person: the rows every later statistic
+    reads."""
+
+    preparation: Preparation
+    codes: Codes
+
+
+def prepare_plan(df: Any, spec: Mapping | None = None, **options: Any) -> Preparation:
+    """The :class:`Preparation` of :func:`prepare_table` (its arguments, its checks, its
+    charges): how ``df`` becomes discrete codes, without the codes."""
+    return prepare_table(df, spec, **options).preparation
+
+
+def prepare_table(
     df: Any,
     spec: Mapping | None = None,
     *,
@@ -345,18 +375,18 @@ def prepare_plan(
     max_states: int = 1000,
     identifier_fraction: float = 0.5,
     max_records_per_person: int = 1,
-) -> Preparation:
-    """Plan how ``df`` (a pandas DataFrame, never modified) becomes discrete codes; see the
-    module docstring. ``spec``: ``{column: [categories] | {"categories"|"bins"|"bounds"|
-    "n_bins"|"quantiles"|"missing"|"other"|"clip": ...} | "drop"}``. ``budget`` (``PureDP``
-    or ``ZCDP``) pays for private quantiles and, when ``compress`` (default: whenever a budget
-    is given), the one-way release (``mechanism``: default discrete Laplace for ``PureDP``,
-    discrete Gaussian for ``ZCDP``) that merges states below ``threshold`` noise standard
-    deviations. ``n_bins``: private-quantile bins of a numeric column given only bounds;
-    ``grid``: candidate quantiles per column; ``max_states``: most states of a column.
-    ``rng``: ``None`` for a real release (ChaCha20, OS-keyed); seeds are for tests.
-    A column that ``spec`` declares ``"person"`` is the person column
-    (:mod:`pgm_dp.prepare.persons`): at most ``max_records_per_person`` (``K``) rows of each
+) -> PreparedTable:
+    """Plan how ``df`` (a pandas DataFrame, never modified) becomes discrete codes, and
+    encode the rows kept, in one pass (:class:`PreparedTable`); see the module docstring.
+    ``spec``: ``{column: [categories] | {"categories"|"bins"|"bounds"|"n_bins"|
+    "quantiles"|"missing"|"other"|"clip": ...} | "drop"}``. ``budget`` (``PureDP`` or ``ZCDP``) pays
+    for private quantiles and, when ``compress`` (default: whenever a budget is given), the one-way
+    release (``mechanism``: default discrete Laplace for ``PureDP``, discrete Gaussian for ``ZCDP``)
+    that merges states below ``threshold`` noise standard deviations. ``n_bins``: private-quantile
+    bins of a numeric column given only bounds; ``grid``: candidate quantiles per column;
+    ``max_states``: most states of a column. ``rng``: ``None`` for a real release (ChaCha20,
+    OS-keyed); seeds are for tests. A column that ``spec`` declares ``"person"`` is the person
+    column (:mod:`pgm_dp.prepare.persons`): at most ``max_records_per_person`` (``K``) rows of each
     person are kept, drawn with ``rng``, before anything is read; it is not prepared; the
     sensitivities of the private steps are ``K`` times those of one record.
     Every input error is raised before the budget is touched.
@@ -372,13 +402,11 @@ def prepare_plan(
     )
     opts = make_options(categories, bounds, missing, other, drop_identifiers, kw)
     check_accountant(accountant)
-    df, entries, person, gen = _checked(df, spec, opts, rng)
-    reads: list[str] = []
-    notes: list[str] = []
-    names, dropped = keep_columns(df, entries, opts, reads, notes)
-    if not names:
+    df, entries, decided, gen = _checked(df, spec, opts, rng)
+    reads, notes = list(decided.reads), list(decided.notes)
+    if not decided.names:
         raise DataValidationError("no column is left to prepare")
-    drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in names]
+    drafts = [draft_column(n, df[n], entries.get(n, {}), opts, reads) for n in decided.names]
     b_col, b_m, mech = private_steps(drafts, budget, compress, mechanism, opts.quantile_share)
     acc = None
     if b_col is not None or b_m is not None:
@@ -393,30 +421,32 @@ def prepare_plan(
     start = 0 if acc is None else len(acc.charges)
     plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, gen, acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
-    return Preparation(
+    preparation = Preparation(
         columns=tuple(plans),
-        dropped=dropped,
+        dropped=decided.dropped,
         nonprivate_reads=tuple(reads),
         notes=tuple(notes),
         charges=charges,
         budget_spent=spent(budget, charges),
         one_way=one_way,
-        person=person,
+        person=decided.person,
         max_records_per_person=opts.max_records_per_person,
     )
+    return PreparedTable(preparation, preparation.encode_rows(df))
 
 
 def _checked(df: Any, spec: Mapping | None, opts: Any, rng: RngLike) -> tuple:
-    """``(df, entries, person, gen)``: the frame checked (every undecided column named in one
-    message, :func:`~._decisions.decisions_needed`), the parsed spec, the person column and
-    the run's generator; at most ``K`` rows of each person kept (:func:`_bounded`)."""
+    """``(df, entries, decisions, gen)``: the frame checked and its columns decided on the
+    whole table (every undecided column named in one message,
+    :func:`~._decisions.decide_columns`), the parsed spec and the run's generator; then at
+    most ``K`` rows of each person kept (:func:`_bounded`), once, before any statistic."""
     df = check_frame(df)
     if len(df) == 0:
         raise DataValidationError("data are empty (0 records)")
     entries = parse_spec(df, spec)
-    decisions_needed(df, spec, entries, opts)
-    person, gen = person_of(entries), as_generator(rng)
-    return _bounded(df, person, opts.max_records_per_person, gen), entries, person, gen
+    decided = decide_columns(df, spec, entries, opts)
+    gen = as_generator(rng)
+    return _bounded(df, decided.person, opts.max_records_per_person, gen), entries, decided, gen
 
 
 def _bounded(df: pd.DataFrame, person, k: int, gen) -> pd.DataFrame:
@@ -440,7 +470,7 @@ def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:
     Spends nothing; imports no JAX."""
     defaults = {
         k: p.default
-        for k, p in inspect.signature(prepare_plan).parameters.items()
+        for k, p in inspect.signature(prepare_table).parameters.items()
         if p.kind is p.KEYWORD_ONLY and k not in ("budget", "rng", "accountant", "compress")
     }
     unknown = set(options) - set(defaults) - {"compress"}
@@ -450,4 +480,4 @@ def check_spec(df: Any, spec: Mapping | None = None, **options: Any) -> None:
     head = ("categories", "bounds", "missing", "other", "drop_identifiers")
     opts = make_options(*(kw.pop(k) for k in head), {k: kw[k] for k in kw if k != "mechanism"})
     df = check_frame(df)
-    decisions_needed(df, spec, parse_spec(df, spec), opts)
+    decide_columns(df, spec, parse_spec(df, spec), opts)

@@ -4,8 +4,9 @@ The steps, each charged to one accountant before any noise is drawn:
 
 0. **Plan** (:func:`plan_table`): every option checked once, before anything is read, into
    one :class:`TablePlan` that holds the budget's split as :class:`~pgm_dp.privacy.Budget`
-   values; the table's columns are then held against it (:func:`check_columns`).
-1. **Prepare** (:func:`pgm_dp.prepare.prepare_plan`): columns checked and encoded,
+   values.
+1. **Prepare** (:func:`pgm_dp.prepare.prepare_table`, in one pass over the table): the
+   table's columns held against the plan, then checked and encoded,
    identifier-like columns refused (or dropped), numeric columns binned (private quantiles
    when only bounds are declared), and the one-way marginals of every column released with
    ``prepare_share`` of the budget, their rare states merged into ``"<rare>"`` (MST's
@@ -63,8 +64,8 @@ from ..learners.base import Fit
 from ..models import MarkovRandomField
 from ..prepare._spec import is_drop
 from ..prepare.derived import check_derived, derived_to_json, parse_derived
-from ..prepare.persons import PERSON, bound_records, with_person
-from ..prepare.table import Preparation, prepare_plan
+from ..prepare.persons import PERSON, with_person
+from ..prepare.table import Preparation, PreparedTable, prepare_table
 from ..privacy import ZCDP, Accountant, NoisyMarginals
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_of
@@ -83,7 +84,7 @@ from .report import build_report, warn_workload_check
 from .selection import Chosen, SelectionPlan, choose
 from .synth import expand_model, sample_table
 
-__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "check_columns", "REFINE_ITERS"]
+__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "REFINE_ITERS"]
 
 #: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
 REFINE_ITERS = 1000
@@ -132,7 +133,7 @@ class TablePlan:
         whole: the run's budget in one notion: ``ZCDP(ρ)`` for an ``(ε, δ)`` budget.
         prepare: the preparation's share of ``whole``.
         held: the share of ``whole`` held out for the workload check (0: none).
-        prepare_options: :func:`~pgm_dp.prepare.prepare_plan`'s other options.
+        prepare_options: :func:`~pgm_dp.prepare.prepare_table`'s other options.
     """
 
     spec: Mapping | None
@@ -169,7 +170,7 @@ def plan_table(
 ) -> TablePlan:
     """The :class:`TablePlan` of :func:`fit_table`'s arguments: every option checked here,
     before anything is read or spent; the plan depends on the budget and the declarations
-    alone (:func:`check_columns` then holds the table's columns against it). The budget is
+    alone (the preparation then holds the table's columns against it). The budget is
     cut once (:func:`~pgm_dp.select.plan.split_budget`): the preparation's share (default
     :func:`~pgm_dp.select.plan.one_way_share`) and the check's (default
     :data:`~pgm_dp.table.check.CHECK_SHARE`); the caller's ``accountant`` must afford it.
@@ -180,7 +181,7 @@ def plan_table(
             max_records_per_person: as :func:`fit_table` takes them.
         check_share_: :func:`fit_table`'s ``check_share``.
         prepare_options: :func:`fit_table`'s other options, for
-            :func:`~pgm_dp.prepare.prepare_plan`.
+            :func:`~pgm_dp.prepare.prepare_table`.
     """
     spec, derived = parse_derived(spec)  # not modelled: computed back in samples
     held = check_share(check_share_)
@@ -230,15 +231,6 @@ def _kept_columns(columns, derived: tuple, spec: Mapping | None) -> list:
     left_out = {c for c, v in items if is_drop(v) or (isinstance(v, str) and v == PERSON)}
     left_out |= {d.name for d in derived}
     return [c for c in columns if c not in left_out]
-
-
-def check_columns(df: Any, spec: Mapping | None, plan: TablePlan) -> None:
-    """``df``'s columns held against ``plan``: the derived columns declared in ``spec``
-    (:func:`~pgm_dp.prepare.derived.check_derived`) and the selection's options, such as
-    the workload's columns (:meth:`~pgm_dp.table.selection.SelectionPlan.check_options`)."""
-    check_derived(df, spec, plan.derived)
-    kept = _kept_columns(getattr(df, "columns", ()), plan.derived, plan.spec)
-    plan.selection.check_options(kept, plan.prepare_options.get("compress"))
 
 
 class _PlannedRun(Accountant):
@@ -296,7 +288,7 @@ def fit_table(
 ) -> TableFit:
     """A private model of the pandas DataFrame ``df`` (module docstring). ``spec`` and
     ``prepare_options`` (``categories``, ``bounds``, ``missing``, ``drop_identifiers``,
-    ``compress``, ...) go to :func:`~pgm_dp.prepare.prepare_plan`, which spends
+    ``compress``, ...) go to :func:`~pgm_dp.prepare.prepare_table`, which spends
     ``prepare_share`` of the budget (default :func:`~pgm_dp.select.plan.one_way_share`);
     ``selection``, ``workload``, ``max_model_size``, ``max_rounds``, ``estimator``,
     ``mst_fraction`` and ``progress`` to the selection
@@ -329,9 +321,9 @@ def fit_table(
         max_records_per_person=max_records_per_person,
         prepare_options=prepare_options,
     )
-    check_columns(df, spec, plan)  # every input error before the budget is touched
     acc, gen = _run_accountant(plan.whole, accountant), as_generator(rng)
-    prepared, codes = _prepare(df, plan, gen, acc)
+    table = _prepare(df, spec, plan, gen, acc)
+    prepared, codes = table.preparation, table.codes
     rest, held, notes = _selection_budget(plan, prepared)
     chosen = choose(codes, prepared, plan.selection, rest, gen, acc)
     fit, refined, seconds = _fit_release(plan.learner, chosen, prepared.domain)
@@ -355,27 +347,29 @@ def fit_table(
     return TableFit(fit, prepared, chosen.release, report, chosen.result, plan.derived)
 
 
-def _prepare(df, plan: TablePlan, gen, acc) -> tuple[Preparation, Any]:
-    """Step 1: ``(preparation, codes)`` of ``df`` with ``plan.prepare``, at most ``K`` rows of
-    each person kept first (:func:`~pgm_dp.prepare.persons.bound_records`), and the codes of
-    those rows."""
+def _prepare(df, spec: Mapping | None, plan: TablePlan, gen, acc) -> PreparedTable:
+    """Step 1: ``df``'s columns held against ``plan`` (the derived columns declared in
+    ``spec``, :func:`~pgm_dp.prepare.derived.check_derived`, and the selection's options,
+    such as the workload's columns,
+    :meth:`~pgm_dp.table.selection.SelectionPlan.check_options`), then ``df`` prepared with
+    ``plan.prepare`` in one pass (:func:`~pgm_dp.prepare.prepare_table`: at most ``K`` rows
+    of each person kept first, once, and the codes of those rows). Every input error is
+    raised before the budget is touched."""
+    check_derived(df, spec, plan.derived)
+    kept = _kept_columns(df.columns, plan.derived, plan.spec)
+    plan.selection.check_options(kept, plan.prepare_options.get("compress"))
     if plan.derived:  # not modelled
         df = df.drop(columns=[d.name for d in plan.derived])
-    kept = _kept_columns(df.columns, (), plan.spec)
     step(f"preparing {len(kept)} columns (the one-way tables)")
-    k = plan.max_records_per_person
-    if plan.person is not None:
-        df = bound_records(df, plan.person, k, gen)
-    prepared = prepare_plan(
+    return prepare_table(
         df,
         plan.spec,
         budget=plan.prepare,
         rng=gen,
         accountant=acc,
-        max_records_per_person=k,
+        max_records_per_person=plan.max_records_per_person,
         **plan.prepare_options,
     )
-    return prepared, prepared.encode(df)
 
 
 def _selection_budget(plan: TablePlan, prepared: Preparation) -> tuple:
