@@ -324,3 +324,33 @@ def test_compare_splits_by_person():
     assert len(plain[1]) == round(len(df) * 0.25)
     with pytest.raises(PrivacyParameterError, match="record learner"):
         compare_on_table(df, SPEC, epsilons=[1.0], learners=["naive", "psgd"], person="id")
+
+
+def test_prepare_table_bounds_once_and_encodes_the_kept_rows():
+    """One pass over the table: at most K rows of each person kept, once, and the codes it
+    hands on are those rows encoded by the final plan (rare states merged, a missing state
+    folded away, edges at private quantiles), as ``Preparation.encode`` gives them."""
+    from pgm_dp.prepare import prepare_table
+
+    gen = np.random.default_rng(0)
+    n = 2000
+    df = pd.DataFrame(
+        {
+            "id": np.repeat(np.arange(500), 4),
+            "c": gen.choice(list("abcdefgh"), n, p=[0.5, 0.3, 0.1, 0.05, 0.02, 0.01, 0.01, 0.01]),
+            "x": gen.uniform(0, 100, n),
+            "y": gen.choice([1.0, 2.0, np.nan], n),
+        }
+    )
+    spec = {"id": "person", "c": list("abcdefgh"), "x": {"bounds": [0, 100]}}
+    spec["y"] = {"bins": [0, 1.5, 3]}
+    out = prepare_table(df, spec, budget=PureDP(1.0), rng=0, max_records_per_person=2)
+    plan = out.preparation
+    assert any(c.merged for c in plan.columns)
+    assert any(c.missing_to is not None for c in plan.columns)
+    assert plan.column("x").source.startswith("private quantiles")
+    rows = df.loc[out.codes.index]
+    assert len(rows) == 1000 and (rows.groupby("id").size() == 2).all()
+    np.testing.assert_array_equal(out.codes.array, plan.encode(rows).array)
+    again = prepare_plan(df, spec, budget=PureDP(1.0), rng=0, max_records_per_person=2)
+    assert again.to_json() == plan.to_json()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from .columns import ColumnPlan
 __all__ = [
     "private_steps",
     "precheck",
+    "Spent",
     "spend",
     "spent",
     "noise_tail_point",
@@ -96,11 +97,10 @@ def precheck(acc: Accountant, budget: Budget, drafts, b_col, b_m) -> None:
         ) from None
 
 
-def _one_way(df, plans, b_m, mechanism, gen, acc, k: int) -> NoisyMarginals:
+def _one_way(codes: np.ndarray, plans, b_m, mechanism, gen, acc, k: int) -> NoisyMarginals:
     names = [p.name for p in plans]
     full = Domain(names, [len(p.states) for p in plans], [p.states for p in plans])
     cliques = [(n,) for n in names]
-    codes = np.column_stack([p.encode_full(df[p.name]) for p in plans])
     rel = release_marginals(
         codes,
         cliques,
@@ -195,15 +195,33 @@ def _merge_rare(plan: ColumnPlan, one_way: NoisyMarginals, threshold: float) -> 
     return replace(plan, merged=tuple(int(i) for i in rare)) if rare.size >= 2 else plan
 
 
-def spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginals | None]:
+@dataclass(frozen=True)
+class Spent:
+    """What :func:`spend` gives: the columns' ``plans`` (final), the noisy ``one_way``
+    tables (``None``: no release) and the kept rows' compressed ``codes``, one column each,
+    in the plans' order."""
+
+    plans: list
+    one_way: NoisyMarginals | None
+    codes: np.ndarray
+
+
+def spend(df, drafts, steps, opts, gen, acc, notes) -> Spent:
     """The private steps, in order: bins at private quantiles, then the one-way release and
-    the merging of rare states (MST)."""
+    the merging of rare states (MST). The table is encoded once: each draft's codes, a
+    column cut at private quantiles encoded again at its edges."""
     b_col, b_m, mechanism = steps
     k = opts.max_records_per_person
     plans = [_edges(d, b_col, opts.grid, gen, acc, k) for d in drafts]
+    full = np.column_stack(
+        [
+            d.codes if d.values is None else p.encode_full(df[p.name])
+            for d, p in zip(drafts, plans, strict=True)
+        ]
+    )
     if b_m is None:
-        return plans, None
-    one_way = _one_way(df, plans, b_m, mechanism, gen, acc, k)
+        return Spent(plans, None, _compressed(plans, full))
+    one_way = _one_way(full, plans, b_m, mechanism, gen, acc, k)
     plans, one_way = _fold_missing(plans, one_way, opts.threshold, notes)
     plans = [_merge_rare(p, one_way, opts.threshold) for p in plans]
     notes.append("the number of records is not released: estimated from the noisy one-way tables")
@@ -213,7 +231,13 @@ def spend(df, drafts, steps, opts, gen, acc, notes) -> tuple[list, NoisyMarginal
         for p in plans
         if p.merged
     ]
-    return plans, one_way
+    return Spent(plans, one_way, _compressed(plans, full))
+
+
+def _compressed(plans, full: np.ndarray) -> np.ndarray:
+    """The compressed codes under the final ``plans`` of the ``full`` codes made before the
+    missing states were folded away (:meth:`~.columns.ColumnPlan.folded`)."""
+    return np.column_stack([p.compress(p.folded(full[:, j])) for j, p in enumerate(plans)])
 
 
 def _edges(d, b_col, grid, gen, acc, k: int) -> ColumnPlan:

@@ -284,7 +284,19 @@ class ColumnPlan:
 
     def encode(self, col: pd.Series) -> np.ndarray:
         """Compressed codes of a column."""
-        return self.code_map[self.encode_full(col)]
+        return self.compress(self.encode_full(col))
+
+    def compress(self, full: np.ndarray) -> np.ndarray:
+        """Compressed codes of the column's ``full`` codes (:meth:`encode_full`)."""
+        return self.code_map[full]
+
+    def folded(self, full: np.ndarray) -> np.ndarray:
+        """Full codes under this plan of ``full`` codes encoded before its missing state was
+        folded away: the missing state (the last one then, code ``len(self.states)`` now)
+        becomes ``missing_to``; any other plan's codes are returned as they are."""
+        if self.missing_to is None:
+            return full
+        return np.where(full == len(self.states), self.missing_to, full)
 
     # -- decoding ------------------------------------------------------------------------------
     def expand(self, codes: np.ndarray, gen: np.random.Generator, weights=None) -> np.ndarray:
@@ -345,12 +357,15 @@ class ColumnPlan:
 class Draft:
     """A column checked against the data. ``values``/``bounds``/``n_bins`` are set when its
     edges are still to be drawn at private quantiles (``plan`` then has the single bin
-    ``[lo, hi]``)."""
+    ``[lo, hi]``). ``codes``: the column's full codes under ``plan``
+    (:meth:`ColumnPlan.encode_full`, the check of every value), which the preparation
+    reuses wherever the plan's states are final."""
 
     plan: ColumnPlan
     values: np.ndarray | None = None
     bounds: tuple[float, float] | None = None
     n_bins: int = 0
+    codes: np.ndarray | None = None
 
 
 def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: list) -> Draft:
@@ -372,7 +387,8 @@ def draft_column(name: Hashable, col: pd.Series, entry: dict, opts: Any, reads: 
     else:
         cats, source = _categories(name, col, entry, opts, reads)
         draft = Draft(ColumnPlan.categorical(name, cats, source, missing, other))
-    draft.plan.encode_full(col)  # every value checked now, before any budget is spent
+    # every value checked now, before any budget is spent
+    draft = replace(draft, codes=draft.plan.encode_full(col))
     if from_data:
         what = "bins or bounds" if draft.plan.kind == "numeric" else "categories"
         reads.append(f'the {what} of {name!r} (marked "from_data" in the spec)')

@@ -190,11 +190,6 @@ class Preparation:
         lack = [n for n in self.names if n not in df.columns]
         if lack:
             raise DataValidationError(f"data lack columns {lack}")
-        return self.encode_rows(df)
-
-    def encode_rows(self, df: pd.DataFrame) -> Codes:
-        """:meth:`encode` of a frame already checked to hold every column of the plan (the
-        rows the preparation kept)."""
         cols = [c.encode(df[c.name]) for c in self.columns]
         return Codes(np.column_stack(cols), self.domain, df.index)
 
@@ -419,20 +414,20 @@ def prepare_table(
             stacklevel=2,
         )
     start = 0 if acc is None else len(acc.charges)
-    plans, one_way = spend(df, drafts, (b_col, b_m, mech), opts, gen, acc, notes)
+    released = spend(df, drafts, (b_col, b_m, mech), opts, gen, acc, notes)
     charges = () if acc is None else tuple(acc.charges[start:])
     preparation = Preparation(
-        columns=tuple(plans),
+        columns=tuple(released.plans),
         dropped=decided.dropped,
         nonprivate_reads=tuple(reads),
         notes=tuple(notes),
         charges=charges,
         budget_spent=spent(budget, charges),
-        one_way=one_way,
+        one_way=released.one_way,
         person=decided.person,
         max_records_per_person=opts.max_records_per_person,
     )
-    return PreparedTable(preparation, preparation.encode_rows(df))
+    return PreparedTable(preparation, Codes(released.codes, preparation.domain, df.index))
 
 
 def _checked(df: Any, spec: Mapping | None, opts: Any, rng: RngLike) -> tuple:
