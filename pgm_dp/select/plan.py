@@ -109,13 +109,21 @@ def one_way_share(budget: Budget) -> float:
     return min(MAX_ONE_WAY_SHARE, max(ONE_WAY_SHARE, ONE_WAY_EPSILON / budget.amount))
 
 
-def rest_of(charges, notion: str, amount: float, held: float = 0.0) -> tuple[Budget, Budget | None]:
-    """What is left of ``amount`` after ``charges`` and the check's share ``held`` of it,
-    rounded down (the exact sum <= budget), and the check's budget (``None``: no check)."""
+def check_of(whole: Budget, held: float) -> Budget | None:
+    """The share ``held`` of ``whole`` (the run's budget in AIM's unit) held out for the
+    workload check, rounded down; ``None``: no check."""
+    check = float_below(Fraction(whole.amount) * Fraction(held))
+    return budget_of(whole.notion, check) if check > 0 else None
+
+
+def rest_of(charges, whole: Budget, check: Budget | None = None) -> Budget:
+    """What is left of ``whole`` after ``charges`` and the ``check``'s budget
+    (:func:`check_of`), rounded down (the exact sum <= budget)."""
+    notion = whole.notion
     parts = [c.cost.to_zcdp().rho if c.cost.notion != notion else c.cost.amount for c in charges]
-    check = float_below(Fraction(amount) * Fraction(held))
-    left = float_below(Fraction(amount) - sum(map(Fraction, parts), Fraction(check)))
-    return budget_of(notion, left), budget_of(notion, check) if check > 0 else None
+    held = Fraction(0) if check is None else Fraction(check.amount)
+    left = float_below(Fraction(whole.amount) - sum(map(Fraction, parts), held))
+    return budget_of(notion, left)
 
 
 #: Total-variation error of one measured workload marginal that :func:`aim_rounds` aims at.

@@ -71,7 +71,7 @@ from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_of
 from ..rng import RngLike, as_generator
 from ..select.estimators import NaiveMLEEstimator, refine_noise_weighted
-from ..select.plan import one_way_share, rest_of, split_budget
+from ..select.plan import check_of, one_way_share, rest_of, split_budget
 from .check import (
     apply_check,
     apply_misfit_check,
@@ -132,7 +132,8 @@ class TablePlan:
         budget: the budget as asked (the report's guarantee).
         whole: the run's budget in one notion: ``ZCDP(ρ)`` for an ``(ε, δ)`` budget.
         prepare: the preparation's share of ``whole``.
-        held: the share of ``whole`` held out for the workload check (0: none).
+        check: the budget held out of ``whole`` for the workload check (``None``: none;
+            :func:`~pgm_dp.select.plan.check_of`).
         prepare_options: :func:`~pgm_dp.prepare.prepare_table`'s other options.
     """
 
@@ -145,7 +146,7 @@ class TablePlan:
     budget: Budget
     whole: Budget
     prepare: Budget
-    held: float
+    check: Budget | None
     prepare_options: Mapping
 
 
@@ -219,7 +220,7 @@ def plan_table(
         budget=budget,
         whole=whole,
         prepare=first,
-        held=held,
+        check=check_of(whole, held),
         prepare_options=prepare_options,
     )
 
@@ -373,17 +374,15 @@ def _prepare(df, spec: Mapping | None, plan: TablePlan, gen, acc) -> PreparedTab
 
 
 def _selection_budget(plan: TablePlan, prepared: Preparation) -> tuple:
-    """``(rest, check, notes)``: what the preparation's charges left of ``plan.whole`` for
-    the selection, and the check's budget (:func:`~pgm_dp.select.plan.rest_of`); a check not
-    worth running, judged from the released one-way tables (else later, by ``fit_check``),
-    gives its share to selection."""
-    charges = prepared.charges
-    whole, held = plan.whole, plan.held
-    rest, check = rest_of(charges, whole.notion, whole.amount, held)
-    k = prepared.max_records_per_person
+    """``(rest, check, notes)``: the check's budget (``plan.check``) and what the
+    preparation's charges and the check leave of ``plan.whole`` for the selection
+    (:func:`~pgm_dp.select.plan.rest_of`); a check not worth running, judged from the
+    released one-way tables (else later, by ``fit_check``), gives its share to selection."""
+    check, k = plan.check, prepared.max_records_per_person
     skipped = prepared.one_way is not None and check_skipped(check, prepared.one_way.total, k)
     if skipped:
-        rest, check = rest_of(charges, whole.notion, whole.amount, 0.0)
+        check = None
+    rest = rest_of(prepared.charges, plan.whole, check)
     note = f"the workload check was not run: {skipped}; its share went to selection"
     return rest, check, [note] if skipped else []
 
