@@ -1,8 +1,8 @@
 """What :func:`pgm_dp.table.fit.fit_table` plans before it runs, from the budget and released
 quantities only: the budget's split (:func:`one_way_share`, :func:`split_budget`,
-:func:`rest_of`), AIM's number of rounds (:func:`aim_rounds`) and its default workload
-(:func:`default_workload`). The rules are ours (the AIM paper, McKenna et al. 2022, fixes
-``T = 16 d`` and leaves the workload to the user), set from the real tables of
+:func:`check_of`, :func:`rest_of`), AIM's number of rounds (:func:`aim_rounds`) and its default
+workload (:func:`default_workload`). The rules are ours (the AIM paper, McKenna et al. 2022,
+fixes ``T = 16 d`` and leaves the workload to the user), set from the real tables of
 ``benchmarks/bench_realdata.py``; its README has the measurements.
 
 Budget split (data-independent, decided before anything is read):
@@ -59,6 +59,7 @@ __all__ = [
     "TRIPLE_CELLS_RATIO",
     "split_budget",
     "one_way_share",
+    "check_of",
     "rest_of",
     "aim_rounds",
     "default_workload",
