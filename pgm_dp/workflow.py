@@ -70,6 +70,7 @@ from .select.plan import (
     aim_rounds,
     check_aim_options,
     default_workload,
+    most_rounds,
     one_way_share,
     rest_of,
     split_budget,
@@ -389,7 +390,7 @@ def _one_way_only(plan, measured, rest, notion):
 
 
 def _aim(codes, plan, rest, notion, options, gen, acc, progress):
-    from .select import NaiveMLEEstimator, aim, workload_cliques
+    from .select import NaiveMLEEstimator, aim, candidate_weights, workload_cliques
 
     asked, size, rounds, estimator = options
     chosen = default_workload(plan.domain, notion) if asked is None else asked
@@ -407,9 +408,14 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
         return _one_way_only(plan, measured, rest, notion), notes, workload
     if rounds is None:
         n_hat = plan.one_way.total if plan.one_way is not None else 0.0
-        cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
+        cliques = workload_cliques(dom, workload)
+        cells, m = [dom.size(c) for c, _ in cliques], len(candidate_weights(cliques))
         amount, k = rest.amount, plan.max_records_per_person
-        rounds = aim_rounds(n_hat, cells, notion, amount, len(dom), k) if n_hat else None
+        rounds = (
+            aim_rounds(n_hat, cells, notion, amount, len(dom), k, candidates=m)
+            if n_hat
+            else most_rounds(notion, len(dom), m)
+        )
     result = aim(
         codes,
         dom,

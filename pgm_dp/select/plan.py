@@ -30,6 +30,16 @@ Budget split (data-independent, decided before anything is read):
   spanning tree needs ``d - 1`` pairs) and at most AIM's default (``16 d`` for zCDP,
   ``2 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
   (its Sec. 4) then adapts within them.
+* **A cost cap on the rounds.** Every round scores and size-checks each of AIM's ``m``
+  candidates (the workload's downward closure) and refits the model, so a run costs about
+  ``T m`` candidate evaluations and ``T`` refits: the rounds are capped at
+  ``T m <= ROUND_CANDIDATES`` (:data:`ROUND_CANDIDATES`, with at least ``d`` rounds), which
+  depends on the domain's width only (``m``: the public workload's cliques), never on the
+  data. Without it a large ``N̂`` planned AIM's ``16 d`` rounds under zCDP (240 on Adult's
+  14 columns), each refitting a model that the size limit lets grow with the budget spent:
+  hundreds of CPU seconds where the capped plan takes tens. The constant is our choice,
+  set from ``benchmarks/bench_cost.py`` (its README has the measurements): it keeps the
+  plan of the real tables at ε = 1 and bounds a fit of up to 20 columns.
 """
 
 from __future__ import annotations
@@ -57,10 +67,12 @@ __all__ = [
     "ONE_WAY_RHO",
     "TARGET_TVD",
     "TRIPLE_CELLS_RATIO",
+    "ROUND_CANDIDATES",
     "split_budget",
     "one_way_share",
     "rest_of",
     "aim_rounds",
+    "most_rounds",
     "default_workload",
     "clique_of",
     "check_aim_options",
@@ -127,13 +139,27 @@ TARGET_TVD = 0.05
 TRIPLE_CELLS_RATIO = 7.0
 
 
+#: Candidate evaluations that AIM's planned rounds may make in all: ``T m`` at most for
+#: ``m`` candidates (module docstring), at least ``d`` rounds.
+ROUND_CANDIDATES = 6000
+
+
 def aim_rounds(
-    n_hat: float, cells: list[int], notion: str, amount: float, d: int, sensitivity: float = 1.0
+    n_hat: float,
+    cells: list[int],
+    notion: str,
+    amount: float,
+    d: int,
+    sensitivity: float = 1.0,
+    *,
+    candidates: int | None = None,
 ) -> int:
-    """AIM's ``T`` (:mod:`pgm_dp.workflow`'s docstring): the largest ``T`` whose first
-    rounds measure a marginal of the median size in ``cells`` with expected total-variation
-    noise at most :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount``
-    (ε or ρ), clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]``.
+    """AIM's ``T`` (module docstring): the largest ``T`` whose first rounds measure a
+    marginal of the median size in ``cells`` with expected total-variation noise at most
+    :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount`` (ε or ρ),
+    clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]`` and, given ``candidates`` ``m``, to
+    ``max(d, ROUND_CANDIDATES // m)`` (the cost cap). Depends on released and public
+    quantities only.
 
     Args:
         n_hat: the number of records estimated from the noisy one-way tables.
@@ -143,16 +169,39 @@ def aim_rounds(
         d: the number of variables.
         sensitivity: that of one measured table (``K``, the most records of one person):
             the noise is that many times larger at the same cost.
+        candidates: how many marginals AIM's rounds score (the workload's downward
+            closure, :func:`~.workload.candidate_weights`); ``None``: no cost cap.
 
     >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14), aim_rounds(48842, [100], "pure", 0.1, 14)
     (28, 14)
+    >>> wide = dict(n_hat=10**6, cells=[100], notion="zcdp", amount=0.1, d=14)
+    >>> aim_rounds(**wide), aim_rounds(**wide, candidates=105)  # Adult: 91 pairs, 14 one-ways
+    (224, 57)
     """
     n = float(np.median(cells)) if cells else 1.0
     allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / (n * sensitivity)  # E|noise| per unit
     # b = T / (0.9 ε) (pure) or sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho)) (zCDP)
     t = budget_of(notion, amount).split(MEASURE_SHARE).measurements_within(allowed)
+    return int(min(max(math.floor(t), d), most_rounds(notion, d, candidates)))
+
+
+def most_rounds(notion: str, d: int, candidates: int | None = None) -> int:
+    """The most rounds :func:`aim_rounds` plans: AIM's default ``ROUNDS_PER_VARIABLE d``
+    and, given ``candidates`` ``m``, at most ``max(d, ROUND_CANDIDATES // m)`` (the cost
+    cap, module docstring). Depends on the notion and the public domain only.
+
+    Args:
+        notion: ``"pure"`` or ``"zcdp"``.
+        d: the number of variables.
+        candidates: how many marginals AIM's rounds score; ``None``: no cost cap.
+
+    >>> most_rounds("zcdp", 20), most_rounds("zcdp", 20, candidates=210)  # 20 columns, pairs
+    (320, 28)
+    """
     top = ROUNDS_PER_VARIABLE[notion] * d
-    return int(min(max(math.floor(t), d), top))
+    if candidates is None:
+        return top
+    return min(top, max(d, ROUND_CANDIDATES // max(int(candidates), 1)))
 
 
 def default_workload(domain: Domain, notion: str) -> str | None:
