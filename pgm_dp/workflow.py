@@ -93,13 +93,17 @@ __all__ = [
     "MAX_ONE_WAY_SHARE",
     "TARGET_TVD",
     "SELECTIONS",
+    "refine_steps",
 ]
 
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
-#: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
+#: Mirror-descent steps refining the naive MLE of the measurements (``select``'s), at most.
 REFINE_ITERS = 1000
+#: Cells calibrated by the refinement in all: ``REFINE_CELL_STEPS // S`` steps (at most
+#: ``REFINE_ITERS``) for a junction tree of ``S`` cells (:func:`refine_steps`).
+REFINE_CELL_STEPS = 500_000_000
 #: The selection mechanisms of :func:`fit_table`.
 SELECTIONS = ("aim", "mst")
 
@@ -324,9 +328,25 @@ def _prepared(df, spec, who, k, budget, gen, acc, options):
     return plan, plan.encode(data)
 
 
+def refine_steps(model) -> int:
+    """The mirror-descent steps refining ``model`` (:func:`_fit_release`): each calibrates
+    its junction tree of ``S`` cells, so ``REFINE_CELL_STEPS // S`` steps, at least one and
+    at most ``REFINE_ITERS``: the refinement's cost is bounded whatever the model's size
+    (up to ``max_model_size``). ``S`` depends only on the measured cliques (released) and
+    the public domain.
+
+    Args:
+        model: the fitted :class:`~pgm_dp.models.MarkovRandomField`.
+    """
+    cells = sum(model.domain.size(c) for c in model.junction_tree().cliques)
+    return int(min(REFINE_ITERS, max(1, REFINE_CELL_STEPS // max(cells, 1))))
+
+
 def _fit_release(spec, learner, release, dom, chosen=None):
     """The learner's fit of every table measured; the naive MLE is then refined by
-    Private-PGM's noise-weighted mirror descent (``REFINE_ITERS`` steps), which weighs each
+    Private-PGM's noise-weighted mirror descent (:func:`refine_steps`: ``REFINE_ITERS`` steps
+    for a junction tree of at most ``REFINE_CELL_STEPS / REFINE_ITERS`` cells, fewer for a
+    larger one, so that its cost is bounded), which weighs each
     table by its noise's standard deviation: AIM's own estimate. That loss is the Gaussian
     likelihood; under Laplace noise (pure ε) we use it as well (our choice: the weights
     matter more than the loss's shape, and on the real tables it lowered the 2-way TVD).
@@ -353,8 +373,9 @@ def _fit_release(spec, learner, release, dom, chosen=None):
     previous = getattr(chosen, "model", None)
     same = getattr(previous, "cliques", None) == tuple(release.cliques)
     first = previous if same else solve(release, release.cliques, dom, final=True)
-    step(f"refining the model ({REFINE_ITERS} mirror-descent steps)")
-    model, refined = refine_noise_weighted(first, release, REFINE_ITERS)
+    steps = refine_steps(first)
+    step(f"refining the model ({steps} mirror-descent steps)")
+    model, refined = refine_noise_weighted(first, release, steps)
     fit = Fit(model=model, info={"budget": release.budget})
     return _floored(fit, release), refined, time.process_time() - start
 

@@ -12,7 +12,7 @@ import pytest
 from pgm_dp.privacy import ApproxDP
 from pgm_dp.select.aim import ROUNDS_PER_VARIABLE
 from pgm_dp.select.plan import ROUND_CANDIDATES, aim_rounds, most_rounds
-from pgm_dp.workflow import fit_table
+from pgm_dp.workflow import REFINE_CELL_STEPS, REFINE_ITERS, fit_table, refine_steps
 
 
 def _pairs_and_one_ways(d: int) -> int:
@@ -62,3 +62,20 @@ def test_fit_table_plans_the_capped_rounds(monkeypatch, compress):
         fit_table(df, spec, budget=ApproxDP(50.0, 1e-6), rng=0, compress=compress)
     m = _pairs_and_one_ways(d)
     assert got.value.args[0] == most_rounds("zcdp", d, m) == ROUND_CANDIDATES // m < 16 * d
+
+
+def test_refine_steps_bounded_by_the_model_cells():
+    from pgm_dp import Domain
+    from pgm_dp.models import MarkovRandomField
+
+    small = MarkovRandomField(Domain(list("abc"), [4, 4, 4]), [("a", "b"), ("b", "c")])
+    assert refine_steps(small) == REFINE_ITERS
+    for k in (60, 100, 300):  # junction trees of 2 k^2 .. k^3 cells
+        dom = Domain(list("abcd"), [k] * 4)
+        for cliques in ([("a", "b"), ("c", "d")], [("a", "b"), ("b", "c"), ("a", "c")]):
+            mrf = MarkovRandomField(dom, cliques)
+            cells = sum(dom.size(c) for c in mrf.junction_tree().cliques)
+            steps = refine_steps(mrf)
+            assert 1 <= steps <= REFINE_ITERS
+            assert steps * cells <= max(REFINE_CELL_STEPS, cells)
+            assert steps == min(REFINE_ITERS, REFINE_CELL_STEPS // cells)
