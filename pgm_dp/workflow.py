@@ -103,7 +103,7 @@ LOOP_TOL = 1e-3
 REFINE_ITERS = 1000
 #: Cells calibrated by the refinement in all: ``REFINE_CELL_STEPS // S`` steps (at most
 #: ``REFINE_ITERS``) for a junction tree of ``S`` cells (:func:`refine_steps`).
-REFINE_CELL_STEPS = 500_000_000
+REFINE_CELL_STEPS = 200_000_000
 #: The selection mechanisms of :func:`fit_table`.
 SELECTIONS = ("aim", "mst")
 
@@ -333,7 +333,9 @@ def refine_steps(model) -> int:
     its junction tree of ``S`` cells, so ``REFINE_CELL_STEPS // S`` steps, at least one and
     at most ``REFINE_ITERS``: the refinement's cost is bounded whatever the model's size
     (up to ``max_model_size``). ``S`` depends only on the measured cliques (released) and
-    the public domain.
+    the public domain. The constant is our choice, from ``benchmarks/bench_cost.py`` and the
+    real tables (the benchmarks' README, cost of a table fit): on a large model the first
+    steps move the 2-way error most.
 
     Args:
         model: the fitted :class:`~pgm_dp.models.MarkovRandomField`.
