@@ -39,7 +39,9 @@ Budget split (data-independent, decided before anything is read):
   14 columns), each refitting a model that the size limit lets grow with the budget spent:
   hundreds of CPU seconds where the capped plan takes tens. The constant is our choice,
   set from ``benchmarks/bench_cost.py`` (its README has the measurements): it keeps the
-  plan of the real tables at ε = 1 and bounds a fit of up to 20 columns.
+  plan of the real tables at ε = 1 and bounds a fit of up to 20 columns. For the same
+  reason the pure default workload is every triple only while its candidates fit the cap
+  at one round per variable (:func:`default_workload`): 20 columns have 1,350.
 """
 
 from __future__ import annotations
@@ -208,13 +210,16 @@ def default_workload(domain: Domain, notion: str) -> str | None:
     """AIM's workload when none is given: ``None`` (every pair) under zCDP; under pure ε
     ``"3way"`` (every triple of at most ``WORKLOAD_MAX_CELLS`` cells) when triples are
     cheap, the median such triple at most :data:`TRIPLE_CELLS_RATIO` times the cells of the
-    median pair, else ``None``. Pure costs add up, so every table's noise scale grows with
-    the number of tables measured, and a triple answers its three pairs for one table's
-    price (a third of the noise); a pair read off it sums ``n3 / n2`` noisy cells per cell
-    (``sqrt(n3 / n2)`` times the noise). The triple wins while ``n3 / n2 < 9`` when all
-    three pairs are new, less when they overlap. Under zCDP, where the noise grows as the
-    square root of the number of tables, triples did not help. The domain is the prepared
-    one (public, or post-processing of the released one-way tables).
+    median pair, and their ``m`` candidates (the triples, pairs and one-ways) fit the
+    rounds' cost cap at one round per variable, ``m d <= ROUND_CANDIDATES``
+    (:func:`most_rounds`: every round scores every candidate); else ``None``. Pure costs
+    add up, so every table's noise scale grows with the number of tables measured, and a
+    triple answers its three pairs for one table's price (a third of the noise); a pair
+    read off it sums ``n3 / n2`` noisy cells per cell (``sqrt(n3 / n2)`` times the noise).
+    The triple wins while ``n3 / n2 < 9`` when all three pairs are new, less when they
+    overlap. Under zCDP, where the noise grows as the square root of the number of tables,
+    triples did not help. The domain is the prepared one (public, or post-processing of
+    the released one-way tables).
 
     Args:
         domain: the prepared domain AIM runs on.
@@ -226,13 +231,18 @@ def default_workload(domain: Domain, notion: str) -> str | None:
     ('3way', None)
     >>> default_workload(large, "pure") is None  # triples 20-30 times the pairs' cells
     True
+    >>> default_workload(Domain([f"x{i}" for i in range(20)], [2] * 20), "pure") is None
+    True
     """
     if not notion_type(notion).is_pure or len(domain) < 3:
         return None
     try:
-        triples = [domain.size(c) for c, _ in workload_cliques(domain, "3way")]
+        cliques = workload_cliques(domain, "3way")
     except DomainError:  # every triple above WORKLOAD_MAX_CELLS
         return None
+    if len(candidate_weights(cliques)) * len(domain) > ROUND_CANDIDATES:
+        return None
+    triples = [domain.size(c) for c, _ in cliques]
     pairs = [domain.size(c) for c in combinations(domain.attributes, 2)]
     return "3way" if np.median(triples) <= TRIPLE_CELLS_RATIO * np.median(pairs) else None
 
