@@ -99,6 +99,11 @@ __all__ = [
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
+#: Cells that one of AIM's in-loop naive fits may calibrate in all: at most
+#: ``LOOP_CELLS_ITERS // S`` L-BFGS iterations on a junction tree of ``S`` cells (at least
+#: ``MIN_ITERS``, :func:`~pgm_dp.select.estimators.iteration_limit`), so that a round's
+#: cost is bounded whatever the model's size; warm-started, a fit rarely needs more.
+LOOP_CELLS_ITERS = 20_000_000
 #: Mirror-descent steps refining the naive MLE of the measurements (``select``'s), at most.
 REFINE_ITERS = 1000
 #: Cells calibrated by the refinement in all: ``REFINE_CELL_STEPS // S`` steps (at most
@@ -418,7 +423,9 @@ def _aim(codes, plan, rest, notion, options, gen, acc, progress):
     asked, size, rounds, estimator = options
     chosen = default_workload(plan.domain, notion) if asked is None else asked
     if estimator is None:  # AIM's fits to 1e-3: the model returned is the learner's
-        estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
+        estimator = NaiveMLEEstimator(
+            tol=LOOP_TOL, loop_tol=LOOP_TOL, max_cells_iters=LOOP_CELLS_ITERS
+        )
     dom = plan.domain
     measured = one_way_measurements(plan) if plan.one_way is not None else None
     ok, workload, notes = usable_workload(dom, chosen)

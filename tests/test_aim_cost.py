@@ -12,7 +12,13 @@ import pytest
 from pgm_dp.privacy import ApproxDP
 from pgm_dp.select.aim import ROUNDS_PER_VARIABLE
 from pgm_dp.select.plan import ROUND_CANDIDATES, aim_rounds, most_rounds
-from pgm_dp.workflow import REFINE_CELL_STEPS, REFINE_ITERS, fit_table, refine_steps
+from pgm_dp.workflow import (
+    LOOP_CELLS_ITERS,
+    REFINE_CELL_STEPS,
+    REFINE_ITERS,
+    fit_table,
+    refine_steps,
+)
 
 
 def _pairs_and_one_ways(d: int) -> int:
@@ -93,3 +99,20 @@ def test_pure_default_workload_keeps_to_pairs_when_triples_break_the_cap():
         assert default_workload(dom, "pure") == want
     assert default_workload(Domain([f"x{i}" for i in range(6)], [2] * 6), "pure") == "3way"
     assert default_workload(Domain([f"x{i}" for i in range(20)], [2] * 20), "pure") is None
+
+
+def test_in_loop_iterations_bounded_by_the_model_cells():
+    from pgm_dp import Domain
+    from pgm_dp.models import MarkovRandomField
+    from pgm_dp.select.estimators import MIN_ITERS, NaiveMLEEstimator, iteration_limit
+
+    small = MarkovRandomField(Domain(list("abc"), [4, 4, 4]), [("a", "b"), ("b", "c")])
+    assert iteration_limit(small, 2000, None) == iteration_limit(small, 2000, 1e9) == 2000
+    for k in (30, 100, 300):
+        mrf = MarkovRandomField(Domain(list("abc"), [k] * 3), [("a", "b"), ("b", "c")])
+        cells = sum(mrf.domain.size(c) for c in mrf.junction_tree().cliques)
+        iters = iteration_limit(mrf, 2000, LOOP_CELLS_ITERS)
+        assert MIN_ITERS <= iters <= 2000
+        assert iters == MIN_ITERS or iters * cells <= LOOP_CELLS_ITERS
+    with pytest.raises(ValueError):
+        NaiveMLEEstimator(max_cells_iters=0)

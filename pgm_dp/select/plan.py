@@ -143,7 +143,7 @@ TRIPLE_CELLS_RATIO = 7.0
 
 #: Candidate evaluations that AIM's planned rounds may make in all: ``T m`` at most for
 #: ``m`` candidates (module docstring), at least ``d`` rounds.
-ROUND_CANDIDATES = 6000
+ROUND_CANDIDATES = 8000
 
 
 def aim_rounds(
@@ -178,7 +178,7 @@ def aim_rounds(
     (28, 14)
     >>> wide = dict(n_hat=10**6, cells=[100], notion="zcdp", amount=0.1, d=14)
     >>> aim_rounds(**wide), aim_rounds(**wide, candidates=105)  # Adult: 91 pairs, 14 one-ways
-    (224, 57)
+    (224, 76)
     """
     n = float(np.median(cells)) if cells else 1.0
     allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / (n * sensitivity)  # E|noise| per unit
@@ -198,7 +198,7 @@ def most_rounds(notion: str, d: int, candidates: int | None = None) -> int:
         candidates: how many marginals AIM's rounds score; ``None``: no cost cap.
 
     >>> most_rounds("zcdp", 20), most_rounds("zcdp", 20, candidates=210)  # 20 columns, pairs
-    (320, 28)
+    (320, 38)
     """
     top = ROUNDS_PER_VARIABLE[notion] * d
     if candidates is None:
