@@ -38,8 +38,8 @@ Budget split (data-independent, decided before anything is read):
   data. Without it a large ``N̂`` planned AIM's ``16 d`` rounds under zCDP (240 on Adult's
   14 columns), each refitting a model that the size limit lets grow with the budget spent:
   hundreds of CPU seconds where the capped plan takes tens. The constant is our choice,
-  set from ``benchmarks/bench_cost.py`` (its README has the measurements): it keeps the
-  plan of the real tables at ε = 1 and bounds a fit of up to 20 columns. For the same
+  set from ``benchmarks/bench_cost.py`` and the real tables (its README has the
+  measurements): a larger one let Adult's model grow to twice the CPU under ``(ε, δ)``. For the same
   reason the pure default workload is every triple only while its candidates fit the cap
   at one round per variable (:func:`default_workload`): 20 columns have 1,350.
 """
@@ -143,7 +143,7 @@ TRIPLE_CELLS_RATIO = 7.0
 
 #: Candidate evaluations that AIM's planned rounds may make in all: ``T m`` at most for
 #: ``m`` candidates (module docstring), at least ``d`` rounds.
-ROUND_CANDIDATES = 8000
+ROUND_CANDIDATES = 6000
 
 
 def aim_rounds(
@@ -178,7 +178,7 @@ def aim_rounds(
     (28, 14)
     >>> wide = dict(n_hat=10**6, cells=[100], notion="zcdp", amount=0.1, d=14)
     >>> aim_rounds(**wide), aim_rounds(**wide, candidates=105)  # Adult: 91 pairs, 14 one-ways
-    (224, 76)
+    (224, 57)
     """
     n = float(np.median(cells)) if cells else 1.0
     allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / (n * sensitivity)  # E|noise| per unit
@@ -198,7 +198,7 @@ def most_rounds(notion: str, d: int, candidates: int | None = None) -> int:
         candidates: how many marginals AIM's rounds score; ``None``: no cost cap.
 
     >>> most_rounds("zcdp", 20), most_rounds("zcdp", 20, candidates=210)  # 20 columns, pairs
-    (320, 38)
+    (320, 28)
     """
     top = ROUNDS_PER_VARIABLE[notion] * d
     if candidates is None:
