@@ -10,7 +10,9 @@ alone, the longest single XLA compile and the number of compiles (``jax.monitori
 ``backend_compile`` events), AIM's rounds, its selected marginals and their largest, the
 cells of the model's junction tree and the refinement's mirror-descent steps. Options:
 ``--cells`` picks cells of the grid (``N:d:bins``), ``--eps``, ``--delta``, ``--seed``,
-``--core`` (``-1``: not pinned); ``--quick`` is one small cell.
+``--core`` (``-1``: not pinned); ``--quick`` is one small cell. ``--real adult nass`` fits
+``bench_realdata.py``'s tables instead (their training split, declared by their domain, as
+``pgm-dp fit --data --domain``) and prints their 2-way TVD as that script's ``tvd2``.
 
 The tables: ``d`` columns, two thirds numeric, declared by public ``bounds`` and binned into
 ``bins`` equal-width bins (``n_bins``), the rest categorical with 3 to 12 states; the
@@ -77,9 +79,11 @@ def table(n: int, d: int, bins: int, seed: int):
     return pd.DataFrame(cols), spec
 
 
-def child(n: int, d: int, bins: int, eps: float, delta: float, seed: int, core: int) -> None:
+def child(
+    n: int, d: int, bins: int, eps: float, delta: float, seed: int, core: int, real=None
+) -> None:
     """One fit (in this process, pinned to CPU ``core`` when ``core >= 0``, every thread
-    with it); prints a JSON line."""
+    with it) of a generated table, or of the real table ``real``; prints a JSON line."""
     if core >= 0:
         os.sched_setaffinity(0, {core})
     from jax import monitoring
@@ -94,7 +98,7 @@ def child(n: int, d: int, bins: int, eps: float, delta: float, seed: int, core: 
     from pgm_dp.privacy import ApproxDP, PureDP
     from pgm_dp.workflow import fit_table
 
-    df, spec = table(n, d, bins, seed)
+    df, spec = table(n, d, bins, seed) if real is None else real_table(real)
     budget = PureDP(eps) if delta == 0 else ApproxDP(eps, delta)
     start = time.process_time()
     fit = fit_table(df, spec, budget=budget, rng=seed)
@@ -106,12 +110,47 @@ def child(n: int, d: int, bins: int, eps: float, delta: float, seed: int, core: 
            "largest_clique": max(len(c) for c in fit.report["selected"]),
            "model_cells": sum(model.domain.size(c) for c in model.junction_tree().cliques),
            "refine_steps": (fit.report.get("refined") or {}).get("iterations", 0)}  # fmt: skip
+    if real is not None:
+        out["tvd2"] = tvd2(fit.fit.model, df)
     print(json.dumps(out))
 
 
-def run_cell(n: int, d: int, bins: int, eps: float, delta: float, seed: int, core: int) -> dict:
-    """:func:`child` in a fresh process (empty compilation cache); its CPU from ``wait4``."""
-    cmd = [sys.executable, __file__, "--child", f"{n}:{d}:{bins}", "--eps", str(eps),
+def real_table(name: str):
+    """The training split of ``bench_realdata.py``'s table ``name`` and its declaration."""
+    sys.path.insert(0, str(HERE))
+    from _realdata_data import load, split
+
+    codes, domain = load(name)
+    train, _ = split(codes, seed=0)
+    return train, {c: {"categories": list(range(k)), "missing": False} for c, k in domain.items()}
+
+
+def tvd2(model, df) -> float:
+    """``bench_realdata.py``'s ``tvd2``: the mean total variation distance between the
+    model's and ``df``'s marginals over every pair of columns."""
+    from itertools import combinations
+
+    import numpy as np
+
+    from pgm_dp.inference.queries import calibrated
+
+    pairs = list(combinations(df.columns, 2))
+    tree = calibrated(model.junction_tree(), model.log_potentials)
+    gaps = []
+    for pair, m in zip(pairs, tree.marginals(pairs), strict=True):
+        counts = np.zeros(m.shape)
+        np.add.at(counts, tuple(df[c].to_numpy() for c in pair), 1)
+        gaps.append(0.5 * np.abs(np.asarray(m) - counts / counts.sum()).sum())
+    return float(np.mean(gaps))
+
+
+def run_cell(
+    n: int | str, d: int, bins: int, eps: float, delta: float, seed: int, core: int
+) -> dict:
+    """:func:`child` in a fresh process (empty compilation cache) on the generated table
+    ``n x d`` or the real table ``n`` (a name); its CPU from ``wait4``."""
+    cell = n if isinstance(n, str) else f"{n}:{d}:{bins}"
+    cmd = [sys.executable, __file__, "--child", cell, "--eps", str(eps),
            "--delta", str(delta), "--seed", str(seed), "--core", str(core)]  # fmt: skip
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile("w+") as log:
         path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -138,12 +177,18 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--core", type=int, default=0,
                     help="the CPU each fit is pinned to (-1: not pinned)")  # fmt: skip
+    ap.add_argument("--real", nargs="+", default=None,
+                    help="fit these tables of bench_realdata.py instead (adult, nass)")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="one small cell")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
+        if not a.child[0].isdigit():
+            return child(0, 0, 0, a.eps, a.delta[0], a.seed, a.core, real=a.child)
         n, d, bins = map(int, a.child.split(":"))
         return child(n, d, bins, a.eps, a.delta[0], a.seed, a.core)
+    if a.real:
+        return real_rows(a)
     cells = [tuple(map(int, c.split(":"))) for c in a.cells] if a.cells else GRID
     if a.quick:
         cells = [GRID[0]]
@@ -163,6 +208,22 @@ def main(argv=None) -> None:
                   f"{r['rounds']} | {r['selected']} | {r['largest_clique']} | "
                   f"{r['model_cells']:,} | {r['refine_steps']} |",
                   flush=True)  # fmt: skip
+
+
+def real_rows(a) -> None:
+    """``--real``: each table at ``--eps`` and each ``--delta``, CPU s and ``tvd2``."""
+    print("| data | ε | path | CPU s (process) | CPU s (fit_table) | rounds | model cells | "
+          "refine steps | 2-way TVD |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in a.real:
+        for delta in a.delta:
+            r = run_cell(name, 0, 0, a.eps, delta, a.seed, a.core)
+            if "error" in r:
+                print(f"| {name} | {a.eps:g} | {r['path']} | failed: {r['error']!r} |")
+                continue
+            print(f"| {name} | {a.eps:g} | {r['path']} | {r['cpu_s']:.1f} | "
+                  f"{r['fit_cpu_s']:.1f} | {r['rounds']} | {r['model_cells']:,} | "
+                  f"{r['refine_steps']} | {r['tvd2']:.5f} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
