@@ -283,10 +283,11 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
     bias = sched.expected_abs_noise(measure)
     eps = sched.selection_epsilon(select)
     state.scored = ScoredRound(state.model, state.release.total, small, bias, s["k"])
+    estimates = _counts(state, list(small))
     clique = select_marginal(
         small,
         s["answers"],
-        _counts(state, list(small)),
+        estimates,
         noise_bias=bias,
         epsilon=eps,
         notion=sched.notion,
@@ -296,7 +297,7 @@ def _round(state: _State, t: int, costs: tuple[float, float]) -> tuple[AIMRound,
         records_per_person=s["k"],
     )
     state.used += Fraction(select)
-    before = _counts(state, [clique])[clique]
+    before = estimates[clique]  # the same model's table: no second calibration
     _measure(state, [clique], measure, t)
     _estimate(state)
     annealed = should_anneal(before, _counts(state, [clique])[clique], bias)

@@ -43,6 +43,7 @@ __all__ = [
     "LearnerEstimator",
     "call_estimator",
     "refine_noise_weighted",
+    "iteration_limit",
 ]
 
 
@@ -86,6 +87,26 @@ def call_estimator(estimator: Callable, release, domain: Domain, previous, final
     return estimator(release, release.cliques, domain, **kwargs)
 
 
+#: The fewest iterations :func:`iteration_limit` allows a fit.
+MIN_ITERS = 10
+
+
+def iteration_limit(mrf, max_iters: int, max_cells_iters: float | None) -> int:
+    """``max_iters``, or fewer on a large model: ``max(MIN_ITERS, max_cells_iters // S)``
+    for a junction tree of ``S`` cells (``None``: no limit). ``S`` depends on the model's
+    cliques and the public domain only.
+
+    Args:
+        mrf: the :class:`~pgm_dp.models.MarkovRandomField` to fit.
+        max_iters: the solver's own limit.
+        max_cells_iters: cells calibrated in all (``None``: ``max_iters``).
+    """
+    if max_cells_iters is None:
+        return int(max_iters)
+    cells = sum(mrf.domain.size(c) for c in mrf.junction_tree().cliques)
+    return int(min(max_iters, max(MIN_ITERS, max_cells_iters // max(cells, 1))))
+
+
 @dataclass(frozen=True)
 class NaiveMLEEstimator:
     """Naive MLE (Bernstein et al. 2017, Sec. 3.1): the clique tables ``y_C / N``, projected
@@ -94,17 +115,23 @@ class NaiveMLEEstimator:
     the loop the solver stops at ``loop_tol`` (the largest marginal mismatch), the final
     fit at ``tol``. ``backend="numpy"`` (default) solves with a NumPy junction tree
     (:func:`~.mle.fit_tables`, nothing to compile); ``"jax"`` with the package's solver
-    :func:`~pgm_dp.learners.mle.fit_marginals` (one compilation per junction tree)."""
+    :func:`~pgm_dp.learners.mle.fit_marginals` (one compilation per junction tree).
+    ``max_cells_iters``: when given, a fit on a junction tree of ``S`` cells stops after at
+    most ``max(MIN_ITERS, max_cells_iters // S)`` iterations (each calibrates the tree), so
+    that a round's cost is bounded whatever the model's size (:func:`iteration_limit`)."""
 
     l2: float = 1e-4
     tol: float = 1e-8
     loop_tol: float = 1e-5
     max_iters: int = 2000
     backend: str = "numpy"
+    max_cells_iters: float | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in ("numpy", "jax"):
             raise ValueError(f"backend must be 'numpy' or 'jax', got {self.backend!r}")
+        if self.max_cells_iters is not None and not self.max_cells_iters > 0:
+            raise ValueError(f"max_cells_iters must be positive, got {self.max_cells_iters!r}")
 
     def __call__(self, release, cliques, domain, *, previous=None, final=False):
         from ..learners.mle import fit_marginals
@@ -117,7 +144,8 @@ class NaiveMLEEstimator:
             old = previous.potentials
             init = mrf.replace({c: old[c] for c in mrf.cliques if c in old})
         targets = noisy_pseudo_marginals(release, project=True)
-        opts = dict(l2=self.l2, tol=self.tol if final else self.loop_tol, max_iters=self.max_iters)
+        iters = iteration_limit(mrf, self.max_iters, self.max_cells_iters)
+        opts = dict(l2=self.l2, tol=self.tol if final else self.loop_tol, max_iters=iters)
         if self.backend == "jax":
             return fit_marginals(mrf, targets, init=init, **opts).model
         start = None if init is None else [np.asarray(t) for t in init.log_potentials]

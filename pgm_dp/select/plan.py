@@ -30,6 +30,18 @@ Budget split (data-independent, decided before anything is read):
   spanning tree needs ``d - 1`` pairs) and at most AIM's default (``16 d`` for zCDP,
   ``2 d`` pure). Few records or a small ε give fewer, less noisy rounds; AIM's annealing
   (its Sec. 4) then adapts within them.
+* **A cost cap on the rounds.** Every round scores and size-checks each of AIM's ``m``
+  candidates (the workload's downward closure) and refits the model, so a run costs about
+  ``T m`` candidate evaluations and ``T`` refits: the rounds are capped at
+  ``T m <= ROUND_CANDIDATES`` (:data:`ROUND_CANDIDATES`, with at least ``d`` rounds), which
+  depends on the domain's width only (``m``: the public workload's cliques), never on the
+  data. Without it a large ``N̂`` planned AIM's ``16 d`` rounds under zCDP (240 on Adult's
+  14 columns), each refitting a model that the size limit lets grow with the budget spent:
+  hundreds of CPU seconds where the capped plan takes tens. The constant is our choice,
+  set from ``benchmarks/bench_cost.py`` and the real tables (its README has the
+  measurements): a larger one let Adult's model grow to twice the CPU under ``(ε, δ)``. For the same
+  reason the pure default workload is every triple only while its candidates fit the cap
+  at one round per variable (:func:`default_workload`): 20 columns have 1,350.
 """
 
 from __future__ import annotations
@@ -57,11 +69,13 @@ __all__ = [
     "ONE_WAY_RHO",
     "TARGET_TVD",
     "TRIPLE_CELLS_RATIO",
+    "ROUND_CANDIDATES",
     "split_budget",
     "one_way_share",
     "check_of",
     "rest_of",
     "aim_rounds",
+    "most_rounds",
     "default_workload",
     "clique_of",
     "check_aim_options",
@@ -136,13 +150,28 @@ TARGET_TVD = 0.05
 TRIPLE_CELLS_RATIO = 7.0
 
 
+#: Candidate evaluations that AIM's planned rounds may make in all: ``T m`` at most for
+#: ``m`` candidates (module docstring), at least ``d`` rounds.
+ROUND_CANDIDATES = 6000
+
+
 def aim_rounds(
-    n_hat: float, cells: list[int], notion: str, amount: float, d: int, sensitivity: float = 1.0
+    n_hat: float,
+    cells: list[int],
+    notion: str,
+    amount: float,
+    d: int,
+    sensitivity: float = 1.0,
+    *,
+    candidates: int | None = None,
 ) -> int:
     """AIM's ``T`` (:mod:`pgm_dp.table.fit`'s docstring): the largest ``T`` whose first
     rounds measure a marginal of the median size in ``cells`` with expected total-variation
     noise at most :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount``
-    (ε or ρ), clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]``.
+    (ε or ρ),
+    clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]`` and, given ``candidates`` ``m``, to
+    ``max(d, ROUND_CANDIDATES // m)`` (the cost cap). Depends on released and public
+    quantities only.
 
     Args:
         n_hat: the number of records estimated from the noisy one-way tables.
@@ -152,29 +181,55 @@ def aim_rounds(
         d: the number of variables.
         sensitivity: that of one measured table (``K``, the most records of one person):
             the noise is that many times larger at the same cost.
+        candidates: how many marginals AIM's rounds score (the workload's downward
+            closure, :func:`~.workload.candidate_weights`); ``None``: no cost cap.
 
     >>> aim_rounds(48842, [100] * 10, "pure", 2 / 3, 14), aim_rounds(48842, [100], "pure", 0.1, 14)
     (28, 14)
+    >>> wide = dict(n_hat=10**6, cells=[100], notion="zcdp", amount=0.1, d=14)
+    >>> aim_rounds(**wide), aim_rounds(**wide, candidates=105)  # Adult: 91 pairs, 14 one-ways
+    (224, 57)
     """
     n = float(np.median(cells)) if cells else 1.0
     allowed = 2 * max(n_hat, 1.0) * TARGET_TVD / (n * sensitivity)  # E|noise| per unit
     # b = T / (0.9 ε) (pure) or sqrt(2/pi) sigma, sigma = sqrt(T / (2 * 0.9 rho)) (zCDP)
     t = budget_of(notion, amount).split(MEASURE_SHARE).measurements_within(allowed)
+    return int(min(max(math.floor(t), d), most_rounds(notion, d, candidates)))
+
+
+def most_rounds(notion: str, d: int, candidates: int | None = None) -> int:
+    """The most rounds :func:`aim_rounds` plans: AIM's default ``ROUNDS_PER_VARIABLE d``
+    and, given ``candidates`` ``m``, at most ``max(d, ROUND_CANDIDATES // m)`` (the cost
+    cap, module docstring). Depends on the notion and the public domain only.
+
+    Args:
+        notion: ``"pure"`` or ``"zcdp"``.
+        d: the number of variables.
+        candidates: how many marginals AIM's rounds score; ``None``: no cost cap.
+
+    >>> most_rounds("zcdp", 20), most_rounds("zcdp", 20, candidates=210)  # 20 columns, pairs
+    (320, 28)
+    """
     top = ROUNDS_PER_VARIABLE[notion] * d
-    return int(min(max(math.floor(t), d), top))
+    if candidates is None:
+        return top
+    return min(top, max(d, ROUND_CANDIDATES // max(int(candidates), 1)))
 
 
 def default_workload(domain: Domain, notion: str) -> str | None:
     """AIM's workload when none is given: ``None`` (every pair) under zCDP; under pure ε
     ``"3way"`` (every triple of at most ``WORKLOAD_MAX_CELLS`` cells) when triples are
     cheap, the median such triple at most :data:`TRIPLE_CELLS_RATIO` times the cells of the
-    median pair, else ``None``. Pure costs add up, so every table's noise scale grows with
-    the number of tables measured, and a triple answers its three pairs for one table's
-    price (a third of the noise); a pair read off it sums ``n3 / n2`` noisy cells per cell
-    (``sqrt(n3 / n2)`` times the noise). The triple wins while ``n3 / n2 < 9`` when all
-    three pairs are new, less when they overlap. Under zCDP, where the noise grows as the
-    square root of the number of tables, triples did not help. The domain is the prepared
-    one (public, or post-processing of the released one-way tables).
+    median pair, and their ``m`` candidates (the triples, pairs and one-ways) fit the
+    rounds' cost cap at one round per variable, ``m d <= ROUND_CANDIDATES``
+    (:func:`most_rounds`: every round scores every candidate); else ``None``. Pure costs
+    add up, so every table's noise scale grows with the number of tables measured, and a
+    triple answers its three pairs for one table's price (a third of the noise); a pair
+    read off it sums ``n3 / n2`` noisy cells per cell (``sqrt(n3 / n2)`` times the noise).
+    The triple wins while ``n3 / n2 < 9`` when all three pairs are new, less when they
+    overlap. Under zCDP, where the noise grows as the square root of the number of tables,
+    triples did not help. The domain is the prepared one (public, or post-processing of
+    the released one-way tables).
 
     Args:
         domain: the prepared domain AIM runs on.
@@ -186,13 +241,18 @@ def default_workload(domain: Domain, notion: str) -> str | None:
     ('3way', None)
     >>> default_workload(large, "pure") is None  # triples 20-30 times the pairs' cells
     True
+    >>> default_workload(Domain([f"x{i}" for i in range(20)], [2] * 20), "pure") is None
+    True
     """
     if not notion_type(notion).is_pure or len(domain) < 3:
         return None
     try:
-        triples = [domain.size(c) for c, _ in workload_cliques(domain, "3way")]
+        cliques = workload_cliques(domain, "3way")
     except DomainError:  # every triple above WORKLOAD_MAX_CELLS
         return None
+    if len(candidate_weights(cliques)) * len(domain) > ROUND_CANDIDATES:
+        return None
+    triples = [domain.size(c) for c, _ in cliques]
     pairs = [domain.size(c) for c in combinations(domain.attributes, 2)]
     return "3way" if np.median(triples) <= TRIPLE_CELLS_RATIO * np.median(pairs) else None
 

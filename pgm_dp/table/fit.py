@@ -84,10 +84,13 @@ from .report import build_report, warn_workload_check
 from .selection import Chosen, SelectionPlan, choose
 from .synth import expand_model, sample_table
 
-__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "REFINE_ITERS"]
+__all__ = ["TableFit", "TablePlan", "fit_table", "plan_table", "REFINE_ITERS", "refine_steps"]
 
 #: Mirror-descent steps refining the naive MLE of the measurements (``select``'s).
 REFINE_ITERS = 1000
+#: Cells calibrated by the refinement in all: ``REFINE_CELL_STEPS // S`` steps (at most
+#: ``REFINE_ITERS``) for a junction tree of ``S`` cells (:func:`refine_steps`).
+REFINE_CELL_STEPS = 200_000_000
 
 
 @dataclass(frozen=True)
@@ -408,9 +411,27 @@ def _learner_fit(spec, chosen: Chosen, domain) -> tuple[Fit, None]:
     return spec.make().fit(release, MarkovRandomField(domain, release.cliques)), None
 
 
+def refine_steps(model) -> int:
+    """The mirror-descent steps refining ``model`` (:func:`_naive_refined`): each calibrates
+    its junction tree of ``S`` cells, so ``REFINE_CELL_STEPS // S`` steps, at least one and
+    at most ``REFINE_ITERS``: the refinement's cost is bounded whatever the model's size
+    (up to ``max_model_size``). ``S`` depends only on the measured cliques (released) and
+    the public domain. The constant is our choice, from ``benchmarks/bench_cost.py`` and the
+    real tables (the benchmarks' README, cost of a table fit): on a large model the first
+    steps move the 2-way error most.
+
+    Args:
+        model: the fitted :class:`~pgm_dp.models.MarkovRandomField`.
+    """
+    cells = sum(model.domain.size(c) for c in model.junction_tree().cliques)
+    return int(min(REFINE_ITERS, max(1, REFINE_CELL_STEPS // max(cells, 1))))
+
+
 def _naive_refined(spec, chosen: Chosen, domain) -> tuple[Fit, Any]:
     """The naive MLE refined by Private-PGM's noise-weighted mirror descent
-    (``REFINE_ITERS`` steps), which weighs each table by its noise's standard deviation:
+    (:func:`refine_steps`: ``REFINE_ITERS`` steps for a junction tree of at most
+    ``REFINE_CELL_STEPS / REFINE_ITERS`` cells, fewer for a larger one, so that its cost is
+    bounded), which weighs each table by its noise's standard deviation:
     AIM's own estimate. That loss is the Gaussian likelihood; under Laplace noise (pure ε)
     we use it as well (our choice: the weights matter more than the loss's shape, and on
     the real tables it lowered the 2-way TVD). The naive MLE is solved by the NumPy solver
@@ -425,8 +446,9 @@ def _naive_refined(spec, chosen: Chosen, domain) -> tuple[Fit, Any]:
     if getattr(previous, "cliques", None) != tuple(release.cliques):
         solve = NaiveMLEEstimator(l2=naive.l2, tol=naive.tol, max_iters=naive.max_iters)
         previous = solve(release, release.cliques, domain, final=True)
-    step(f"refining the model ({REFINE_ITERS} mirror-descent steps)")
-    model, refined = refine_noise_weighted(previous, release, REFINE_ITERS)
+    steps = refine_steps(previous)
+    step(f"refining the model ({steps} mirror-descent steps)")
+    model, refined = refine_noise_weighted(previous, release, steps)
     return Fit(model=model, info={"budget": release.budget}), refined
 
 

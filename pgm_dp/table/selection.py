@@ -27,12 +27,19 @@ from ..select import (
     AIMRound,
     NaiveMLEEstimator,
     aim,
+    candidate_weights,
     merged_release,
     select_cliques,
     with_one_way,
     workload_cliques,
 )
-from ..select.plan import aim_rounds, check_aim_options, default_workload, usable_workload
+from ..select.plan import (
+    aim_rounds,
+    check_aim_options,
+    default_workload,
+    most_rounds,
+    usable_workload,
+)
 
 __all__ = [
     "LOOP_TOL",
@@ -47,6 +54,11 @@ __all__ = [
 #: Stopping tolerance of AIM's in-loop naive MLE (the largest marginal mismatch): on Adult
 #: at ε = 1 it selected the same marginals as AIM's default 1e-5 in a third of the time.
 LOOP_TOL = 1e-3
+#: Cells that one of AIM's in-loop naive fits may calibrate in all: at most
+#: ``LOOP_CELLS_ITERS // S`` L-BFGS iterations on a junction tree of ``S`` cells (at least
+#: ``MIN_ITERS``, :func:`~pgm_dp.select.estimators.iteration_limit`), so that a round's
+#: cost is bounded whatever the model's size; warm-started, a fit rarely needs more.
+LOOP_CELLS_ITERS = 20_000_000
 #: The selection mechanisms of :func:`~pgm_dp.table.fit.fit_table`.
 SELECTIONS = ("aim", "mst")
 
@@ -199,7 +211,9 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
     rounds = _rounds(prepared, plan.max_rounds, workload, rest)
     estimator = plan.estimator  # AIM's fits to LOOP_TOL: the model returned is the learner's
     if estimator is None:
-        estimator = NaiveMLEEstimator(tol=LOOP_TOL, loop_tol=LOOP_TOL)
+        estimator = NaiveMLEEstimator(
+            tol=LOOP_TOL, loop_tol=LOOP_TOL, max_cells_iters=LOOP_CELLS_ITERS
+        )
     result = aim(
         codes,
         dom,
@@ -219,13 +233,15 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
 
 def _rounds(prepared, asked: int | None, workload, rest: Budget) -> int | None:
     """AIM's rounds: as asked, else :func:`~pgm_dp.select.plan.aim_rounds` from the records
-    the one-way tables estimate (``None``, AIM's own default, without them)."""
-    if asked is not None or prepared.one_way is None:
+    the one-way tables estimate, or :func:`~pgm_dp.select.plan.most_rounds` (the cost cap)
+    without them."""
+    if asked is not None:
         return asked
-    n_hat = prepared.one_way.total
-    if not n_hat:
-        return None
     dom = prepared.domain
-    cells = [dom.size(c) for c, _ in workload_cliques(dom, workload)]
+    cliques = workload_cliques(dom, workload)
+    cells, m = [dom.size(c) for c, _ in cliques], len(candidate_weights(cliques))
+    n_hat = prepared.one_way.total if prepared.one_way is not None else 0.0
+    if not n_hat:
+        return most_rounds(rest.notion, len(dom), m)
     k = prepared.max_records_per_person
-    return aim_rounds(n_hat, cells, rest.notion, rest.amount, len(dom), k)
+    return aim_rounds(n_hat, cells, rest.notion, rest.amount, len(dom), k, candidates=m)
