@@ -53,7 +53,7 @@ def direct_objective(domain, cliques, max_cells, kinds, smoothing, inference):
         return mu, (log_z, ok)
 
     def objective(theta, problem):
-        cells, total = (problem.y, problem.scale), problem.total
+        cells, total = (problem.release.y, problem.release.scale), problem.total
         mu, back, (log_z, ok) = jax.vjp(marginals, theta, has_aux=True)
         (cov_g,) = back(gradient(cells, total * mu))  # J^T grad_n log p, J symmetric
         lam, rho = problem.lam, problem.rho

@@ -239,7 +239,7 @@ class CGMEM:
         (:func:`~.problem.gradient_small`): per record below ``tol``, and in counts ``N
         |grad_i|`` below ``count_tol`` standard deviations ``sqrt(1 + n_i + v_i)`` of the
         cell's released count (``n`` the E-step's statistics, ``v_i`` the noise variance:
-        ``2 b^2`` Laplace, ``sigma^2`` Gaussian; ``problem.floor`` is ``1 + v``): the count
+        ``2 b^2`` Laplace, ``sigma^2`` Gaussian: ``problem.release.variance``): the count
         gradient is the gap between inferred and model counts, and 1 % of the count's own
         error is invisible in the estimate. The noise term spares noise-hidden cells a
         tolerance of hundredths of a record (fewer iterations, same 2-way error:

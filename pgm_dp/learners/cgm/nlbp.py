@@ -139,7 +139,7 @@ def _em_objective(bp, noise, loop, damping, uniform):
         the per-record priors ``lam = tau / N``, one per cell or one for all, and ``rho =
         beta / N``); the E-step starts from ``n0``, the last damping regrown by 2 and
         ``acc0`` and stops at ``tol``."""
-        cells, total = (problem.y, problem.scale), problem.total
+        cells, total = (problem.release.y, problem.release.scale), problem.total
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, cells, n0, total, tol, alpha0, acc0)
         shifted = theta + gradient(cells, n)
