@@ -362,7 +362,8 @@ class CGMEM:
         state = em_init(theta, n0, self.nlbp_anderson, self.damping)
         history: list = []
         if self.solver != "em":  # L-BFGS's coordinates: gauge projection and scaling
-            problem = problem.conditioned(np.asarray(n0) / float(problem.total))
+            mu0 = np.asarray(n0) / float(problem.total)
+            problem = problem.conditioned(mu0, direct=self.solver == "direct")
             state = self._lbfgs(programs, problem, state, history)
         else:
             state = self._em(programs, problem, state, history, mrf)

@@ -108,9 +108,10 @@ class EMProblem:
     def replace(self, **changes) -> EMProblem:
         return dataclasses.replace(self, **changes)
 
-    def conditioned(self, mu: np.ndarray) -> EMProblem:
+    def conditioned(self, mu: np.ndarray, direct: bool = False) -> EMProblem:
         """The problem with L-BFGS's diagonal scaling at the start marginals ``mu`` (flat;
-        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`)."""
+        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`; ``direct``: that of the
+        direct objective)."""
         scale = diagonal_scale(
             mu,
             np.asarray(self.release.scale),
@@ -118,6 +119,7 @@ class EMProblem:
             float(self.total),
             np.asarray(self.lam),
             float(self.rho),
+            direct,
         )
         return self.replace(zscale=jnp.asarray(scale))
 
