@@ -176,7 +176,7 @@ def nlbp_programs(
     (Alg. 1) or ``"newton"`` (:mod:`.newton`, exact backends only)."""
     bp = inference.program(domain, cliques, max_cells)
     sizes = [domain.size(c) for c in cliques]
-    uniform = jnp.concatenate([jnp.full(k, 1.0 / k) for k in sizes])
+    uniform = np.repeat([1.0 / k for k in sizes], sizes)  # a constant: no eager op per size
     noise = flat_noise(kinds, smoothing, sizes)
     if estep == "newton":
         laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], sizes)
