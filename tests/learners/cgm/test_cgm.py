@@ -209,8 +209,12 @@ def test_auto_init_starts_from_the_mle_of_the_shrunk_tables(rng):
         backend = get_backend("junction_tree")
         problem = EMProblem.build(release, theta, CGMEM(), backend)
         start = CGMEM()._start(problem, theta, backend)
-        for a, b in zip(start.log_potentials, ref.log_potentials, strict=True):
+        for a, b in zip(start.model.log_potentials, ref.log_potentials, strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b))
+        # its marginals, read from the MLE's last gradient, are the model's own (BP's)
+        margs = start.model.marginals()
+        bp = np.concatenate([np.ravel(margs[c]) for c in theta.cliques])
+        np.testing.assert_allclose(start.marginals, bp, rtol=1e-10, atol=1e-15)
     with pytest.raises(ValueError, match="init"):
         CGMEM(init="random").fit(release, theta)
 
