@@ -103,14 +103,16 @@ class _State(NamedTuple):
 def _accepts(state, value, slope, new_value, new_slope):
     """Armijo's sufficient decrease (Nocedal & Wright Eq. 3.6a), or where rounding hides
     the decrease, Hager & Zhang's (2005) approximate Wolfe conditions: the value within
-    ``APPROX_RTOL`` of the last and ``sigma phi'(0) <= phi'(t) <= (2 delta - 1) phi'(0)``."""
+    ``APPROX_RTOL`` of the last and ``sigma phi'(0) <= phi'(t) <= (2 delta - 1) phi'(0)``.
+    A point whose value or gradient is not finite (its slope ``phi'(t)``, a dot product
+    with every entry) is never accepted: the step is backtracked."""
     armijo = new_value <= value + ARMIJO * state.step * slope
     approx = (
         (new_value <= value + APPROX_RTOL * jnp.abs(value))
         & (new_slope >= CURVATURE * slope)
         & (new_slope <= (2.0 * ARMIJO - 1.0) * slope)
     )
-    return jnp.isfinite(new_value) & (armijo | approx)
+    return jnp.isfinite(new_value) & jnp.isfinite(new_slope) & (armijo | approx)
 
 
 def _backtrack(step, value, slope, new_value):

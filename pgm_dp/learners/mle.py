@@ -53,13 +53,16 @@ __all__ = ["MLEResult", "fit_marginals", "fit_many", "check_marginals"]
 
 
 class MLEResult(NamedTuple):
-    """Result of :func:`fit_marginals`."""
+    """Result of :func:`fit_marginals`. ``marginals``: the model's clique marginals at the
+    result (flat, clique order), read from the final gradient ``mu - target + 2 l2 theta``
+    without another inference pass (``None`` from :func:`fit_many`)."""
 
     model: MarkovRandomField
     objective: float
     iterations: int
     max_gradient: float
     converged: bool
+    marginals: np.ndarray | None = None
 
 
 def check_marginals(
@@ -165,7 +168,8 @@ def fit_marginals(
     )
     x, value, grad, iters = (np.asarray(a) for a in out)
     tick("mle", int(iters))
-    return _result(mrf, shapes, x, value, grad, iters, tol)
+    mu = np.clip(grad + flatten_tables(targets) - 2.0 * l2 * x, 0.0, None)
+    return _result(mrf, shapes, x, value, grad, iters, tol)._replace(marginals=mu)
 
 
 def _result(mrf, shapes, x, value, grad, iters, tol) -> MLEResult:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,9 +30,11 @@ from ..domain import Clique, Domain
 from ..tables import table_layout, table_offsets
 
 __all__ = [
+    "ProjectionSegments",
     "gauge_projector",
     "projection_groups",
     "projection_plan",
+    "projection_segments",
     "shared_components",
     "shared_subsets",
     "unflat_shared",
@@ -134,3 +137,85 @@ def unflat_shared(g, comp_shape, axes, ndim):
     perm = (0, *(1 + a for a in axes), *rest)
     full = canon.reshape(canon.shape + (1,) * len(rest))
     return full.transpose(tuple(int(i) for i in np.argsort(perm)))
+
+
+class ProjectionSegments(NamedTuple):
+    """The projection of :func:`gauge_projector` as a fixed sequence of gathers and
+    segment sums over index arrays (:func:`projection_segments`), one of each step for
+    the whole model, however many cliques: ``m`` the table means over ``C \\ T`` for every
+    clique ``C`` and every ``T`` contained in a set ``C`` shares (``T = {}`` the table's
+    mean), from ``m_src`` (cells), ``m_dst`` (mean's entry) and ``m_count``; ``comp`` the
+    ANOVA components ``c_{C,S} = sum_{T <= S} (-1)^|S \\ T| m_{C,T}`` (Moebius
+    inclusion-exclusion: the centring along each axis of ``S``) from ``c_src`` (entries of
+    ``m``), ``c_sign`` and ``c_dst``; ``s_dst`` the shared set's cell of each component
+    entry, ``divisor`` per set cell ``sum_D 1 / w_D`` and ``inv_w`` per entry ``1 / w_C``;
+    ``cell_mean`` each cell's table-mean entry of ``m``; ``b_src`` (component entries) and
+    ``b_dst`` (cells) broadcast the corrections back."""
+
+    m_src: np.ndarray
+    m_dst: np.ndarray
+    m_count: np.ndarray
+    c_src: np.ndarray
+    c_sign: np.ndarray
+    c_dst: np.ndarray
+    s_dst: np.ndarray
+    divisor: np.ndarray
+    inv_w: np.ndarray
+    cell_mean: np.ndarray
+    b_src: np.ndarray
+    b_dst: np.ndarray
+
+
+def projection_segments(domain: Domain, cliques) -> ProjectionSegments:
+    """The index arrays of :class:`ProjectionSegments` for ``cliques`` (flat layout)."""
+    cliques = tuple(tuple(c) for c in cliques)
+    offsets = table_layout(domain, cliques).offsets
+    shared = shared_subsets(domain, cliques)
+    s_start = dict(zip(shared, table_offsets([domain.size(s) for s in shared])[:-1], strict=True))
+    lists: dict[str, list] = {k: [] for k in ProjectionSegments._fields}
+    m_at: dict[tuple, int] = {}  # (clique, T) -> first entry of m
+    c_at = 0  # component entries so far
+    divisor = np.zeros(sum(domain.size(s) for s in shared))
+    for i, c in enumerate(cliques):
+        cells = offsets[i] + np.arange(domain.size(c))
+        grid = np.indices(domain.sizes(c)).reshape(len(c), -1)  # each cell's coordinates
+        held = [s for s, hs in shared.items() if i in hs]
+        subsets = {(): None} | {t: None for s in held for t in _subsets(s)}
+        for t in subsets:
+            m_at[i, t] = sum(len(x) for x in lists["m_count"])
+            dst = _cell_index(grid, [c.index(v) for v in t], domain.sizes(t))
+            lists["m_src"].append(cells)
+            lists["m_dst"].append(m_at[i, t] + dst)
+            lists["m_count"].append(np.full(domain.size(t), domain.size(c) / domain.size(t)))
+        lists["cell_mean"].append(np.full(len(cells), m_at[i, ()]))
+        for s in held:
+            s_grid = np.indices(domain.sizes(s)).reshape(len(s), -1)
+            for t in _subsets(s) + [()]:
+                sub = _cell_index(s_grid, [s.index(v) for v in t], domain.sizes(t))
+                lists["c_src"].append(m_at[i, t] + sub)
+                lists["c_sign"].append(np.full(sub.size, (-1.0) ** (len(s) - len(t))))
+                lists["c_dst"].append(c_at + np.arange(sub.size))
+            w = domain.size(c) / domain.size(s)
+            lists["s_dst"].append(s_start[s] + np.arange(domain.size(s)))
+            lists["inv_w"].append(np.full(domain.size(s), 1.0 / w))
+            divisor[s_start[s] : s_start[s] + domain.size(s)] += 1.0 / w
+            own = _cell_index(grid, [c.index(v) for v in s], domain.sizes(s))
+            lists["b_src"].append(c_at + own)
+            lists["b_dst"].append(cells)
+            c_at += domain.size(s)
+    arrays = {k: np.concatenate(v) if v else np.zeros(0) for k, v in lists.items()}
+    ints = ("m_src", "m_dst", "c_src", "c_dst", "s_dst", "cell_mean", "b_src", "b_dst")
+    arrays |= {k: arrays[k].astype(np.int64) for k in ints}
+    return ProjectionSegments(**(arrays | {"divisor": divisor}))
+
+
+def _subsets(s: tuple) -> list[tuple]:
+    """The non-empty subsets of ``s``, each in ``s``'s order."""
+    return [t for r in range(1, len(s) + 1) for t in itertools.combinations(s, r)]
+
+
+def _cell_index(grid: np.ndarray, axes: list[int], sizes: tuple[int, ...]) -> np.ndarray:
+    """Each cell's (``grid``: coordinates per axis) index in the table of ``axes``."""
+    if not axes:
+        return np.zeros(grid.shape[1], dtype=np.int64)
+    return np.ravel_multi_index(tuple(grid[axes]), sizes)

@@ -30,7 +30,7 @@ from .dpsgd import (
     dpsgd_epsilon,
     dpsgd_event,
 )
-from .measurements import Measurements
+from .measurements import Measurements, ReleaseArrays
 from .mechanisms import (
     discrete_gaussian_mechanism,
     discrete_laplace_mechanism,
@@ -86,6 +86,7 @@ __all__ = [
     "frank_wolfe_step_budget",
     "NoisyMarginals",
     "Measurements",
+    "ReleaseArrays",
     "release_marginals",
     "DPSGDCost",
     "dpsgd_event",

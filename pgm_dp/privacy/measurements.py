@@ -49,7 +49,7 @@ import math
 import sys
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -59,11 +59,25 @@ from ..tables import TableLayout, table_layout
 from .budget import ZCDP, ApproxDP, Budget, PureDP, compose
 from .noise import NoiseModel
 
-__all__ = ["Measurements", "flat_release"]
+__all__ = ["Measurements", "ReleaseArrays", "flat_release"]
 
 _DTYPES = {"int64": np.int64, "float64": np.float64}
+
+
+class ReleaseArrays(NamedTuple):
+    """The arrays of a :class:`Measurements` value, its pytree's data fields
+    (:attr:`Measurements.arrays`): ``y``, ``scale``, ``variance`` per cell and ``scales``
+    per measurement, without the static fields (domain, cliques, kinds, provenance), so a
+    compiled program that takes them is keyed by their shapes alone (not by the budget)."""
+
+    y: Any
+    scale: Any
+    variance: Any
+    scales: Any
+
+
 #: The pytree's data fields (arrays); every other field is static.
-_DATA = ("y", "scale", "variance", "scales")
+_DATA = ReleaseArrays._fields
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -150,6 +164,11 @@ class Measurements:
     def laplace(self) -> np.ndarray:
         """Per cell, whether its noise is of a Laplace kind (NumPy, from ``kinds``)."""
         return self.layout.per_cell([k.endswith("laplace") for k in self.kinds]).astype(bool)
+
+    @property
+    def arrays(self) -> ReleaseArrays:
+        """The flat arrays themselves (not copies): the pytree's data fields."""
+        return ReleaseArrays(*(getattr(self, f) for f in _DATA))
 
     @property
     def total_is_public(self) -> bool:

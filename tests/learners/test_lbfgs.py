@@ -61,3 +61,16 @@ def test_lbfgs_loop_minimises_a_quadratic_to_its_tolerance():
     res = jax.jit(lambda x0: lbfgs_loop(value_and_grad, x0, (), 1e-10, 500, memory=4))(jnp.ones(40))
     assert float(jnp.max(jnp.abs(res.grad))) <= 1e-10
     assert 0 < int(res.iterations) < 500
+
+
+def test_a_point_without_a_finite_gradient_is_never_accepted():
+    """Beyond ``x = 1.2`` the objective's value is finite but its gradient is not (as BP's
+    at potentials of 1e15): the line search backtracks instead of accepting the step."""
+
+    def value_and_grad(x):
+        grad = jnp.where(x > 1.2, jnp.nan, 2.0 * (x - 5.0))
+        return jnp.sum((x - 5.0) ** 2), grad
+
+    res = jax.jit(lambda x0: lbfgs_loop(value_and_grad, x0, (), 1e-8, 50))(jnp.ones(1))
+    assert np.all(np.isfinite(np.asarray(res.grad))) and float(res.x[0]) <= 1.2
+    assert float(res.value) < 16.0  # it moved towards 5 from x = 1

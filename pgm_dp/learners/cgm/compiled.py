@@ -17,16 +17,14 @@ structure compiles nothing. The numerics of the objective stay in :mod:`.nlbp`
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ..._config import jit_program
 from ...domain import Domain
-from ...models.gauge import projection_plan, shared_components, unflat_shared
+from ...models.gauge import projection_segments
 from ...tables import table_layout
 from ..lbfgs import lbfgs_loop
 from .problem import gradient_small
@@ -47,34 +45,23 @@ class EMPrograms(NamedTuple):
 
 def traced_gauge_projector(domain: Domain, cliques):
     """:func:`~pgm_dp.models.gauge.gauge_projector` in JAX operations (traceable): the
-    same orthogonal projection off the gauge directions, for use inside the compiled
-    loop."""
-    cliques = tuple(cliques)
-    s_cells, s_off, groups, inv_w = projection_plan(domain, cliques)
-    layout = table_layout(domain, cliques)
-    sizes = layout.sizes
-    segment = np.repeat(np.arange(len(sizes)), sizes)
-    divisor = np.repeat(inv_w, s_cells)
-    components = shared_components
+    same orthogonal projection off the gauge directions, for use inside the compiled loop,
+    as five gathers and four segment sums over the whole flat vector
+    (:func:`~pgm_dp.models.gauge.projection_segments`): a program of the same size for any
+    number of cliques."""
+    plan = projection_segments(domain, tuple(cliques))
+    cells = table_layout(domain, tuple(cliques)).size
+    segsum = jax.ops.segment_sum
 
     def project(x):
-        means = jax.ops.segment_sum(x, segment, num_segments=len(sizes)) / sizes
-        out = x - means[segment]
-        parts, total = [], jnp.zeros(int(s_off[-1]))
-        for shape, axes, cells, ids in groups:
-            comp = components(x, shape, axes, cells)
-            rest = tuple(1 + a for a in range(len(shape)) if a not in axes)
-            flat = jnp.transpose(comp, (0, *(1 + a for a in axes), *rest)).reshape(len(ids), -1)
-            where = s_off[ids][:, None] + np.arange(flat.shape[1])
-            total = total.at[where].add(flat)
-            parts.append((comp, flat, where))
-        lam = total / divisor if total.size else total
-        for (shape, axes, cells, ids), (comp, flat, where) in zip(groups, parts, strict=True):
-            g = flat - lam[where] / (math.prod(shape) / flat.shape[1])
-            back = unflat_shared(g, comp.shape, axes, len(shape))
-            back = jnp.broadcast_to(back, (len(ids), *shape)).reshape(len(ids), -1)
-            out = out.at[cells].add(-back)
-        return out
+        if not plan.s_dst.size:  # nothing shared: the table means alone
+            means = segsum(x[plan.m_src], plan.m_dst, len(plan.m_count)) / plan.m_count
+            return x - means[plan.cell_mean]
+        m = segsum(x[plan.m_src], plan.m_dst, len(plan.m_count)) / plan.m_count
+        comp = segsum(plan.c_sign * m[plan.c_src], plan.c_dst, len(plan.s_dst))
+        lam = segsum(comp, plan.s_dst, len(plan.divisor)) / plan.divisor
+        g = comp - lam[plan.s_dst] * plan.inv_w
+        return x - m[plan.cell_mean] - segsum(g[plan.b_src], plan.b_dst, cells)
 
     return project
 

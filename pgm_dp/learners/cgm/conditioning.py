@@ -12,7 +12,13 @@ part is the prior's, ``2 tau (I - P) theta``), so L-BFGS searches that complemen
 ``h = (K + beta / N) mu (1 - mu) + 2 tau / N`` with ``K = v_m / (v_m + v_n)`` the E-step's
 shrinkage (``v_m = mu (1 - mu) / N`` the model's, ``v_n`` the noise's variance per record:
 ``2 b^2 / N^2`` Laplace, ``sigma^2 / N^2`` Gaussian) and ``beta`` the conjugate prior's
-pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``.
+pseudo-records; L-BFGS then runs on ``z = sqrt(h) theta``. The direct objective
+(:mod:`.direct`, no E-step) has no shrinkage: the diagonal of its Hessian ``J C J`` per
+record (``J`` the model's covariance, ``C`` the noise log-density's curvature, taken as
+``1 / v_n``: Gaussian noise's, and for the Laplace kinds that of a Gaussian of the same
+variance) is about ``mu^2 (1 - mu)^2 / v_n``, so there ``h = var^2 / v_n`` plus the
+priors' terms, ``var = mu (1 - mu)``: up to ``var / v_n`` times EM's on the large cells of a
+precise release (fewer L-BFGS iterations where the noise is small: ``benchmarks/README.md``).
 
 :func:`bethe_start`: the Bethe approximation's MLE in closed form (the BP reparametrisation
 ``p ~ prod_C mu_C / prod_v mu_v^(d_v - 1)``, Wainwright, Jaakkola & Willsky 2003): on
@@ -32,6 +38,7 @@ from ...tables import flatten_tables, unflatten_tables
 from ..naive_mle import project_to_simplex
 
 __all__ = [
+    "MIN_RELATIVE_CURVATURE",
     "bethe_naive",
     "bethe_start",
     "diagonal_scale",
@@ -39,19 +46,34 @@ __all__ = [
     "shrunk_targets",
 ]
 
+#: The smallest ``h / mean h`` of :func:`diagonal_scale`: a scaling spread of at most 1e4.
+MIN_RELATIVE_CURVATURE = 1e-8
+
 
 def diagonal_scale(
-    mu: np.ndarray, scales: np.ndarray, laplace, total: float, lam: float, rho: float = 0.0
+    mu: np.ndarray,
+    scales: np.ndarray,
+    laplace,
+    total: float,
+    lam: float,
+    rho: float = 0.0,
+    direct: bool = False,
 ):
     """Per-cell ``sqrt(h / mean h)`` of the module docstring; ``mu`` the model's flat
     marginals, ``scales`` the noise scale of each cell, ``laplace`` whether the noise is of
     a Laplace kind (one per cell or one); ``rho = beta / N`` adds the conjugate prior's
-    curvature ``rho mu (1 - mu)``."""
+    curvature ``rho mu (1 - mu)``; ``direct``: the direct objective's ``h`` (no
+    shrinkage). ``h / mean h`` is at least :data:`MIN_RELATIVE_CURVATURE`: without priors
+    a cell the noise hides has almost no curvature, and a unit step in ``z`` would move its
+    potential by millions (then BP returns no finite gradient); with the default priors
+    (``h >= 2 tau / N``) the bound does not bind."""
     mu = np.clip(np.asarray(mu, dtype=np.float64), 0.0, 1.0)
     noise_var = np.where(laplace, 2.0, 1.0) * np.asarray(scales, dtype=np.float64) ** 2 / total
     var = mu * (1.0 - mu)
-    h = var * var / np.maximum(var + noise_var, 1e-300) + rho * var + 2.0 * lam
-    return np.sqrt(h / np.mean(h))
+    shrink = noise_var if direct else var + noise_var
+    h = var * var / np.maximum(shrink, 1e-300) + rho * var + 2.0 * lam
+    h = np.maximum(h / np.mean(h), MIN_RELATIVE_CURVATURE)
+    return np.sqrt(h)
 
 
 def bethe_start(domain: Domain, cliques, marginals, pseudo_counts, rho=None) -> list[np.ndarray]:

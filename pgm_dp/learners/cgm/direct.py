@@ -28,6 +28,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .noise import flat_noise
 
@@ -45,7 +46,7 @@ def direct_objective(domain, cliques, max_cells, kinds, smoothing, inference):
         raise ValueError('solver="direct" needs exact inference (the junction tree)')
     bp = inference.program(domain, cliques, max_cells)
     sizes = [domain.size(c) for c in cliques]
-    uniform = jnp.concatenate([jnp.full(k, 1.0 / k) for k in sizes])
+    uniform = np.repeat([1.0 / k for k in sizes], sizes)  # a constant: no eager op per size
     gradient, _, log_density = flat_noise(kinds, smoothing, sizes)
 
     def marginals(theta):
@@ -53,7 +54,7 @@ def direct_objective(domain, cliques, max_cells, kinds, smoothing, inference):
         return mu, (log_z, ok)
 
     def objective(theta, problem):
-        cells, total = (problem.y, problem.scale), problem.total
+        cells, total = (problem.release.y, problem.release.scale), problem.total
         mu, back, (log_z, ok) = jax.vjp(marginals, theta, has_aux=True)
         (cov_g,) = back(gradient(cells, total * mu))  # J^T grad_n log p, J symmetric
         lam, rho = problem.lam, problem.rho

@@ -239,7 +239,7 @@ class CGMEM:
         (:func:`~.problem.gradient_small`): per record below ``tol``, and in counts ``N
         |grad_i|`` below ``count_tol`` standard deviations ``sqrt(1 + n_i + v_i)`` of the
         cell's released count (``n`` the E-step's statistics, ``v_i`` the noise variance:
-        ``2 b^2`` Laplace, ``sigma^2`` Gaussian; ``problem.floor`` is ``1 + v``): the count
+        ``2 b^2`` Laplace, ``sigma^2`` Gaussian: ``problem.release.variance``): the count
         gradient is the gap between inferred and model counts, and 1 % of the count's own
         error is invisible in the estimate. The noise term spares noise-hidden cells a
         tolerance of hundredths of a record (fewer iterations, same 2-way error:
@@ -249,8 +249,11 @@ class CGMEM:
         direct = self.solver == "direct"
         return bool(gradient_small(problem, state.n, state.pgrad, np, direct))
 
-    def _start(self, problem: EMProblem, mrf: MarkovRandomField, backend) -> MarkovRandomField:
-        """The first ``theta`` (``init``, module docstring), from ``problem.targets``.
+    def _start(self, problem: EMProblem, mrf: MarkovRandomField, backend):
+        """The first ``theta`` (``init``, module docstring), from ``problem.targets``: a
+        model, or on the junction tree for ``"naive"`` and ``"auto"`` the MLE's
+        :class:`~pgm_dp.learners.mle.MLEResult`, whose marginals at the start come with it
+        (no inference program of their own to compile).
         ``"auto"``'s shrunk tables have no zeros, so their MLE is smooth and cheap (a naive
         MLE chases the release's zeros), and lies near CGM's optimum where the noise hides
         many cells: far fewer L-BFGS iterations than a uniform start there
@@ -262,9 +265,16 @@ class CGMEM:
             return mrf.replace(bethe_naive(None, mrf, rho, targets=problem.targets))
         shapes = tuple(mrf.domain.sizes(c) for c in mrf.cliques)
         targets = dict(zip(mrf.cliques, unflatten_tables(problem.targets, shapes), strict=True))
-        if self.init == "naive":
-            return fit_marginals(mrf.replace(None), targets, l2=1e-4).model
-        return fit_marginals(mrf.replace(None), targets, l2=1e-4, tol=_START_TOL).model
+        tol = 1e-8 if self.init == "naive" else _START_TOL
+        return fit_marginals(mrf.replace(None), targets, l2=1e-4, tol=tol)
+
+    def _initial(self, problem: EMProblem, mrf: MarkovRandomField, backend):
+        """The start (:meth:`_start`) and ``N`` times its marginals (flat): NLBP's first
+        statistics, read from the start's MLE where there is one."""
+        start = self._start(problem, mrf, backend)
+        if isinstance(start, MarkovRandomField):
+            return start, start_statistics(start, float(problem.total), backend)
+        return start.model, jnp.asarray(float(problem.total) * start.marginals)
 
     def _evaluate(self, programs, problem, state, exact=False) -> EMState:
         """The state after an E-step at ``state.x`` (inexact unless ``exact``), reusing the
@@ -356,13 +366,13 @@ class CGMEM:
         budget = release.budget  # what the fit reports; the release is read once, by build
         problem = EMProblem.build(release, mrf, self, backend)
         programs = self.programs(problem, mrf, backend)
-        start = self._start(problem, mrf, backend)
-        n0 = start_statistics(start, float(problem.total), backend)
+        start, n0 = self._initial(problem, mrf, backend)
         theta = np.concatenate([np.ravel(t) for t in start.log_potentials])
         state = em_init(theta, n0, self.nlbp_anderson, self.damping)
         history: list = []
         if self.solver != "em":  # L-BFGS's coordinates: gauge projection and scaling
-            problem = problem.conditioned(np.asarray(n0) / float(problem.total))
+            mu0 = np.asarray(n0) / float(problem.total)
+            problem = problem.conditioned(mu0, direct=self.solver == "direct")
             state = self._lbfgs(programs, problem, state, history)
         else:
             state = self._em(programs, problem, state, history, mrf)

@@ -54,7 +54,7 @@ def prepare(mrf, release, damping, smoothing, max_iters, inference, anderson, es
         int(anderson),
         problem.estep,
     )
-    return loop, (problem.y, problem.scale)
+    return loop, (problem.release.y, problem.release.scale)
 
 
 def nlbp(

@@ -139,7 +139,7 @@ def _em_objective(bp, noise, loop, damping, uniform):
         the per-record priors ``lam = tau / N``, one per cell or one for all, and ``rho =
         beta / N``); the E-step starts from ``n0``, the last damping regrown by 2 and
         ``acc0`` and stops at ``tol``."""
-        cells, total = (problem.y, problem.scale), problem.total
+        cells, total = (problem.release.y, problem.release.scale), problem.total
         alpha0 = jnp.minimum(2.0 * last_alpha, damping)
         n, delta, iters, alpha, acc, *warm = loop(theta, cells, n0, total, tol, alpha0, acc0)
         shifted = theta + gradient(cells, n)
@@ -176,7 +176,7 @@ def nlbp_programs(
     (Alg. 1) or ``"newton"`` (:mod:`.newton`, exact backends only)."""
     bp = inference.program(domain, cliques, max_cells)
     sizes = [domain.size(c) for c in cliques]
-    uniform = jnp.concatenate([jnp.full(k, 1.0 / k) for k in sizes])
+    uniform = np.repeat([1.0 / k for k in sizes], sizes)  # a constant: no eager op per size
     noise = flat_noise(kinds, smoothing, sizes)
     if estep == "newton":
         laplace = np.repeat([k in LAPLACE_KINDS for k in kinds], sizes)

@@ -50,8 +50,9 @@ def flat_noise(kinds, smoothing: float, sizes):
     """The noise model on the flat vector of all cliques' cells (the E-step's layout):
     ``gradient(cells, n)``, ``curvature(cells, n)`` elementwise and ``log_density(cells,
     n)`` summed, with ``cells = (y, b)`` the release and its noise scale per cell
-    (:class:`~pgm_dp.learners.cgm.problem.EMProblem`'s ``y`` and ``scale``) and ``kinds``
-    the noise kind of each clique of ``sizes`` cells: one fused kernel each instead of one
+    (:class:`~pgm_dp.learners.cgm.problem.EMProblem`'s ``release.y`` and
+    ``release.scale``) and ``kinds`` the noise kind of each clique of ``sizes`` cells: one
+    fused kernel each instead of one
     per clique, :func:`noise_gradient`'s, :func:`noise_curvature`'s and
     :func:`noise_log_density`'s values (the same elementwise functions of
     :mod:`pgm_dp.privacy.noise`)."""

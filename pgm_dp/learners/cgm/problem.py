@@ -1,8 +1,9 @@
 """CGM-EM's problem and state: what one fit's compiled programs read and carry.
 
 :meth:`EMProblem.build` is the only reader of the release: it validates it against the
-model and the learner's options and turns it into arrays per cell of the flat layout
-(:mod:`pgm_dp.tables`) — the noisy values, noise scales and variances, the priors
+model and the learner's options and takes the release's own arrays in the model's order
+(:attr:`~pgm_dp.privacy.Measurements.arrays`: noisy values, noise scales and variances per
+cell of the flat layout, :mod:`pgm_dp.tables`) with, per cell, the priors
 (Bernstein et al. 2017's objective plus ours, :mod:`.em`), tolerances and the start's
 targets. From there only the problem travels: :class:`EMState` is the solver's state (the
 iterate, the E-step's warm start and the last evaluation), and the compiled programs of
@@ -21,6 +22,7 @@ import numpy as np
 
 from ...inference.backend import Backend
 from ...models.mrf import MarkovRandomField
+from ...privacy.measurements import ReleaseArrays
 from .anderson import AndersonState, anderson_init
 from .conditioning import diagonal_scale, shrunk_targets
 
@@ -32,10 +34,13 @@ _VERY_STIFF = 1e3  # largest released count / b^2 above which estep="auto" takes
 @dataclasses.dataclass(frozen=True)
 class EMProblem:
     """One fit's data, a pytree of arrays (``kinds``, ``estep``: static, the compiled
-    programs' key). Per cell: ``y`` the noisy value, ``scale`` the noise scale (Laplace
-    ``b``, Gaussian ``sigma``), ``laplace`` whether of a Laplace kind, ``floor`` ``1 +
-    v`` (``v`` the noise variance: the stopping rule in counts,
-    :meth:`~pgm_dp.learners.cgm.em.CGMEM.done`), ``lam = tau / N`` the Gaussian prior per
+    programs' key). ``release``: the release's own arrays in the model's clique order
+    (:attr:`~pgm_dp.privacy.Measurements.arrays`, not copies; no budget or other static
+    field of the release, so a fit at another budget compiles nothing): per cell ``y`` the
+    noisy value, ``scale`` the noise scale (Laplace ``b``, Gaussian ``sigma``) and
+    ``variance`` ``v`` (the stopping rule in counts,
+    :meth:`~pgm_dp.learners.cgm.em.CGMEM.done`). Per cell: ``laplace`` whether of a
+    Laplace kind, ``lam = tau / N`` the Gaussian prior per
     record (or one for all), ``targets`` the start's tables (:meth:`build`); ``total``
     ``N``, ``rho = beta / N`` the conjugate prior; ``tol``, ``estep_tol``: the per-record
     tolerances of the EM gradient and of an exact E-step, ``count_tol`` that in counts,
@@ -43,10 +48,8 @@ class EMProblem:
     ``zscale``: L-BFGS's diagonal scaling (:mod:`.conditioning`; ``None`` for EM's maps).
     ``kinds``: the noise kind per clique; ``estep``: ``"nlbp"`` or ``"newton"``."""
 
-    y: jax.Array
-    scale: jax.Array
+    release: ReleaseArrays
     laplace: np.ndarray
-    floor: jax.Array
     lam: jax.Array
     targets: np.ndarray
     total: jax.Array
@@ -87,10 +90,8 @@ class EMProblem:
             lam = np.float64(np.max(lam))
         tol, estep_tol = options.tolerances(total)
         return cls(
-            y=jnp.asarray(view.y),
-            scale=jnp.asarray(view.scale),
+            release=view.arrays,
             laplace=np.asarray(view.laplace),
-            floor=jnp.asarray(1.0 + view.variance),
             lam=jnp.asarray(lam),
             targets=shrunk_targets(view, shrink=options.init == "auto"),
             total=jnp.float64(total),
@@ -107,16 +108,18 @@ class EMProblem:
     def replace(self, **changes) -> EMProblem:
         return dataclasses.replace(self, **changes)
 
-    def conditioned(self, mu: np.ndarray) -> EMProblem:
+    def conditioned(self, mu: np.ndarray, direct: bool = False) -> EMProblem:
         """The problem with L-BFGS's diagonal scaling at the start marginals ``mu`` (flat;
-        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`)."""
+        :func:`~pgm_dp.learners.cgm.conditioning.diagonal_scale`; ``direct``: that of the
+        direct objective)."""
         scale = diagonal_scale(
             mu,
-            np.asarray(self.scale),
+            np.asarray(self.release.scale),
             self.laplace,
             float(self.total),
             np.asarray(self.lam),
             float(self.rho),
+            direct,
         )
         return self.replace(zscale=jnp.asarray(scale))
 
@@ -191,10 +194,10 @@ def gradient_small(problem: EMProblem, n, pgrad, xp=jnp, direct: bool = False):
         total, tol, count_tol = float(total), float(tol), float(count_tol)
     grad = xp.abs(xp.asarray(pgrad))
     counts = xp.maximum(xp.asarray(n), 0.0)
+    noise = xp.asarray(problem.release.variance)
     if direct:
-        noise = xp.asarray(problem.floor) - 1.0
         grad = grad * noise / (counts * xp.maximum(1.0 - counts / total, 0.0) + noise)
-    floor = xp.asarray(problem.floor) + counts
+    floor = 1.0 + noise + counts
     in_counts = total * grad / xp.sqrt(floor)
     return (xp.max(grad) <= tol) & (xp.max(in_counts) <= count_tol)
 

@@ -209,8 +209,12 @@ def test_auto_init_starts_from_the_mle_of_the_shrunk_tables(rng):
         backend = get_backend("junction_tree")
         problem = EMProblem.build(release, theta, CGMEM(), backend)
         start = CGMEM()._start(problem, theta, backend)
-        for a, b in zip(start.log_potentials, ref.log_potentials, strict=True):
+        for a, b in zip(start.model.log_potentials, ref.log_potentials, strict=True):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b))
+        # its marginals, read from the MLE's last gradient, are the model's own (BP's)
+        margs = start.model.marginals()
+        bp = np.concatenate([np.ravel(margs[c]) for c in theta.cliques])
+        np.testing.assert_allclose(start.marginals, bp, rtol=1e-10, atol=1e-15)
     with pytest.raises(ValueError, match="init"):
         CGMEM(init="random").fit(release, theta)
 
@@ -326,18 +330,19 @@ def test_dual_newton_e_step_converges_from_a_start_far_from_the_release():
 
 def test_stopping_rule_in_counts_allows_the_cells_noise_standard_deviation():
     """``N |grad_i| <= count_tol sqrt(1 + n_i + v_i)``, ``v_i`` the release's noise variance
-    in the cell (``EMProblem.floor = 1 + v``); ``floor = 1`` is the sampling-only rule."""
+    in the cell (``EMProblem.release.variance``); ``v = 0`` is the sampling-only rule."""
     from pgm_dp.learners.cgm.problem import em_init
+    from pgm_dp.privacy import ReleaseArrays
 
     one = np.float64(1.0)
+    noise = ReleaseArrays(y=None, scale=None, variance=np.array([0.0, 200.0]), scales=None)
     problem = EMProblem(
-        y=None, scale=None, laplace=None, floor=np.array([1.0, 201.0]), lam=None,
-        targets=None, total=1000.0, rho=0.0, tol=one, estep_tol=one, count_tol=0.01,
-        forcing=0.0, max_iters=1,
+        release=noise, laplace=None, lam=None, targets=None, total=1000.0, rho=0.0, tol=one,
+        estep_tol=one, count_tol=0.01, forcing=0.0, max_iters=1,
     )  # fmt: skip
     state = em_init(np.zeros(2), np.zeros(2), 0, 0.5)._replace(pgrad=np.array([1e-5, 1e-4]))
     assert CGMEM().done(problem, state)  # 0.01 and 0.1 / sqrt(201) counts
-    assert not CGMEM().done(problem.replace(floor=np.ones(2)), state)
+    assert not CGMEM().done(problem.replace(release=noise._replace(variance=np.zeros(2))), state)
     assert not CGMEM().done(problem.replace(count_tol=0.005), state)
 
 

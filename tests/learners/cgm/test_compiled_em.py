@@ -5,6 +5,7 @@ import jax
 import numpy as np
 import pytest
 
+from pgm_dp import Domain
 from pgm_dp.learners.cgm import CGMEM
 from pgm_dp.learners.cgm.compiled import traced_gauge_projector
 from pgm_dp.models import third_order_chain
@@ -21,6 +22,22 @@ def test_traced_gauge_projection_is_the_numpy_one(k):
     traced = jax.jit(traced_gauge_projector(truth.domain, truth.cliques))
     np.testing.assert_allclose(np.asarray(traced(x)), numpy_p, atol=1e-13)
     np.testing.assert_allclose(np.asarray(traced(numpy_p)), numpy_p, atol=1e-13)  # idempotent
+
+
+@pytest.mark.parametrize(
+    "cliques",
+    [
+        [("A", "B", "C"), ("C", "B", "D"), ("A",), ("D", "A")],  # pairs and nested tables
+        [("A",), ("B",)],  # nothing shared: the table means alone
+    ],
+)
+def test_traced_gauge_projection_on_mixed_and_unshared_cliques(cliques):
+    domain = Domain(list("ABCD"), [2, 3, 4, 2])
+    size = sum(domain.size(c) for c in cliques)
+    x = np.random.default_rng(0).normal(size=size)
+    numpy_p = gauge_projector(domain, tuple(cliques))(x)
+    traced = jax.jit(traced_gauge_projector(domain, tuple(cliques)))
+    np.testing.assert_allclose(np.asarray(traced(x)), numpy_p, atol=1e-13)
 
 
 @pytest.mark.slow

@@ -35,6 +35,26 @@ def test_diagonal_scale_is_positive_and_normalised():
     assert s[2] > s[1] > s[0]
 
 
+def test_diagonal_scale_without_priors_is_bounded_below():
+    """Without priors an empty cell has no curvature: its scale is held at 1e-4 (a unit
+    step in the scaled coordinates moves its potential by 1e4, not by 1e15)."""
+    mu = np.array([0.0, 1e-12, 0.3, 0.7])
+    s = diagonal_scale(mu, np.full(4, 50.0), True, 1e4, 0.0, 0.0)
+    assert np.all(np.isfinite(s)) and np.min(s) == pytest.approx(1e-4)
+    assert s[3] > s[2] > s[1] >= s[0]
+
+
+def test_direct_scale_is_the_unshrunk_curvature():
+    """The direct objective's ``h = var^2 / v_n`` against EM's ``var^2 / (var + v_n)``:
+    the ratio of the two grows with the cell's variance, as ``(var + v_n) / v_n``."""
+    mu, b, total = np.array([0.01, 0.1, 0.3]), np.full(3, 5.0), 1e4
+    em = diagonal_scale(mu, b, True, total, 0.0)
+    direct = diagonal_scale(mu, b, True, total, 0.0, direct=True)
+    var, noise = mu * (1 - mu), 2 * 25.0 / total
+    ratio, want = (direct / em) ** 2, (var + noise) / noise  # each up to its normalisation
+    np.testing.assert_allclose(ratio / ratio[0], want / want[0], rtol=1e-12)
+
+
 @pytest.mark.parametrize("inference", ["loopy_bp", "trw_bp"])
 def test_loopy_cgm_converges_to_the_exact_fit_on_a_tree(inference):
     """Loopy and tree-reweighted BP are exact on a tree (TRW's counting numbers are 1)."""

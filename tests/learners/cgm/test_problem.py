@@ -6,7 +6,6 @@ import numpy as np
 
 from pgm_dp.inference.backend import get_backend
 from pgm_dp.learners.cgm import CGMEM
-from pgm_dp.learners.cgm.nlbp import start_statistics
 from pgm_dp.learners.cgm.problem import EMProblem, EMState, em_init
 from pgm_dp.models import third_order_chain
 from pgm_dp.privacy import PureDP, release_marginals
@@ -51,8 +50,7 @@ def test_the_compiled_run_maps_problem_and_state_to_the_next_state():
     learner, backend = CGMEM(), get_backend("junction_tree")
     problem = EMProblem.build(release, truth, learner, backend)
     programs = learner.programs(problem, truth, backend)
-    start = learner._start(problem, truth, backend)
-    n0 = start_statistics(start, float(problem.total), backend)
+    start, n0 = learner._initial(problem, truth, backend)
     theta = np.concatenate([np.ravel(t) for t in start.log_potentials])
     problem = problem.conditioned(np.asarray(n0) / float(problem.total))
     state = em_init(theta, n0, learner.nlbp_anderson, learner.damping)
