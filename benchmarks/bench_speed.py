@@ -95,7 +95,7 @@ def save_aim_release(eps: float, folder: str) -> None:
     from pgm_dp.datasets import load_adult
     from pgm_dp.io import save
     from pgm_dp.privacy import PureDP
-    from pgm_dp.workflow import fit_table
+    from pgm_dp.table.fit import fit_table
 
     data, domain = load_adult()
     spec = {a: {"categories": list(range(domain.size((a,)))), "missing": False}
