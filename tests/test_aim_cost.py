@@ -85,14 +85,15 @@ def test_refine_steps_bounded_by_the_model_cells():
 def test_pure_default_workload_keeps_to_pairs_when_triples_break_the_cap():
     from pgm_dp import Domain
     from pgm_dp.select.plan import default_workload
-    from pgm_dp.select.workload import candidate_weights, workload_cliques
+    from pgm_dp.select.workload import candidate_weights, resolve_workload, workload_cliques
 
     for d in (6, 10, 13, 14, 20):
         dom = Domain([f"x{i}" for i in range(d)], [2] * d)  # triples always cheap in cells
         m = len(candidate_weights(workload_cliques(dom, "3way")))
-        want = "3way" if m * d <= ROUND_CANDIDATES else None
+        want = resolve_workload(dom, "3way") if m * d <= ROUND_CANDIDATES else None
         assert default_workload(dom, "pure") == want
-    assert default_workload(Domain([f"x{i}" for i in range(6)], [2] * 6), "pure") == "3way"
+    six = Domain([f"x{i}" for i in range(6)], [2] * 6)
+    assert default_workload(six, "pure") == resolve_workload(six, "3way")
     assert default_workload(Domain([f"x{i}" for i in range(20)], [2] * 20), "pure") is None
 
 

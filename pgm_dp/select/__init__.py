@@ -32,11 +32,13 @@ from .mst import Selection, pair_scores, select_cliques, with_one_way
 from .schedule import Schedule
 from .workload import (
     WORKLOAD_MAX_CELLS,
+    Workload,
     candidate_weights,
     downward_closure,
     filter_candidates,
     junction_tree_cliques,
     model_size_mb,
+    resolve_workload,
     workload_cliques,
 )
 
@@ -61,6 +63,8 @@ __all__ = [
     "pair_scores",
     "with_one_way",
     "WORKLOAD_MAX_CELLS",
+    "Workload",
+    "resolve_workload",
     "workload_cliques",
     "downward_closure",
     "candidate_weights",

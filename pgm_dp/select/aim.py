@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from .._progress import step, tqdm
-from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
+from ..domain import Clique, Domain
 from ..errors import PrivacyParameterError
 from ..inference.queries import calibrated
 from ..privacy.accountant import Accountant, check_accountant
@@ -68,7 +68,7 @@ from ..rng import RngLike, as_generator
 from ..tables import contingency_table
 from .estimators import NaiveMLEEstimator, call_estimator, merged_release
 from .schedule import Schedule
-from .workload import candidate_weights, filter_candidates, workload_cliques
+from .workload import filter_candidates, resolve_workload
 
 __all__ = [
     "AIMRound",
@@ -339,7 +339,7 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
     estimator = options["estimator"] or NaiveMLEEstimator()
     if not callable(estimator):
         raise PrivacyParameterError(f"estimator must be callable, got {estimator!r}")
-    candidates = candidate_weights(workload_cliques(domain, workload))
+    candidates = resolve_workload(domain, workload).candidates  # as it is when resolved
     one_way = [c for c in candidates if len(c) == 1]
     rounds = options["max_rounds"]
     per_variable = ROUNDS_PER_VARIABLE[notion]
@@ -353,7 +353,6 @@ def _validate(data, domain, budget, workload, accountant, options) -> dict:
         raise PrivacyParameterError(
             f"max_rounds={rounds} is below the {len(one_way)} one-way marginals measured first"
         )
-    check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
     check_accountant(accountant)
     k = check_records_per_person(options["max_records_per_person"])
     codes = domain.codes(data)  # DataValidationError before any charge; never read by label
@@ -438,9 +437,11 @@ def aim(
     (or ``δ = 0``) runs the pure-DP variant (:mod:`.schedule`): zCDP implies no pure-DP
     guarantee, so a pure budget is never converted. ``workload``: see
     :func:`~.workload.workload_cliques` (default all 2-way marginals, ``"3way"``, or
-    weighted cliques). ``max_model_size``: megabytes of junction-tree tables (80 in the
-    paper's comparisons; capped by the model's largest table, module doc); ``max_rounds``:
-    ``T`` (default ``16 d``; ``2 d`` in the pure variant); ``estimator``: see
+    weighted cliques), or a :class:`~.workload.Workload` already resolved on ``domain``
+    (:func:`~.workload.resolve_workload`), taken as it is. ``max_model_size``: megabytes
+    of junction-tree tables (80 in the paper's comparisons; capped by the model's largest
+    table, module doc); ``max_rounds``: ``T`` (default ``16 d``; ``2 d`` in the pure
+    variant); ``estimator``: see
     :mod:`.estimators` (default :class:`~.estimators.NaiveMLEEstimator`); ``mechanism``:
     ``"discrete_gaussian"`` (default) or ``"gaussian"`` for zCDP, ``"discrete_laplace"``
     (default) or ``"laplace"`` for pure DP; ``total``: a public number of records (default:

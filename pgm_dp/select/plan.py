@@ -54,12 +54,12 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import MAX_TABLE_CELLS, Domain, check_table_cells
+from ..domain import Domain
 from ..errors import DomainError, ModelTooLargeError, PrivacyParameterError
 from ..privacy.budget import Budget, budget_of, notion_type, require_budget
 from .aim import ROUNDS_PER_VARIABLE
 from .schedule import MEASURE_SHARE, float_below
-from .workload import candidate_weights, workload_cliques
+from .workload import Workload, resolve_workload
 
 __all__ = [
     "ONE_WAY_SHARE",
@@ -216,9 +216,10 @@ def most_rounds(notion: str, d: int, candidates: int | None = None) -> int:
     return min(top, max(d, ROUND_CANDIDATES // max(int(candidates), 1)))
 
 
-def default_workload(domain: Domain, notion: str) -> str | None:
+def default_workload(domain: Domain, notion: str) -> Workload | None:
     """AIM's workload when none is given: ``None`` (every pair) under zCDP; under pure ε
-    ``"3way"`` (every triple of at most ``WORKLOAD_MAX_CELLS`` cells) when triples are
+    ``"3way"`` (every triple of at most ``WORKLOAD_MAX_CELLS`` cells, resolved on ``domain``:
+    :func:`~.workload.resolve_workload`) when triples are
     cheap, the median such triple at most :data:`TRIPLE_CELLS_RATIO` times the cells of the
     median pair, and their ``m`` candidates (the triples, pairs and one-ways) fit the
     rounds' cost cap at one round per variable, ``m d <= ROUND_CANDIDATES``
@@ -237,8 +238,8 @@ def default_workload(domain: Domain, notion: str) -> str | None:
 
     >>> from pgm_dp import Domain
     >>> small, large = Domain(list("abcd"), [2, 3, 4, 2]), Domain(list("abcd"), [30, 20, 40, 25])
-    >>> default_workload(small, "pure"), default_workload(small, "zcdp")
-    ('3way', None)
+    >>> default_workload(small, "pure").cells, default_workload(small, "zcdp")
+    ((24, 12, 16, 24), None)
     >>> default_workload(large, "pure") is None  # triples 20-30 times the pairs' cells
     True
     >>> default_workload(Domain([f"x{i}" for i in range(20)], [2] * 20), "pure") is None
@@ -247,14 +248,14 @@ def default_workload(domain: Domain, notion: str) -> str | None:
     if not notion_type(notion).is_pure or len(domain) < 3:
         return None
     try:
-        cliques = workload_cliques(domain, "3way")
-    except DomainError:  # every triple above WORKLOAD_MAX_CELLS
+        triples = resolve_workload(domain, "3way")
+    except (DomainError, ModelTooLargeError):  # every triple above WORKLOAD_MAX_CELLS
         return None
-    if len(candidate_weights(cliques)) * len(domain) > ROUND_CANDIDATES:
+    if len(triples.candidates) * len(domain) > ROUND_CANDIDATES:
         return None
-    triples = [domain.size(c) for c, _ in cliques]
     pairs = [domain.size(c) for c in combinations(domain.attributes, 2)]
-    return "3way" if np.median(triples) <= TRIPLE_CELLS_RATIO * np.median(pairs) else None
+    cheap = np.median(triples.cells) <= TRIPLE_CELLS_RATIO * np.median(pairs)
+    return triples if cheap else None
 
 
 def clique_of(item) -> tuple:
@@ -307,11 +308,14 @@ def check_aim_options(kept: list, options: tuple, compress: bool | None = None) 
         )
 
 
-def usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
-    """``(ok, workload, notes)`` on the prepared domain (``ok``: AIM has something to select),
-    for what the declaration could not decide: dropped identifiers, the noisy compression."""
+def usable_workload(dom, workload) -> tuple[Workload | None, Any, list[str]]:
+    """``(resolved, workload, notes)`` on the prepared domain, for what the declaration could
+    not decide (dropped identifiers, the noisy compression): ``resolved``, the workload
+    resolved once (:func:`~.workload.resolve_workload`), ``None`` when AIM has nothing to
+    select; ``workload``, the form asked for less the marginals of dropped columns (one
+    resolved on ``dom`` is taken as it is)."""
     notes = []
-    if workload is not None and not isinstance(workload, str):
+    if workload is not None and not isinstance(workload, str | Workload):
         items = list(workload.items()) if isinstance(workload, Mapping) else list(workload)
         names = set(dom.attributes)
         key = (lambda i: i[0]) if isinstance(workload, Mapping) else (lambda i: i)
@@ -320,12 +324,11 @@ def usable_workload(dom, workload) -> tuple[bool, Any, list[str]]:
             notes.append(f"{len(items) - len(keep)} workload marginal(s) left out: dropped")
         workload = dict(keep) if isinstance(workload, Mapping) else keep
     try:
-        cliques = workload_cliques(dom, workload)
-        check_table_cells(dom, list(candidate_weights(cliques)), MAX_TABLE_CELLS)
+        resolved = resolve_workload(dom, workload)
     except (DomainError, ModelTooLargeError) as err:
         notes.append(
             f"AIM did not run ({err}): the one-way tables are fitted (the "
             "independent model); the rest of the budget is not spent"
         )
-        return False, workload, notes
-    return True, workload, notes
+        return None, workload, notes
+    return resolved, workload, notes

@@ -22,6 +22,14 @@ order, so a size near the limit may be judged differently.
 (2.0, 4.0)
 >>> model_size_mb(dom, [("A", "B"), ("B", "C")]) * 2**20 / 8  # cells: 6 + 12
 18.0
+
+A workload is resolved once (:func:`resolve_workload`): the :class:`Workload` holds its
+weighted cliques, its candidates with their weights and the cells of its marginals, and the
+planning of the rounds and :func:`~pgm_dp.select.aim` take it as it is.
+
+>>> wl = resolve_workload(dom, [("A", "B"), (("B", "C"), 2.0)])
+>>> wl.cells, len(wl.candidates), resolve_workload(dom, wl) is wl
+((6, 12), 5, True)
 """
 
 from __future__ import annotations
@@ -30,15 +38,19 @@ import functools
 import math
 import numbers
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
+from types import MappingProxyType
 from typing import Any
 
-from ..domain import Clique, Domain
+from ..domain import MAX_TABLE_CELLS, Clique, Domain, check_table_cells
 from ..errors import DomainError
 from ..inference.triangulation import DEFAULT_MAX_CELLS, elimination_order
 
 __all__ = [
     "WORKLOAD_MAX_CELLS",
+    "Workload",
+    "resolve_workload",
     "workload_cliques",
     "downward_closure",
     "candidate_weights",
@@ -90,7 +102,10 @@ def workload_cliques(
     default). Otherwise a mapping ``{clique: weight}`` or a sequence of cliques (weight 1) or
     ``(clique, weight)`` pairs, kept whatever their size. Refused (``DomainError``): unknown
     variables, a repeated clique, a weight that is negative or not finite, all weights zero.
+    A :class:`Workload` resolved on ``domain`` gives its cliques.
     """
+    if isinstance(workload, Workload):
+        return _resolved_on(domain, workload).cliques
     if workload is None or isinstance(workload, str):
         k = _NAMED.get("2way" if workload is None else workload)
         if k is None:
@@ -133,6 +148,48 @@ def candidate_weights(workload: Sequence[tuple[Clique, float]]) -> dict[Clique, 
         r: math.fsum(w * len(set(r) & set(c)) for c, w in workload)
         for r in downward_closure(c for c, _ in workload)
     }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload resolved on one domain (:func:`resolve_workload`): what AIM and the
+    planning of its rounds read, checked once.
+
+    Args:
+        domain: the domain it was resolved on.
+        cliques: ``((clique, weight), ...)``, as :func:`workload_cliques` gives them.
+        candidates: ``{r: w_r}`` over the downward closure (:func:`candidate_weights`), read
+            only.
+        cells: the cells of each workload marginal, in the order of ``cliques``.
+    """
+
+    domain: Domain
+    cliques: tuple[tuple[Clique, float], ...]
+    candidates: Mapping[Clique, float]
+    cells: tuple[int, ...]
+
+
+def _resolved_on(domain: Domain, workload: Workload) -> Workload:
+    if workload.domain != domain:
+        raise DomainError("the workload was resolved on another domain")
+    return workload
+
+
+def resolve_workload(
+    domain: Domain, workload: Any = None, *, max_cells: int = WORKLOAD_MAX_CELLS
+) -> Workload:
+    """The workload (any form :func:`workload_cliques` takes, or a :class:`Workload`, given
+    back as it is) resolved on ``domain``: its cliques, its candidates and their weights, the
+    cells of its marginals. Refused: as :func:`workload_cliques` (``DomainError``), or
+    candidates whose tables hold more than ``MAX_TABLE_CELLS`` cells in all
+    (``ModelTooLargeError``, :func:`~pgm_dp.domain.check_table_cells`)."""
+    if isinstance(workload, Workload):
+        return _resolved_on(domain, workload)
+    cliques = workload_cliques(domain, workload, max_cells=max_cells)
+    candidates = candidate_weights(cliques)
+    check_table_cells(domain, list(candidates), MAX_TABLE_CELLS)
+    cells = tuple(domain.size(c) for c, _ in cliques)
+    return Workload(domain, cliques, MappingProxyType(candidates), cells)
 
 
 @functools.lru_cache(maxsize=4096)

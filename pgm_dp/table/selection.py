@@ -26,12 +26,12 @@ from ..select import (
     AIMResult,
     AIMRound,
     NaiveMLEEstimator,
+    Workload,
     aim,
-    candidate_weights,
     merged_release,
+    resolve_workload,
     select_cliques,
     with_one_way,
-    workload_cliques,
 )
 from ..select.plan import (
     aim_rounds,
@@ -112,7 +112,8 @@ class SelectionPlan:
 class Chosen:
     """What the selection gives the fit: ``result`` (:class:`~pgm_dp.select.AIMResult` or
     MST's :class:`~pgm_dp.select.Selection`), the ``release`` of every table measured, the
-    ``workload`` (as AIM used it) and the ``notes`` for the report."""
+    ``workload`` (as AIM used it: resolved, :class:`~pgm_dp.select.Workload`, when AIM ran)
+    and the ``notes`` for the report."""
 
     result: Any
     release: NoisyMarginals
@@ -199,16 +200,18 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
     dom, asked = prepared.domain, plan.workload
     measured = one_way_measurements(prepared) if prepared.one_way is not None else None
     wanted = default_workload(dom, rest.notion) if asked is None else asked
-    ok, workload, notes = usable_workload(dom, wanted)
-    if asked is None and workload == "3way":
+    resolved, workload, notes = usable_workload(dom, wanted)
+    if asked is None and wanted is not None:
         notes.append(
             "AIM's workload: every triple (pure epsilon's default where triples are "
             "small: pgm_dp.select.plan.default_workload)"
         )
-    if not ok and measured:
+    if resolved is None and measured:
         result = one_way_only(prepared, measured, rest)
         return Chosen(result, result.release, workload, tuple(notes))
-    rounds = _rounds(prepared, plan.max_rounds, workload, rest)
+    if resolved is None:  # nothing measured yet: AIM's own refusal
+        resolved = resolve_workload(dom, workload)
+    rounds = _rounds(prepared, plan.max_rounds, resolved, rest)
     estimator = plan.estimator  # AIM's fits to LOOP_TOL: the model returned is the learner's
     if estimator is None:
         estimator = NaiveMLEEstimator(
@@ -218,7 +221,7 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
         codes,
         dom,
         rest,
-        workload,
+        resolved,
         rng=gen,
         accountant=acc,
         max_model_size=plan.max_model_size,
@@ -228,18 +231,17 @@ def _aim(codes, prepared, plan: SelectionPlan, rest: Budget, gen, acc) -> Chosen
         estimator=estimator,
         max_records_per_person=prepared.max_records_per_person,
     )
-    return Chosen(result, result.release, workload, tuple(notes))
+    return Chosen(result, result.release, resolved, tuple(notes))
 
 
-def _rounds(prepared, asked: int | None, workload, rest: Budget) -> int | None:
+def _rounds(prepared, asked: int | None, workload: Workload, rest: Budget) -> int | None:
     """AIM's rounds: as asked, else :func:`~pgm_dp.select.plan.aim_rounds` from the records
     the one-way tables estimate, or :func:`~pgm_dp.select.plan.most_rounds` (the cost cap)
-    without them."""
+    without them; the cells and candidates of the resolved ``workload``."""
     if asked is not None:
         return asked
     dom = prepared.domain
-    cliques = workload_cliques(dom, workload)
-    cells, m = [dom.size(c) for c, _ in cliques], len(candidate_weights(cliques))
+    cells, m = list(workload.cells), len(workload.candidates)
     n_hat = prepared.one_way.total if prepared.one_way is not None else 0.0
     if not n_hat:
         return most_rounds(rest.notion, len(dom), m)
