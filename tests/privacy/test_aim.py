@@ -32,6 +32,7 @@ from pgm_dp.select import (
     junction_tree_cliques,
     merged_release,
     model_size_mb,
+    resolve_workload,
     select_marginal,
     should_anneal,
     workload_cliques,
@@ -168,6 +169,27 @@ def test_workload_weights_and_candidates():
     with pytest.raises(DomainError):
         workload_cliques(big, "3way")  # 20,000 cells > the reference's 10,000
     assert workload_cliques(big, "3way", max_cells=10**5)[0][0] == ("A", "B", "C")
+
+
+def test_a_resolved_workload_is_taken_as_it_is():
+    """AIM run on a workload resolved once gives what the same workload as a list gives; a
+    workload resolved on another domain, or whose candidates are too large, is refused."""
+    asked = [("A", "B"), (("B", "C"), 2.0)]
+    resolved = resolve_workload(DOM, asked)
+    assert resolved.cliques == workload_cliques(DOM, asked)
+    assert dict(resolved.candidates) == candidate_weights(workload_cliques(DOM, asked))
+    assert resolved.cells == (4, 6) and workload_cliques(DOM, resolved) == resolved.cliques
+    assert resolve_workload(DOM, resolved) is resolved
+    data = make_data(300)
+    runs = [aim(data, DOM, ZCDP(0.5), w, rng=4, max_rounds=4) for w in (asked, resolved)]
+    assert runs[0].cliques == runs[1].cliques
+    assert runs[0].release.noisy.keys() == runs[1].release.noisy.keys()
+    for c in runs[0].release.noisy:
+        np.testing.assert_array_equal(runs[0].release.noisy[c], runs[1].release.noisy[c])
+    with pytest.raises(DomainError):
+        resolve_workload(Domain(["A", "B", "C"], [2, 2, 4]), resolved)
+    with pytest.raises(ModelTooLargeError):
+        resolve_workload(HUGE, [("A", "B")])
 
 
 @pytest.mark.slow  # over ~2 CPU s: the second tier (#38)
