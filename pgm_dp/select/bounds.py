@@ -29,6 +29,15 @@ Gaussian concentration bound ``sqrt(2/π) σ n + λ σ sqrt(n)``, ``λ = sqrt(2 
 Gaussian noise (the L1 norm is ``σ sqrt(n)``-Lipschitz); the discrete kinds are taken as
 their continuous counterparts of the same scale (our choice; a difference of the order of
 one count per cell). ``N̂`` is the release's total; proportions divide by it.
+
+An unsupported bound of the last round also carries ``residual``, the scale of the last
+chosen marginal's residual against the model the selection scored, per square root of a
+cell: ``s = ||ỹ_T - N̂_{T-1} m_{r_T}(p̂_{T-1})||_1 / (N̂_{T-1} sqrt(2/π) sum_x sqrt(m_x))``
+(``m = m_{r_T}(p̂_{T-1})``), the ``s`` for which ``s sqrt(m_x) Z_x`` (``Z_x`` standard
+normal) has that expected L1 norm. The exponential mechanism chose ``r_T`` as (nearly) the
+worst fitted candidate, so ``s`` is the size of the misfit the selection saw, noise
+included: not a bound that holds with a stated probability, but the allowance
+:func:`~pgm_dp.bayes.intervals.workload_intervals` gives an unmeasured marginal's cells.
 """
 
 from __future__ import annotations
@@ -53,7 +62,9 @@ __all__ = ["ErrorBound", "aim_error_bounds", "bound_intervals", "l1_noise_bound"
 class ErrorBound:
     """AIM's bound of one marginal ``r``: ``l1`` (counts) on ``||M_r(D) - total * center||_1``
     with probability at least ``level``; ``center``: the model's marginal (proportions, axes
-    in ``r``'s order) the bound is about; ``supported``: ``r`` lies in a measured clique."""
+    in ``r``'s order) the bound is about; ``supported``: ``r`` lies in a measured clique;
+    ``residual``: for an unsupported ``r`` of the last round, the last chosen marginal's
+    residual scale per square root of a cell (proportions; module docstring), else ``None``."""
 
     clique: Clique
     l1: float
@@ -61,6 +72,7 @@ class ErrorBound:
     center: np.ndarray
     supported: bool
     level: float
+    residual: float | None = None
 
 
 def l1_noise_bound(noise: NoiseModel, cells: int, failure: float) -> float:
@@ -134,7 +146,9 @@ def _unsupported(result: AIMResult, r: Clique, level: float) -> ErrorBound:
     l1 = scored.noise_bias * size + (q_t + em) / w[r]
     # the bound is about N̂_{T-1} m_r; its change to the release's N̂ is added (exact)
     l1 += abs(total - scored.total)
-    return ErrorBound(r, float(max(l1, 0.0)), total, center, False, level)
+    spread = scored.total * math.sqrt(2.0 / math.pi) * np.sqrt(np.clip(m_t, 0.0, None)).sum()
+    residual = float(np.abs(y_t - scored.total * m_t).sum() / spread)
+    return ErrorBound(r, float(max(l1, 0.0)), total, center, False, level, residual)
 
 
 def aim_error_bounds(
