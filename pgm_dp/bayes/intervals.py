@@ -16,11 +16,12 @@ super-population's probabilities), at nominal ``level``:
   intervals cover the model's quantity, not the data's (about half the cells on Adult).
   The interval is instead centred at the model AIM's last selection scored, ``c = m_r(p̂_{T-1})``
   (released quantities only), with an **allowance** for the dependence it lacks, sized by
-  that selection: its chosen marginal ``r_T``, (nearly) the worst fitted candidate, had a
-  residual of scale ``s`` per square root of a cell against that model
+  that selection: ``r`` was a candidate of the last round and lost to the chosen marginal,
+  so its misfit is taken to be of at most the scale ``s_r`` per square root of a cell that
+  the chosen one's residual and AIM's noise allowance imply
   (:attr:`~pgm_dp.select.bounds.ErrorBound.residual`). Our rule: a cell ``x`` of ``r`` is
-  off by ``s sqrt(c_x) Z_x``, ``Z_x`` standard normal, as a residual of a missing
-  interaction of the same strength would be, so the interval is ``c_x ± z s sqrt(c_x)``
+  off by ``s_r sqrt(c_x) Z_x``, ``Z_x`` standard normal, as a residual of a missing
+  interaction would be, so the interval is ``c_x ± z s_r sqrt(c_x)``
   (``z`` the normal quantile of ``(1 + level) / 2``). This is an allowance, not a bound: its
   coverage is measured (``docs/bayes.md``), not guaranteed.
   It is intersected with two guaranteed sets: AIM's error bound ``B_r``
