@@ -32,7 +32,6 @@ DENSE_LIMIT = 32
 FLOAT32_ABOVE = 256
 #: Largest factor by which a pilot widens a log-potential's Laplace standard deviation.
 MAX_RESCALE = 30.0
-ADAPT_MASS = True
 #: How many progress reports (:func:`pgm_dp._progress.step`) one NUTS run makes at most.
 REPORTS = 100
 
@@ -100,7 +99,7 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
         state = init_kernel(
             z0,
             num_warmup,
-            adapt_mass_matrix=small or ADAPT_MASS,
+            adapt_mass_matrix=True,
             dense_mass=small,
             model_args=(args,),
             rng_key=rng_key,
