@@ -98,6 +98,72 @@ def test_modules_and_functions_are_small():
     assert not long_functions, long_functions
 
 
+BAYES = ROOT / "bayes"
+
+
+def _is_jit(node: ast.AST) -> bool:
+    """A call of ``jax.jit``, ``jit`` or ``jit_program``."""
+    func = node.func if isinstance(node, ast.Call) else None
+    name = getattr(func, "attr", None) or getattr(func, "id", None)
+    return name in ("jit", "jit_program")
+
+
+def test_the_posterior_keeps_no_function_tables():
+    """The posterior's compiled functions are one named bundle
+    (:class:`~pgm_dp.bayes.compiled.CompiledFunctions`): no jitted function is a value of a
+    dict literal or stored under a key (``fns["nuts", ...] = jax.jit(...)``)."""
+    found = []
+    for path in sorted(BAYES.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict) and any(_is_jit(v) for v in node.values):
+                found.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.Assign) and _is_jit(node.value):
+                if any(isinstance(t, ast.Subscript) for t in node.targets):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert not found, found
+
+
+def test_the_posterior_names_its_states():
+    """The posterior passes named states, not tuples read by position: no function in
+    ``bayes/`` returns or binds a bare tuple of four or more values, and nothing is read at
+    a constant position 2 or further (a shape's entries aside)."""
+    found = []
+    for path in sorted(BAYES.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            value = node.value if isinstance(node, ast.Return | ast.Assign) else None
+            single = not isinstance(node, ast.Assign) or isinstance(node.targets[0], ast.Name)
+            if isinstance(value, ast.Tuple) and len(value.elts) >= 4 and single:
+                found.append(f"{path.name}:{node.lineno} a tuple of {len(value.elts)}")
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                index, of = node.slice.value, getattr(node.value, "attr", None)
+                if isinstance(index, int) and index >= 2 and of != "shape":
+                    found.append(f"{path.name}:{node.lineno} read at [{index}]")
+    assert not found, found
+
+
+def test_the_posteriors_states_are_named_types():
+    """The posterior's problem, covariances, compiled functions and fit are NamedTuples
+    (pytrees with named fields); its options are frozen dataclasses."""
+    from dataclasses import fields, is_dataclass
+
+    from pgm_dp.bayes import compiled, fit, nuts, problem
+
+    named = [
+        problem.PosteriorProblem,
+        problem.ExactCovariance,
+        problem.FrozenCovariance,
+        problem.LatentCounts,
+        compiled.CompiledFunctions,
+        fit.PosteriorFit,
+        nuts.RunSettings,
+        nuts.Draws,
+    ]
+    assert all(issubclass(t, tuple) and hasattr(t, "_fields") for t in named)
+    for options in (problem.ModelOptions, fit.FitOptions):
+        assert is_dataclass(options) and options.__dataclass_params__.frozen
+        assert fields(options)
+
+
 def _imported_names(path: pathlib.Path) -> set[str]:
     """Modules ``path`` imports: import statements and ``import_module("...")`` calls."""
     found = set()

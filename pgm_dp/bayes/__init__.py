@@ -1,6 +1,11 @@
 """Bayesian posteriors of MRFs from private releases (noise-aware; NumPyro and ArviZ).
 
 * :mod:`~pgm_dp.bayes.model`: the NumPyro model (release observed, counts integrated out).
+* :mod:`~pgm_dp.bayes.problem`: the release's data as the compiled programs take them (a
+  pytree) and the covariance types.
+* :mod:`~pgm_dp.bayes.compiled`: the compiled functions of a model structure, one bundle.
+* :mod:`~pgm_dp.bayes.fit`: the fit the draws start from (mode, covariance, ``Sigma``).
+* :mod:`~pgm_dp.bayes.draws`: draws from a fit, the model's sites and the marginals.
 * :mod:`~pgm_dp.bayes.posterior`: :func:`posterior` (NUTS or Laplace) → ``xarray.DataTree``.
 * :mod:`~pgm_dp.bayes.mean`: :class:`PosteriorMean`, registered as the release learner
   ``"bayes"`` (the model of the posterior's mean marginals).

@@ -26,37 +26,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from ..errors import DomainError
 from ..models.mrf import MarkovRandomField
+from .draws import flat_marginals, site_draws, unconstrained_draws
+from .fit import FitOptions, covariance_path, exact_fits, fit_posterior
 from .linear import table_offsets
-from .model import PRIOR_SCALE, plugin_covariance, prepare
-from .nuts import sigma_eigen
-from .posterior import (
-    _check,
-    _covariance_path,
-    _draws,
-    _kwargs,
-    _laplace_fits,
-    _marginals,
-    _setup,
-    as_key,
-)
+from .model import PRIOR_SCALE, prepare
+from .nuts import RunSettings
+from .posterior import _check, as_key
+from .problem import ModelOptions
 
 __all__ = ["marginal_draws"]
-
-
-def _exact_fits(problems: list, noise_aware: bool, prior_scale: float, nuts: bool) -> list:
-    """Per release ``(x, cov, fns, data, eigen)`` on the exact path: one Laplace program for
-    all the releases (the noise kinds are data of the structure's programs)."""
-    kw = _kwargs(problems[0], noise_aware, prior_scale, "exact")
-    out = []
-    for p, (x, cov, fns, data) in zip(problems, _laplace_fits(problems, kw), strict=True):
-        sigma = plugin_covariance(p, x[: p.size])
-        out.append((x, cov, fns, data, sigma_eigen(sigma) if nuts else None, sigma))
-    return out
 
 
 def marginal_draws(
@@ -84,20 +65,20 @@ def marginal_draws(
     problems = [prepare(r, mrf) for r in releases]
     if not problems:
         return []
+    options = ModelOptions(noise_aware, prior_scale)
     nuts = method == "nuts"
-    if _covariance_path(problems[0], mrf, covariance) == "exact":
-        fits = _exact_fits(problems, noise_aware, prior_scale, nuts)
+    if covariance_path(problems[0], mrf, covariance) == "exact":
+        fits = exact_fits(problems, options, nuts)
     else:
-        setup = (noise_aware, prior_scale, "plugin", laplace_noise, nuts, None)
-        fits = [_setup(r, mrf, *setup)[2:] for r in releases]
+        how = FitOptions("plugin", laplace_noise, nuts)
+        fits = [fit_posterior(p, mrf, options, how) for p in problems]
     out = []
-    for p, (x, cov, fns, data, eigen, sigma), rng in zip(problems, fits, rngs, strict=True):
+    for fit, rng in zip(fits, rngs, strict=True):
         key_run, _ = jax.random.split(as_key(rng))
-        run = (num_warmup, num_samples, num_chains, key_run, prior_scale, 0)
-        flat, _ = _draws(method, x, cov, fns, data, eigen, run)
-        sites = fns["constrain"](jnp.asarray(flat.reshape(-1, x.size)), data)
-        sites = {k: np.asarray(v) for k, v in sites.items()}
-        mu, _ = _marginals(method, p, sites, x, sigma, mrf)
+        run = RunSettings(num_warmup, num_samples, num_chains, key_run, prior_scale)
+        flat = unconstrained_draws(method, fit, run).unconstrained
+        mu = flat_marginals(method, fit, site_draws(fit, flat, (num_chains, num_samples))).model
+        p = fit.problem
         offsets = table_offsets(p.shapes)
         out.append(
             {

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,6 +49,7 @@ from ..rng import as_generator
 from .posterior import as_key
 
 __all__ = [
+    "ScoreArrays",
     "ScoreReference",
     "score_reference",
     "PrIsingRelease",
@@ -72,6 +74,19 @@ class ScoreReference:
     def n(self) -> int:
         """Number of nodes."""
         return int(self.fields.shape[-1])
+
+    def arrays(self) -> ScoreArrays:
+        """The reference as the model's arguments (JAX arrays)."""
+        return ScoreArrays(*(jnp.asarray(a) for a in (self.betas, self.fields, self.energy)))
+
+
+class ScoreArrays(NamedTuple):
+    """A :class:`ScoreReference`'s arrays as JAX arrays (a pytree: arguments of the
+    compiled model, not constants folded into it)."""
+
+    betas: jax.Array
+    fields: jax.Array
+    energy: jax.Array
 
 
 def score_reference(J, *, betas=None, draws: int = 200, sweeps: int = 200, rng=0) -> ScoreReference:
@@ -140,15 +155,15 @@ class PrIsingRelease(dist.Distribution):
     support = constraints.nonnegative
     arg_constraints = {}
 
-    def __init__(self, beta, ref: tuple, Delta: float, kind: str, scale: float):
+    def __init__(self, beta, ref: ScoreArrays, Delta: float, kind: str, scale: float):
         self.beta, self.ref, self.Delta, self.kind, self.scale = beta, ref, Delta, kind, scale
         super().__init__(batch_shape=jnp.shape(beta))
 
     def log_prob(self, value):
-        betas, fields, energy = self.ref
+        ref = self.ref
         value = jnp.asarray(value, dtype=jnp.float64)
         mean, var, slope = (
-            jnp.interp(self.beta, betas, a) for a in _moments(fields, energy, value)
+            jnp.interp(self.beta, ref.betas, a) for a in _moments(ref.fields, ref.energy, value)
         )
         var = jnp.maximum(var, 1e-12)
         dens = noise_log_density(-(mean + self.Delta * value), var, self.kind, self.scale)
@@ -157,7 +172,7 @@ class PrIsingRelease(dist.Distribution):
         return jnp.where(value <= 0.0, atom, dens)
 
     def sample(self, key, sample_shape=()):
-        betas, fields, energy = self.ref
+        betas, fields, energy = self.ref.betas, self.ref.fields, self.ref.energy
         shape = tuple(sample_shape) + tuple(self.batch_shape)
         k_row, k_noise = jax.random.split(key)
         grid = jnp.clip(jnp.searchsorted(betas, self.beta), 0, betas.size - 1)
@@ -193,10 +208,27 @@ def _root(m, energy, Delta: float, b):
     return jnp.where(w(jnp.zeros_like(hi)) >= 0, 0.0, 0.5 * (lo + hi))
 
 
-def prising_model(ref: tuple, Delta: float, kind: str, scale: float, t=None) -> None:
+class ReleaseLaw(NamedTuple):
+    """The arguments of :func:`prising_model` besides ``t``: the reference's arrays and the
+    release's calibration (``Δ``, the noise's kind and scale)."""
+
+    ref: ScoreArrays
+    Delta: float
+    kind: str
+    scale: float
+
+
+def prising_model(ref: ScoreArrays, Delta: float, kind: str, scale: float, t=None) -> None:
     """NumPyro model: ``beta ~ Uniform(grid)``, observed site ``"beta_priv"`` (``t``).
-    ``ref`` is ``(betas, fields, energy)`` of a :class:`ScoreReference` (as JAX arrays)."""
-    betas = ref[0]
+
+    Args:
+        ref: the arrays of a :class:`ScoreReference` (:meth:`ScoreReference.arrays`).
+        Delta: PrIsing's ``Δ``.
+        kind: the noise, ``"gaussian"`` or ``"laplace"``.
+        scale: the noise's scale.
+        t: the released value (``None``: simulate).
+    """
+    betas = ref.betas
     beta = numpyro.sample("beta", dist.Uniform(betas[0], betas[-1]))
     numpyro.sample("beta_priv", PrIsingRelease(beta, ref, Delta, kind, scale), obs=t)
 
@@ -206,18 +238,18 @@ def _grid_log_joint(grid, ref, Delta, kind, scale, t):
     """``log p(beta, t)`` at every ``beta`` in ``grid`` (the moments at ``t`` once)."""
 
     def one(beta):
-        args = (ref, Delta, kind, scale)
-        return log_density(prising_model, args, {"t": t}, {"beta": beta})[0]
+        law = ReleaseLaw(ref, Delta, kind, scale)
+        return log_density(prising_model, law, {"t": t}, {"beta": beta})[0]
 
     return jax.vmap(one)(grid)
 
 
-def _grid_draws(args: tuple, t: float, points: int, key, shape: tuple) -> np.ndarray:
+def _grid_draws(law: ReleaseLaw, t: float, points: int, key, shape: tuple) -> np.ndarray:
     """Draws from the exact posterior on ``points`` equal cells (midpoint rule)."""
-    betas = args[0][0]
+    betas = law.ref.betas
     edges = jnp.linspace(betas[0], betas[-1], points + 1)
     mids = 0.5 * (edges[1:] + edges[:-1])
-    lp = _grid_log_joint(mids, *args, jnp.float64(t))
+    lp = _grid_log_joint(mids, *law, jnp.float64(t))
     k_cell, k_jit = jax.random.split(key)
     cell = jax.random.categorical(k_cell, lp, shape=shape)
     u = jax.random.uniform(k_jit, shape)
@@ -264,12 +296,11 @@ def prising_posterior(
             raise DomainError(f"{name} must be an integer >= 1, got {v!r}")
     t = _observed(release, reference)
     cal = release.calibration
-    ref = tuple(jnp.asarray(a) for a in (reference.betas, reference.fields, reference.energy))
-    args = (ref, float(cal.Delta), cal.mechanism, float(cal.noise_scale))
+    law = ReleaseLaw(reference.arrays(), float(cal.Delta), cal.mechanism, float(cal.noise_scale))
     key_run, key_pred = jax.random.split(as_key(rng))
     shape, stats = (int(num_chains), int(num_samples)), None
     if method == "grid":
-        draws = _grid_draws(args, t, int(grid_points), key_run, shape)
+        draws = _grid_draws(law, t, int(grid_points), key_run, shape)
     else:
         model = functools.partial(prising_model, kind=cal.mechanism)  # arrays stay arguments
         mcmc = MCMC(
@@ -281,10 +312,10 @@ def prising_posterior(
             progress_bar=False,
             jit_model_args=True,
         )
-        mcmc.run(key_run, ref, args[1], scale=args[3], t=t, extra_fields=("diverging",))
+        mcmc.run(key_run, law.ref, law.Delta, scale=law.scale, t=t, extra_fields=("diverging",))
         draws = np.asarray(mcmc.get_samples(group_by_chain=True)["beta"])
         stats = {"diverging": np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])}
-    pred = PrIsingRelease(jnp.asarray(draws), *args).sample(key_pred)
+    pred = PrIsingRelease(jnp.asarray(draws), *law).sample(key_pred)
     groups = {"posterior": {"beta": draws}, "posterior_predictive": {"beta_priv": np.asarray(pred)}}
     groups |= {"observed_data": {"beta_priv": np.asarray([t])}}
     idata = from_dict(groups | ({"sample_stats": stats} if stats else {}))

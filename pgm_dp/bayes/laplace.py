@@ -33,7 +33,7 @@ import numpy as np
 from .._config import jit_program, one_blas_thread
 from ..learners.lbfgs import lbfgs_loop
 
-__all__ = ["FTOL", "GTOL", "LaplaceFit", "MAX_ITERS", "laplace_fits", "stack"]
+__all__ = ["FTOL", "GTOL", "LaplaceFit", "MAX_ITERS", "fit_program", "laplace_fits"]
 
 #: Gradient tolerance (largest entry; scipy's L-BFGS-B ``gtol``).
 GTOL = 1e-5
@@ -48,7 +48,7 @@ EIGEN_FLOOR = 1e-8
 
 class LaplaceFit(NamedTuple):
     """Per release (leading axis): the MAP ``x``, ``cov = H^-1`` there, L-BFGS's iterations
-    and the largest gradient entry at ``x``."""
+    and the largest gradient entry at ``x`` (NumPy arrays; JAX's inside the program)."""
 
     x: np.ndarray
     cov: np.ndarray
@@ -56,56 +56,64 @@ class LaplaceFit(NamedTuple):
     grad_max: np.ndarray
 
 
-def stack(items) -> tuple:
-    """The per-release data tuples ``items`` stacked along a new leading axis."""
-    return tuple(jnp.stack([jnp.asarray(a) for a in arrays]) for arrays in zip(*items, strict=True))
+class Lowest(NamedTuple):
+    """What the fit's objective carries: the lowest value so far and the one before it."""
+
+    low: jax.Array
+    before: jax.Array
 
 
-def _program(fns: dict):
-    """``fit(x0, data, gtol, ftol, max_iters) -> (x, cov, iterations, grad_max)``, each with
-    a leading release axis; compiled once per model structure (kept in ``fns``, the cached
-    functions of :func:`~pgm_dp.bayes.posterior.posterior`)."""
-    if "laplace_fit" in fns:
-        return fns["laplace_fit"]
-    value_and_grad, hessian = fns["value_and_grad"], fns["hessian"]
+def fit_program(value_and_grad, hessian):
+    """``fit(x0, problems, gtol, ftol, max_iters) -> LaplaceFit``, each field with a
+    leading release axis (``problems``: stacked
+    :class:`~pgm_dp.bayes.problem.PosteriorProblem` s); compiled on its first call, once per
+    model structure (a field of its :class:`~pgm_dp.bayes.compiled.CompiledFunctions`).
+
+    Args:
+        value_and_grad: ``(x, problem) -> (potential, gradient)``.
+        hessian: ``(x, problem) -> d^2 potential``.
+    """
 
     def evaluate(x, best, data):
         """The objective, carrying ``(lowest value so far, the one before)``: at an
         accepted point, its decrease over the last accepted one (rejected trials lie
         above it)."""
         f, g = value_and_grad(x, data)
-        return f, g, (jnp.minimum(best[0], f), best[0])
+        return f, g, Lowest(jnp.minimum(best.low, f), best.low)
 
     def one(x0, data, gtol, ftol, max_iters):
         def done(grad, best):
-            low, before = best
+            low, before = best.low, best.before
             scale = jnp.maximum(jnp.maximum(jnp.abs(low), jnp.abs(before)), 1.0)
             flat = jnp.isfinite(before) & (before - low <= ftol * scale)
             return (jnp.max(jnp.abs(grad)) <= gtol) | flat
 
         inf = jnp.asarray(jnp.inf, x0.dtype)
-        res = lbfgs_loop(evaluate, x0, (data,), gtol, max_iters, aux0=(inf, inf), done=done)
+        res = lbfgs_loop(evaluate, x0, (data,), gtol, max_iters, aux0=Lowest(inf, inf), done=done)
         hess = hessian(res.x, data)
         w, u = jnp.linalg.eigh(0.5 * (hess + hess.T))
         cov = (u / jnp.maximum(w, EIGEN_FLOOR)) @ u.T
-        return res.x, cov, res.iterations, jnp.max(jnp.abs(res.grad))
+        return LaplaceFit(res.x, cov, res.iterations, jnp.max(jnp.abs(res.grad)))
 
     def batch(x0, data, gtol, ftol, max_iters):
-        return jax.lax.map(lambda a: one(a[0], a[1], gtol, ftol, max_iters), (x0, data))
+        return jax.lax.map(lambda a: one(*a, gtol, ftol, max_iters), (x0, data))
 
-    fns["laplace_fit"] = jit_program(batch)
-    return fns["laplace_fit"]
+    return jit_program(batch)
 
 
-def laplace_fits(
-    fns: dict, x0, data: tuple, gtol=GTOL, ftol=FTOL, max_iters=MAX_ITERS
-) -> LaplaceFit:
-    """The Laplace fits of a batch of releases of one structure: ``x0`` the starts
-    ``(releases, size)``, ``data`` the releases' data tuples stacked (:func:`stack`);
-    ``fns`` the structure's cached functions. One compiled program (module docstring)."""
+def laplace_fits(functions, x0, problems, gtol=GTOL, ftol=FTOL, max_iters=MAX_ITERS) -> LaplaceFit:
+    """The Laplace fits of a batch of releases of one structure, one compiled program
+    (module docstring).
+
+    Args:
+        functions: the structure's :class:`~pgm_dp.bayes.compiled.CompiledFunctions`.
+        x0: the starts, ``(releases, size)``.
+        problems: the releases' :class:`~pgm_dp.bayes.problem.PosteriorProblem` s stacked
+            (:func:`~pgm_dp.bayes.problem.stack`).
+        gtol, ftol, max_iters: the stopping rule (module docstring).
+    """
     x0 = jnp.asarray(x0, dtype=jnp.float64)
     tols = jnp.float64(gtol), jnp.float64(ftol), jnp.asarray(int(max_iters))
     with one_blas_thread():  # LAPACK (Cholesky, eigh) inside XLA's threads: one BLAS thread
-        out = [np.asarray(a) for a in _program(fns)(x0, data, *tols)]
-    x, cov, iterations, grad_max = out
-    return LaplaceFit(x, 0.5 * (cov + np.swapaxes(cov, -1, -2)), iterations, grad_max)
+        fit = jax.tree.map(np.asarray, functions.laplace_fit(x0, problems, *tols))
+    return fit._replace(cov=0.5 * (fit.cov + np.swapaxes(fit.cov, -1, -2)))

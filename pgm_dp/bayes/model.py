@@ -53,6 +53,7 @@ from ..inference.tables import concat_tables
 from ..models.mrf import MarkovRandomField
 from ..privacy.measurements import flat_release
 from ..tables import unflatten_tables
+from .problem import Covariance, ExactCovariance, FrozenCovariance, LatentCounts
 from .zeros import zero_offsets
 
 __all__ = [
@@ -359,47 +360,53 @@ def release_model(
     *,
     noise_aware: bool = True,
     prior_scale: float = PRIOR_SCALE,
-    covariance: str = "exact",
-    plugin_chol=None,
-    plugin_precision=None,
-    plugin_factor=None,
+    covariance: Covariance | None = None,
     fast_mean: bool | None = None,
 ) -> None:
     """NumPyro model of ``y`` (observed site ``"y"``; ``None`` simulates). Sites: ``theta``,
     ``noise_var`` (Laplace cells, exact covariance only; every cell where ``problem.laplace``
     is an array, :func:`_noise_variance`), ``marginal:...`` (deterministic).
 
-    ``plugin_chol`` / ``plugin_precision``: with ``covariance="plugin"``, the lower
-    Cholesky factor ``L`` of the frozen ``C = N Sigma + diag(v)`` (``Sigma`` from
-    :func:`plugin_covariance`) and ``C^-1``. ``plugin_factor``: instead of them, ``A``
-    (``d x r``, ``A A^T = N Sigma``) for the latent counts ``n = N mu + A w`` (site
-    ``"count_deviation"``: ``w``) and ``y | n`` the release's own noise. ``fast_mean``:
-    :func:`mean_map`'s ``fast`` (default: with the plug-in covariance, whose potential runs
-    vectorised over chains and draws).
+    Args:
+        problem: the prepared release (:func:`prepare`).
+        y: the observed release (flat), or ``None`` to simulate one.
+        noise_aware: model the noise (``False``: none, the release taken as the counts).
+        prior_scale: the prior standard deviation of each log-potential.
+        covariance: :class:`~pgm_dp.bayes.problem.ExactCovariance` (``Sigma(theta)`` at
+            every step; ``None``: that), :class:`~pgm_dp.bayes.problem.FrozenCovariance`
+            (the plug-in ``C = N Sigma + diag(v)``: its Cholesky factor and ``C^-1``) or
+            :class:`~pgm_dp.bayes.problem.LatentCounts` (the latent counts ``n = N mu + A
+            w``, site ``"count_deviation"``: ``w``, and ``y | n`` the release's own noise).
+        fast_mean: :func:`mean_map`'s ``fast`` (default: with the plug-in covariance, whose
+            potential runs vectorised over chains and draws).
     """
     d = problem.size
     theta = numpyro.sample("theta", dist.Normal(0.0, prior_scale).expand([d]).to_event(1))
-    mu_fn = mean_map(problem, fast=covariance == "plugin" if fast_mean is None else fast_mean)
-    mu = mu_fn(theta)
+    covariance = ExactCovariance() if covariance is None else covariance
+    exact = isinstance(covariance, ExactCovariance)
+    mu = mean_map(problem, fast=not exact if fast_mean is None else fast_mean)(theta)
     start = 0
     for c, s in zip(problem.cliques, problem.shapes, strict=True):
         size = math.prod(s)
         numpyro.deterministic(site_name(c), mu[start : start + size].reshape(s))
         start += size
     n = problem.total
-    if covariance == "plugin" and plugin_factor is not None:
-        r = plugin_factor.shape[1]
-        w = numpyro.sample("count_deviation", dist.Normal(0.0, 1.0).expand([r]).to_event(1))
+    if isinstance(covariance, LatentCounts):
+        factor = covariance.factor
+        w = numpyro.sample(
+            "count_deviation", dist.Normal(0.0, 1.0).expand([factor.shape[1]]).to_event(1)
+        )
         noise = ReleaseNoise(
-            n * mu + matvec(w, plugin_factor.T), jnp.asarray(problem.variance), problem.laplace
+            n * mu + matvec(w, factor.T), jnp.asarray(problem.variance), problem.laplace
         )
         numpyro.sample("y", noise, obs=y)
         return
-    if covariance == "plugin":
-        numpyro.sample("y", FrozenGaussian(n * mu, plugin_chol, plugin_precision), obs=y)
+    if isinstance(covariance, FrozenCovariance):
+        frozen = FrozenGaussian(n * mu, covariance.chol, covariance.precision)
+        numpyro.sample("y", frozen, obs=y)
         return
-    if covariance != "exact":
-        raise ValueError(f"covariance must be 'exact' or 'plugin', got {covariance!r}")
+    if not exact:
+        raise ValueError(f"covariance must be a covariance type, got {covariance!r}")
     sigma = enumerated_covariance(problem, theta)
     v = _noise_variance(problem, noise_aware)
     cov = n * 0.5 * (sigma + sigma.T) + jnp.diag(v) + _JITTER * n * jnp.eye(d)

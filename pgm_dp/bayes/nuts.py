@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -11,9 +12,16 @@ from numpyro.infer.hmc import hmc
 
 from .._progress import step
 from .model import matvec
+from .problem import PosteriorProblem
 
 __all__ = [
     "DENSE_LIMIT",
+    "Draws",
+    "GaugeSplit",
+    "NutsTrace",
+    "RunSettings",
+    "SampleStats",
+    "SigmaEigen",
     "FLOAT32_ABOVE",
     "MAX_RESCALE",
     "gauge_split",
@@ -43,51 +51,131 @@ def _report(done, warmup: int, total: int) -> None:
     step("NUTS iterations per chain", done, total, f"{phase}, all chains at once")
 
 
-def sigma_eigen(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(w, U, null)``: the eigenpairs of ``Sigma = d mu / d theta`` and the mask of its
-    null space, the gauge (``w <= 1e-10 max w``); one decomposition serves
+class SigmaEigen(NamedTuple):
+    """The eigen-decomposition of ``Sigma = d mu / d theta``.
+
+    Args:
+        values: the eigenvalues ``w`` (ascending).
+        vectors: the eigenvectors ``U`` (columns).
+        gauge: the mask of the null space, the gauge (``w <= 1e-10 max w``).
+    """
+
+    values: np.ndarray
+    vectors: np.ndarray
+    gauge: np.ndarray
+
+
+class GaugeSplit(NamedTuple):
+    """Orthonormal bases of the unconstrained coordinates (:func:`gauge_split`).
+
+    Args:
+        basis: ``B``, the identifiable directions (and any latent variables).
+        gauge: ``G``, the gauge.
+    """
+
+    basis: np.ndarray
+    gauge: np.ndarray
+
+
+class RunSettings(NamedTuple):
+    """One NUTS run's settings (:func:`nuts_draws`).
+
+    Args:
+        num_warmup: warm-up steps per chain.
+        num_samples: draws per chain.
+        num_chains: chains, vectorised.
+        key: the JAX key of the run.
+        prior_scale: the prior standard deviation (the gauge's posterior).
+        pilot: draws of a pilot run per chain (0: none).
+    """
+
+    num_warmup: int
+    num_samples: int
+    num_chains: int
+    key: jax.Array
+    prior_scale: float
+    pilot: int = 0
+
+
+class NutsTrace(NamedTuple):
+    """What a compiled NUTS run returns per chain and draw (warm-up dropped): the whitened
+    point ``z``, whether the step diverged, its leapfrog steps, the Hamiltonian's energy
+    and the adapted step size."""
+
+    z: jax.Array
+    diverging: jax.Array
+    num_steps: jax.Array
+    energy: jax.Array
+    step_size: jax.Array
+
+
+class SampleStats(NamedTuple):
+    """NUTS's sample statistics per chain and draw, named as ArviZ's ``sample_stats``."""
+
+    step_size: np.ndarray
+    diverging: np.ndarray
+    n_steps: np.ndarray
+    energy: np.ndarray
+    lp: np.ndarray
+
+
+class Draws(NamedTuple):
+    """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample statistics
+    (``None`` for draws that are not NUTS's)."""
+
+    unconstrained: np.ndarray
+    stats: SampleStats | None
+
+
+def sigma_eigen(sigma: np.ndarray) -> SigmaEigen:
+    """The :class:`SigmaEigen` of ``Sigma = d mu / d theta``; one decomposition serves
     :func:`gauge_split` and the latent counts of the plug-in path."""
     w, u = np.linalg.eigh(0.5 * (sigma + sigma.T))
-    return w, u, w <= 1e-10 * w.max()
+    return SigmaEigen(w, u, w <= 1e-10 * w.max())
 
 
-def gauge_split(eigen, size: int) -> tuple[np.ndarray, np.ndarray]:
+def gauge_split(eigen: SigmaEigen, size: int) -> GaugeSplit:
     """Orthonormal bases ``(B, G)`` of the unconstrained coordinates (``size``: the
     log-potentials, then any latent variables) from ``eigen = sigma_eigen(Sigma)``: ``G``
     spans the gauge, the log-potential directions that change no marginal (the null space of
     ``Sigma``), ``B`` the rest. The likelihood does not depend on the gauge coordinates, so
     under the isotropic prior their posterior is the prior, exactly and independently of
     the rest."""
-    _, u, null = eigen
+    u, null = eigen.vectors, eigen.gauge
     d, extra = u.shape[0], size - u.shape[0]
     basis = np.zeros((size, size - int(null.sum())))
     basis[:d, : int((~null).sum())] = u[:, ~null]
     basis[d:, int((~null).sum()) :] = np.eye(extra)
     gauge = np.zeros((size, int(null.sum())))
     gauge[:d] = u[:, null]
-    return basis, gauge
+    return GaugeSplit(basis, gauge)
 
 
-def _whitened_potential(args, potential):
-    """The potential of ``z``, the log-potentials whitened by the Laplace fit:
-    ``theta = x + z L^T`` (``L L^T = H^-1``), for ``args = (data, x, L^T)``."""
-    data, x, chol_t = args
-    return lambda z: potential(x + matvec(z, chol_t), data)
+class Whitening(NamedTuple):
+    """The arguments of NUTS's potential: the release's problem, and the map ``theta = x +
+    z L^T`` (``L L^T`` the fit's covariance) from NUTS's whitened coordinates ``z``."""
+
+    problem: PosteriorProblem
+    x: jax.Array
+    chol_t: jax.Array
 
 
-def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
-    """``run(keys, args) -> (z, diverging, num_steps, energy)``, each ``(chains, draws,
-    ...)``: NUTS (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and mass-matrix
+def _whitened_potential(args: Whitening, potential):
+    """The potential of ``z``, the log-potentials whitened by the Laplace fit."""
+    return lambda z: potential(args.x + matvec(z, args.chol_t), args.problem)
+
+
+@functools.lru_cache(maxsize=32)
+def _sampler(potential, size: int, num_warmup: int, num_samples: int):
+    """``run(keys, z0, args) -> NutsTrace``, each field ``(chains, draws, ...)``: NUTS
+    (NumPyro's kernel, Hoffman & Gelman 2014, with its step-size and mass-matrix
     adaptation: dense up to :data:`DENSE_LIMIT` dimensions, diagonal above) on the whitened
-    coordinates from ``z = 0``, chains vectorised. Compiled once per model structure and run
-    length and kept in ``fns``; the release's arrays are arguments, not constants folded into
-    the program (which made XLA's compile take tens of minutes at ``d = 2400``). Every
+    coordinates from ``z0``, chains vectorised. Compiled once per model structure (its
+    ``potential``) and run length; the release's arrays are arguments, not constants folded
+    into the program (which made XLA's compile take tens of minutes at ``d = 2400``). Every
     ``total / REPORTS`` iterations a host callback reports the count (:func:`_report`)."""
-    key = ("nuts", size, num_warmup, num_samples)
-    if key in fns:
-        return fns[key]
     init_kernel, sample_kernel = hmc(
-        potential_fn_gen=functools.partial(_whitened_potential, potential=fns["potential"]),
+        potential_fn_gen=functools.partial(_whitened_potential, potential=potential),
         algo="NUTS",
     )
     small = size <= DENSE_LIMIT
@@ -107,19 +195,24 @@ def _sampler(fns: dict, size: int, num_warmup: int, num_samples: int):
 
         def one(state, i):
             state = sample_kernel(state, model_args=(args,))
-            out = (state.z, state.diverging, state.num_steps, state.energy)
             jax.lax.cond(
                 (i + 1) % every == 0, lambda: jax.debug.callback(report, i + 1), lambda: None
             )
-            return state, (*out, state.adapt_state.step_size)
+            trace = NutsTrace(
+                state.z,
+                state.diverging,
+                state.num_steps,
+                state.energy,
+                state.adapt_state.step_size,
+            )
+            return state, trace
 
         # one scan over warm-up and draws: the kernel is compiled once (two scans compiled
         # it twice); the warm-up's outputs are dropped
-        out = jax.lax.scan(one, state, jnp.arange(total))[1]
-        return tuple(a[num_warmup:] for a in out)
+        _, out = jax.lax.scan(one, state, jnp.arange(total))
+        return jax.tree.map(lambda a: a[num_warmup:], out)
 
-    fns[key] = jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))
-    return fns[key]
+    return jax.jit(jax.vmap(chain, in_axes=(0, 0, None)))
 
 
 def _factor(cov_b: np.ndarray) -> np.ndarray:
@@ -142,51 +235,55 @@ def rescaled_covariance(cov_b: np.ndarray, basis: np.ndarray, draws: np.ndarray)
     return m @ cov_b @ m.T
 
 
-def _run(fns, data, x_b, whiten, z0, num_warmup, num_samples, key):
+def _run(functions, problem, x_b, whiten, z0, num_warmup, num_samples, key) -> NutsTrace:
     """One vectorised NUTS run on ``theta = x_b + z whiten^T`` from ``z0`` (per chain)."""
-    run = _sampler(fns, whiten.shape[1], int(num_warmup), int(num_samples))
+    run = _sampler(functions.potential, whiten.shape[1], int(num_warmup), int(num_samples))
     dtype = "float32" if whiten.shape[1] > FLOAT32_ABOVE else None
-    low = functools.partial(jnp.asarray, dtype=dtype)
-    data = (*data[:4], low(data[4]), low(data[5]), *data[6:])  # the precision, the factor
-    args = (data, jnp.asarray(x_b), low(whiten.T))
+    args = Whitening(problem.lowered(dtype), jnp.asarray(x_b), jnp.asarray(whiten.T, dtype=dtype))
     keys = jax.random.split(key, len(z0))
     return run(keys, jnp.asarray(z0), args)
 
 
-def nuts_draws(
-    fns, data, x, cov, split, num_warmup, num_samples, num_chains, key, prior_scale, pilot=0
-):
+def nuts_draws(functions, problem, x, cov, split: GaugeSplit, run: RunSettings) -> Draws:
     """Flat unconstrained draws ``(chains, draws, size)`` and NUTS's sample stats. NUTS runs
-    on the identifiable coordinates only (``split = (B, G)``, :func:`gauge_split`), whitened
-    by ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior
-    ``N(0, s^2)``, exactly (in the full coordinates they were NUTS's slowest directions).
-    ``pilot`` > 0: a pilot run (``num_warmup`` warm-up steps, ``pilot`` draws) first, whose
+    on the identifiable coordinates only (``split``, :func:`gauge_split`), whitened by
+    ``B^T H^-1 B``; the gauge coordinates are drawn from their posterior, the prior ``N(0,
+    s^2)``, exactly (in the full coordinates they were NUTS's slowest directions). A pilot
+    (``run.pilot`` > 0: ``num_warmup`` warm-up steps, ``pilot`` draws) runs first, whose
     draws rescale the whitening (:func:`rescaled_covariance`); the main run starts from its
-    last state."""
-    basis, gauge = split
-    key_nuts, key_gauge, key_pilot = jax.random.split(key, 3)
+    last state.
+
+    Args:
+        functions: the structure's :class:`~pgm_dp.bayes.compiled.CompiledFunctions`.
+        problem: the release's :class:`~pgm_dp.bayes.problem.PosteriorProblem`.
+        x: the Laplace fit's mode (unconstrained, flat).
+        cov: ``H^-1`` there.
+        split: the bases of the identifiable coordinates and of the gauge.
+        run: the run's settings.
+    """
+    basis, gauge = split.basis, split.gauge
+    key_nuts, key_gauge, key_pilot = jax.random.split(run.key, 3)
     cov_b = basis.T @ cov @ basis
     whiten = basis @ _factor(cov_b)  # theta = x_b + z whiten^T
     x_b = np.asarray(x) - gauge @ (gauge.T @ np.asarray(x))
-    z0 = np.zeros((int(num_chains), whiten.shape[1]))
-    if pilot:
-        z = np.asarray(_run(fns, data, x_b, whiten, z0, num_warmup, pilot, key_pilot)[0])
+    z0 = np.zeros((int(run.num_chains), whiten.shape[1]))
+    if run.pilot:
+        trace = _run(functions, problem, x_b, whiten, z0, run.num_warmup, run.pilot, key_pilot)
+        z = np.asarray(trace.z)
         flat = z.reshape(-1, z.shape[-1]) @ whiten.T  # the pilot's theta - x_b
         whiten_new = basis @ _factor(rescaled_covariance(cov_b, basis, flat))
         last = z[:, -1] @ whiten.T  # each chain's last pilot draw
         z0 = np.linalg.lstsq(whiten_new, last.T, rcond=None)[0].T
         whiten = whiten_new
-    z, diverging, steps, energy, step_size = _run(
-        fns, data, x_b, whiten, z0, num_warmup, num_samples, key_nuts
+    trace = _run(functions, problem, x_b, whiten, z0, run.num_warmup, run.num_samples, key_nuts)
+    energy = np.asarray(trace.energy)
+    stats = SampleStats(
+        step_size=np.asarray(trace.step_size),
+        diverging=np.asarray(trace.diverging),
+        n_steps=np.asarray(trace.num_steps),
+        energy=energy,
+        lp=-energy,
     )
-    stats = {
-        "step_size": np.asarray(step_size),
-        "diverging": np.asarray(diverging),
-        "n_steps": np.asarray(steps),
-        "energy": np.asarray(energy),
-        "lp": -np.asarray(energy),
-    }
-    free = prior_scale * np.asarray(
-        jax.random.normal(key_gauge, (int(num_chains), int(num_samples), gauge.shape[1]))
-    )
-    return x_b + np.asarray(z) @ whiten.T + free @ gauge.T, stats
+    shape = (int(run.num_chains), int(run.num_samples), gauge.shape[1])
+    free = run.prior_scale * np.asarray(jax.random.normal(key_gauge, shape))
+    return Draws(x_b + np.asarray(trace.z) @ whiten.T + free @ gauge.T, stats)

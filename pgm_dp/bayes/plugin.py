@@ -7,6 +7,7 @@ Gauss-Newton Hessian (:func:`preconditioned_map`)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -20,7 +21,14 @@ from ..models.mrf import MarkovRandomField
 from ..tables import flatten_tables
 from .model import Problem, plugin_covariance
 
-__all__ = ["START_L2", "SHRINK_STEPS", "plugin_start", "finite_covariance", "preconditioned_map"]
+__all__ = [
+    "START_L2",
+    "SHRINK_STEPS",
+    "FiniteCovariance",
+    "plugin_start",
+    "finite_covariance",
+    "preconditioned_map",
+]
 
 #: Smallest ridge of the start's moment matching (naive MLE's default, per record): the
 #: noisy tables disagree, and with the prior's ridge alone (``1 / (2 s^2 N)``) the start ran
@@ -49,7 +57,14 @@ def plugin_start(problem: Problem, mrf: MarkovRandomField, prior_scale: float) -
     return gauge_projector(mrf.domain, mrf.cliques)(flat)
 
 
-def finite_covariance(problem: Problem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class FiniteCovariance(NamedTuple):
+    """A point ``x`` and the plug-in covariance ``sigma = Sigma(x)`` there."""
+
+    x: np.ndarray
+    sigma: np.ndarray
+
+
+def finite_covariance(problem: Problem, x: np.ndarray) -> FiniteCovariance:
     """``(x', Sigma(x'))``: the plug-in covariance at ``x``, or, where it is not finite
     there (log-potentials so large that the junction tree's passes overflow), at the first
     of ``x / 2, x / 4, ...`` (:data:`SHRINK_STEPS` at most) where it is. Our rule: the
@@ -60,22 +75,30 @@ def finite_covariance(problem: Problem, x: np.ndarray) -> tuple[np.ndarray, np.n
     x = np.asarray(x, dtype=np.float64)
     for k in range(SHRINK_STEPS):
         try:
-            return x / 2.0**k, plugin_covariance(problem, x / 2.0**k)
+            return FiniteCovariance(x / 2.0**k, plugin_covariance(problem, x / 2.0**k))
         except DomainError:
             continue
     x = x / 2.0**SHRINK_STEPS
-    return x, plugin_covariance(problem, x)
+    return FiniteCovariance(x, plugin_covariance(problem, x))
 
 
-def preconditioned_map(fns: dict, data, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``H = R R^T`` (``r`` the lower
-    Cholesky factor; ``theta = x0 + R^-T z``), where the problem is well conditioned."""
+def preconditioned_map(value_and_grad, problem, x0: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The MAP by L-BFGS in the coordinates ``z`` whitened by ``H = R R^T``
+    (``theta = x0 + R^-T z``), where the problem is well conditioned.
+
+    Args:
+        value_and_grad: ``(theta, problem) -> (potential, gradient)`` (the structure's
+            :class:`~pgm_dp.bayes.compiled.CompiledFunctions`).
+        problem: the release's :class:`~pgm_dp.bayes.problem.PosteriorProblem`.
+        x0: the start.
+        r: the lower Cholesky factor ``R``.
+    """
 
     def theta(z):
         return x0 + scipy.linalg.solve_triangular(r, z, lower=True, trans="T")
 
     def fun(z):
-        val, grad = fns["value_and_grad"](jnp.asarray(theta(z)), data)
+        val, grad = value_and_grad(jnp.asarray(theta(z)), problem)
         grad = np.asarray(grad, dtype=np.float64)
         if not (np.isfinite(val) and np.all(np.isfinite(grad))):  # a wild trial step:
             return 1e30, np.zeros_like(z)  # the line search backtracks

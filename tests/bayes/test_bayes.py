@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 
+import jax
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -12,11 +12,11 @@ from scipy.stats import binom
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.bayes import PRIOR_SCALE, posterior, posterior_marginals
 from pgm_dp.bayes.checks import predictive_check
+from pgm_dp.bayes.compiled import compiled_functions, posterior_problem
 from pgm_dp.bayes.model import prepare
+from pgm_dp.bayes.problem import ExactCovariance
 from pgm_dp.learners import get
 from pgm_dp.privacy import ZCDP, PureDP, release_marginals
-
-post = importlib.import_module("pgm_dp.bayes.posterior")
 
 
 def _exact_posterior_mean_sd(y, n_total, b):
@@ -107,11 +107,14 @@ def test_one_program_serves_every_release_kind(chain):
     truth, rel = chain
     data = truth.sample(2000, rng=0)
     gau = release_marginals(data, truth, budget=ZCDP(2.0), mechanism="gaussian", rng=1)
-    fns = []
+    bundles, trees = [], []
     for r, aware in ((rel, True), (gau, True), (rel, False)):
         problem = prepare(r, truth)
-        fns.append(post._functions(problem, post._kwargs(problem, aware, PRIOR_SCALE, "exact")))
-    assert fns[0] is fns[1] is fns[2]
+        bundles.append(compiled_functions(problem, PRIOR_SCALE, ExactCovariance()))
+        data = posterior_problem(problem, aware, ExactCovariance())
+        trees.append(jax.tree.map(lambda a: (a.shape, a.dtype), data))
+    assert bundles[0] is bundles[1] is bundles[2]
+    assert trees[0] == trees[1] == trees[2]  # the same arguments: nothing traces again
     kw = {"method": "laplace", "num_samples": 50, "num_chains": 1, "covariance": "exact"}
     assert posterior(rel, truth, **kw).posterior["noise_var"].shape == (1, 50, 12)
     assert "noise_var" not in posterior(gau, truth, **kw).posterior

@@ -13,11 +13,13 @@ import scipy.optimize
 from pgm_dp import Domain, MarkovRandomField
 from pgm_dp.bayes import posterior, site_name
 from pgm_dp.bayes.batch import marginal_draws
-from pgm_dp.bayes.laplace import laplace_fits, stack
-from pgm_dp.bayes.model import prepare
+from pgm_dp.bayes.compiled import compiled_functions, posterior_problem
+from pgm_dp.bayes.laplace import laplace_fits
+from pgm_dp.bayes.model import PRIOR_SCALE, prepare
+from pgm_dp.bayes.problem import ExactCovariance, stack
 from pgm_dp.privacy import ZCDP, PureDP, release_marginals
 
-post = importlib.import_module("pgm_dp.bayes.posterior")
+fit_module = importlib.import_module("pgm_dp.bayes.fit")
 
 pytestmark = pytest.mark.slow  # each structure's programs compile for ~10-20 s
 
@@ -60,21 +62,20 @@ def test_batched_map_is_scipys_to_its_tolerance(releases):
     truth, lap, gau = releases
     for rels in (lap, gau):
         problems = [prepare(r, truth) for r in rels]
-        kw = post._kwargs(problems[0], True, post.PRIOR_SCALE, "exact")
-        fns = post._functions(problems[0], kw)
-        datas = [post._data(p, kw) for p in problems]
-        x0 = np.stack([post._map_start(fns, data) for data in datas])
+        fns = compiled_functions(problems[0], PRIOR_SCALE, ExactCovariance())
+        datas = [posterior_problem(p, True, ExactCovariance()) for p in problems]
+        x0 = np.stack([fit_module._map_start(fns, data) for data in datas])
         fit = laplace_fits(fns, x0, stack(datas))
         for i, data in enumerate(datas):
 
             def fun(x, data=data, fns=fns):
-                value, grad = fns["value_and_grad"](jnp.asarray(x), data)
+                value, grad = fns.value_and_grad(jnp.asarray(x), data)
                 return float(value), np.asarray(grad, dtype=np.float64)
 
             ref = scipy.optimize.minimize(fun, x0[i], jac=True, method="L-BFGS-B").x
             sd = np.sqrt(np.diag(fit.cov[i]))
             assert np.max(np.abs(fit.x[i] - ref) / sd) < 0.01
-            ref_cov = np.linalg.inv(np.asarray(fns["hessian"](jnp.asarray(ref), data)))
+            ref_cov = np.linalg.inv(np.asarray(fns.hessian(jnp.asarray(ref), data)))
             assert np.allclose(np.diag(fit.cov[i]), np.diag(ref_cov), rtol=0.01)
 
 

@@ -49,8 +49,7 @@ def test_release_sampler_runs_algorithm_1(network):
     cal = prising_calibration(J, 20.0, 1e-3)
     sig = gibbs_ising(J, beta=0.8, n_chains=1000, n_sweeps=100, rng=5)
     actual = prising_batch(sig, J, 20.0, 1e-3, rng=6)
-    arrays = tuple(jnp.asarray(a) for a in (ref.betas, ref.fields, ref.energy))
-    law = PrIsingRelease(jnp.float64(0.8), arrays, cal.Delta, cal.mechanism, cal.noise_scale)
+    law = PrIsingRelease(jnp.float64(0.8), ref.arrays(), cal.Delta, cal.mechanism, cal.noise_scale)
     sim = np.asarray(law.sample(jax.random.PRNGKey(0), (1000,)))
     assert abs((sim == 0).mean() - (actual == 0).mean()) < 0.06
     assert abs(np.median(sim) - np.median(actual)) < 0.15
