@@ -7,8 +7,9 @@ with their public codes, age and hours-per-week in fixed public bins; AIM's sele
 * **coverage** of the 90 % intervals of every cell of every 2-way marginal of the workload
   (all pairs of the 10 columns) for the *data's own table* (the proportions of Adult's
   records, not a super-population's), :func:`pgm_dp.bayes.workload_intervals`: a measured
-  pair from its ``table:`` site, an unmeasured pair from AIM's error bound intersected with
-  the one-way tables' Fréchet bounds; pooled apart and together. For contrast
+  pair from its ``table:`` site, an unmeasured pair from the model AIM's last selection
+  scored with the selection's allowance, inside AIM's error bound and the one-way tables'
+  Fréchet bounds; pooled apart and together. For contrast
   (``model_cover_unmeasured``), the model's own marginal of an unmeasured pair (linearised
   at the MAP for the Laplace method, ``mu(theta)`` per draw for NUTS;
   ``--draws-unmeasured`` draws per seed, 0 to skip), which covers the model's quantity;

@@ -13,17 +13,27 @@ super-population's probabilities), at nominal ``level``:
 * any other marginal (*unsupported*): the posterior is conditional on the structure AIM
   selected; where the data have a dependence that structure lacks, the model's marginal
   (``marginal:`` of the posterior, or ``mu(theta)`` of any marginal) is biased, and its
-  intervals cover the model's quantity, not the data's (about half the cells on Adult). The
-  interval is instead the set of tables that AIM's error bound allows
-  (:func:`~pgm_dp.select.bounds.aim_error_bounds`, McKenna et al. 2022 Sec. 5, from the
-  exponential mechanism's selection: released quantities only): the tightest per-cell
-  intervals that every table within ``B_r`` (L1) of the model ``p̂_{T-1}`` that bound is
-  about allows, whatever its sum (:func:`~pgm_dp.select.bounds.bound_intervals`),
-  intersected with the Fréchet bounds from the posterior intervals of the data's one-way
-  tables: ``max(0, sum_v lo_v - (k-1)) <= d_x <= min_v hi_v``. Our choice (the richer-model
-  alternative, a posterior over every workload pair, does not scale): it is conservative,
-  the L1 bound spent on each cell in turn, and covers at least ``level`` whatever the model
-  lacks, up to the Fréchet step's one-way intervals (``docs/bayes.md``).
+  intervals cover the model's quantity, not the data's (about half the cells on Adult).
+  The interval is instead centred at the model AIM's last selection scored, ``c = m_r(p̂_{T-1})``
+  (released quantities only), with an **allowance** for the dependence it lacks, sized by
+  that selection: ``r`` was a candidate of the last round and lost to the chosen marginal,
+  so its misfit is taken to be of at most the scale ``s_r`` per square root of a cell that
+  the chosen one's residual and AIM's noise allowance imply
+  (:attr:`~pgm_dp.select.bounds.ErrorBound.residual`). Our rule: a cell ``x`` of ``r`` is
+  off by ``s_r sqrt(c_x) Z_x``, ``Z_x`` standard normal, as a residual of a missing
+  interaction would be, so the interval is ``c_x ± z s_r sqrt(c_x)``
+  (``z`` the normal quantile of ``(1 + level) / 2``). This is an allowance, not a bound: its
+  coverage is measured (``docs/bayes.md``), not guaranteed.
+  It is intersected with two guaranteed sets: AIM's error bound ``B_r``
+  (:func:`~pgm_dp.select.bounds.aim_error_bounds`, with the mechanism's slack: the tightest
+  per-cell intervals that every table within ``B_r`` (L1) of ``c`` allows, whatever its
+  sum, :func:`~pgm_dp.select.bounds.bound_intervals`) and the Fréchet bounds from the
+  posterior intervals of the data's one-way tables:
+  ``max(0, sum_v lo_v - (k-1)) <= d_x <= min_v hi_v``. Where the allowance lies outside
+  them (the selection's estimate failed), or no allowance is known (``r`` was no candidate
+  of the last round), the interval is their intersection alone (conservative: the L1 bound
+  spent on each cell in turn). A posterior over every workload pair (the richer-model
+  alternative) does not scale.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import scipy.stats
 
 from ..domain import Clique
 from ..errors import DomainError
@@ -90,6 +101,32 @@ def _frechet(idata, cliques, r: Clique, level: float, shape) -> tuple[np.ndarray
     return lower, upper
 
 
+def _allowance(bound: ErrorBound, level: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """``c ± z s sqrt(c)`` of the module docstring (axes in ``bound.clique``'s order), or
+    ``None`` where the bound has no ``residual``."""
+    if bound.residual is None:
+        return None
+    c = np.clip(np.asarray(bound.center, dtype=np.float64), 0.0, None)
+    half = scipy.stats.norm.ppf(0.5 + level / 2.0) * bound.residual * np.sqrt(c)
+    return np.clip(c - half, 0.0, 1.0), np.clip(c + half, 0.0, 1.0)
+
+
+def _unsupported(idata, cliques, r: Clique, bound: ErrorBound, level: float) -> Interval:
+    """An unmeasured marginal's interval (module docstring), axes in ``r``'s order."""
+    order = [bound.clique.index(v) for v in r]
+    lo_b, hi_b = (np.transpose(a, order) for a in bound_intervals(bound))
+    lo_f, hi_f = _frechet(idata, cliques, r, level, lo_b.shape)
+    lo, hi = np.maximum(lo_b, lo_f), np.minimum(hi_b, hi_f)
+    empty = lo > hi  # the two disagree (one of them failed): AIM's bound alone there
+    lo, hi = np.where(empty, lo_b, lo), np.where(empty, hi_b, hi)
+    allowance = _allowance(bound, level)
+    if allowance is not None:  # clipped to the guaranteed sets; where disjoint, those alone
+        lo_a, hi_a = (np.transpose(a, order) for a in allowance)
+        meet = (lo_a <= hi) & (hi_a >= lo)
+        lo, hi = np.where(meet, np.maximum(lo_a, lo), lo), np.where(meet, np.minimum(hi_a, hi), hi)
+    return Interval(lo, hi, False)
+
+
 def workload_intervals(
     idata,
     cliques: Sequence[Clique],
@@ -123,11 +160,5 @@ def workload_intervals(
         bound: ErrorBound | None = by_set.get(frozenset(r))
         if bound is None:
             raise DomainError(f"{r} lies in no measured clique: its AIM bound is needed")
-        lo_b, hi_b = (
-            np.transpose(a, [bound.clique.index(v) for v in r]) for a in bound_intervals(bound)
-        )
-        lo_f, hi_f = _frechet(idata, cliques, r, level, lo_b.shape)
-        lo, hi = np.maximum(lo_b, lo_f), np.minimum(hi_b, hi_f)
-        empty = lo > hi  # the two disagree (one of them failed): AIM's bound alone there
-        out[r] = Interval(np.where(empty, lo_b, lo), np.where(empty, hi_b, hi), False)
+        out[r] = _unsupported(idata, cliques, r, bound, level)
     return out

@@ -29,6 +29,19 @@ Gaussian concentration bound ``sqrt(2/π) σ n + λ σ sqrt(n)``, ``λ = sqrt(2 
 Gaussian noise (the L1 norm is ``σ sqrt(n)``-Lipschitz); the discrete kinds are taken as
 their continuous counterparts of the same scale (our choice; a difference of the order of
 one count per cell). ``N̂`` is the release's total; proportions divide by it.
+
+An unsupported bound of the last round also carries ``residual``, the scale ``s_r`` of
+``r``'s misfit per square root of a cell that the selection implies. The score subtracts
+each candidate's expected noise ``b n_r``, and ``r`` lost to ``r_T``, so ``r``'s misfit
+beyond ``b n_r`` is taken to be at most ``r_T``'s beyond ``b n_{r_T}``, compared per square
+root of a cell (our choice, in place of the weights ``w``: a residual of a missing
+interaction grows as ``sqrt(m_x)`` in a cell of probability ``m_x``):
+``s_r = ((||ỹ_T - N̂ m_T||_1 - b n_{r_T})_+ / sum_x sqrt(m_{T,x}) + b n_r / sum_x sqrt(c_x))
+/ (N̂_{T-1} sqrt(2/π))`` (``m_T = m_{r_T}(p̂_{T-1})``, ``c = m_r(p̂_{T-1})``), the ``s`` for
+which ``s sqrt(c_x) Z_x`` (``Z_x`` standard normal) has that expected L1 norm. Not a bound
+that holds with a stated probability (the exponential mechanism's slack and the noise's
+spread are left out): the allowance :func:`~pgm_dp.bayes.intervals.workload_intervals`
+gives an unmeasured marginal's cells, its coverage measured.
 """
 
 from __future__ import annotations
@@ -53,7 +66,10 @@ __all__ = ["ErrorBound", "aim_error_bounds", "bound_intervals", "l1_noise_bound"
 class ErrorBound:
     """AIM's bound of one marginal ``r``: ``l1`` (counts) on ``||M_r(D) - total * center||_1``
     with probability at least ``level``; ``center``: the model's marginal (proportions, axes
-    in ``r``'s order) the bound is about; ``supported``: ``r`` lies in a measured clique."""
+    in ``r``'s order) the bound is about; ``supported``: ``r`` lies in a measured clique;
+    ``residual``: for an unsupported ``r`` of the last round, the scale of its misfit per
+    square root of a cell that the selection implies (proportions; module docstring), else
+    ``None``."""
 
     clique: Clique
     l1: float
@@ -61,6 +77,7 @@ class ErrorBound:
     center: np.ndarray
     supported: bool
     level: float
+    residual: float | None = None
 
 
 def l1_noise_bound(noise: NoiseModel, cells: int, failure: float) -> float:
@@ -134,7 +151,11 @@ def _unsupported(result: AIMResult, r: Clique, level: float) -> ErrorBound:
     l1 = scored.noise_bias * size + (q_t + em) / w[r]
     # the bound is about N̂_{T-1} m_r; its change to the release's N̂ is added (exact)
     l1 += abs(total - scored.total)
-    return ErrorBound(r, float(max(l1, 0.0)), total, center, False, level)
+    beyond = np.abs(y_t - scored.total * m_t).sum() - scored.noise_bias * y_t.size
+    root_t, root_r = (float(np.sqrt(np.clip(m, 0.0, None)).sum()) for m in (m_t, center))
+    residual = max(beyond, 0.0) / root_t + scored.noise_bias * size / root_r
+    residual /= scored.total * math.sqrt(2.0 / math.pi)
+    return ErrorBound(r, float(max(l1, 0.0)), total, center, False, level, float(residual))
 
 
 def aim_error_bounds(

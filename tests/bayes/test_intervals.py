@@ -150,3 +150,55 @@ def test_bound_intervals_hold_for_every_table_within_the_bound_whatever_its_sum(
         assert np.all(seen_hi <= hi + 1e-9) and np.all(seen_lo >= lo - 1e-9)
         attained = np.isclose(seen_hi, hi) | (hi == 1.0)
         assert attained.all()
+
+
+def test_the_residual_is_the_last_choice_s_misfit_per_root_cell():
+    """``ErrorBound.residual`` of an unmeasured pair is the misfit scale the last selection
+    implies, ``((||ỹ_T - N̂ m_T||_1 - b n_T)_+ / Σ sqrt(m_T) + b n_r / Σ sqrt(c_r)) / (N̂
+    sqrt(2/π))``, recomputed here; a measured pair has none."""
+    from pgm_dp.select.aim import model_marginals
+
+    df = _data(0)
+    res = aim(df, DOM, PureDP(1.0), rng=0, max_rounds=6)
+    bounds = aim_error_bounds(res, res.model)
+    scored, chosen = res.last_scored, res.rounds[-1].cliques[0]
+    y_t = np.asarray(res.measurements.tables()[-1], dtype=float)
+    m_t = model_marginals(scored.model, [chosen])[0]
+    beyond = max(np.abs(y_t - scored.total * m_t).sum() - scored.noise_bias * y_t.size, 0.0)
+    unsupported = [b for b in bounds.values() if not b.supported]
+    assert unsupported
+    for b in unsupported:
+        own = scored.noise_bias * b.center.size / np.sqrt(b.center).sum()
+        want = (beyond / np.sqrt(m_t).sum() + own) / (scored.total * np.sqrt(2 / np.pi))
+        assert np.isclose(b.residual, want)
+    assert all(b.residual is None for b in bounds.values() if b.supported)
+
+
+def test_an_unmeasured_interval_is_the_allowance_inside_the_guaranteed_sets():
+    """Inside the guaranteed sets (AIM's bound, the one-way tables' Fréchet bounds) always;
+    ``c ± z s sqrt(c)`` in the cells where that allowance lies inside them; with an allowance
+    far outside a tight L1 bound, the bound's intervals."""
+    center = np.array([[0.4, 0.1, 0.0], [0.2, 0.2, 0.1]])
+    cliques = [("C",), ("A",)]
+    idata = _idata({("C",): center.sum(1), ("A",): center.sum(0)}, draws=2000)
+    bound = ErrorBound(("C", "A"), 300.0, 1000.0, center, False, 0.9, residual=0.05)
+    iv = workload_intervals(idata, cliques, [("A", "C")], {("C", "A"): bound})[("A", "C")]
+    half = 1.6448536 * 0.05 * np.sqrt(center.T)  # z of 90 % times s sqrt(c)
+    lo_a, hi_a = center.T - half, center.T + half
+    lo_b, hi_b = (x.T for x in bound_intervals(bound))
+    ones = {
+        v: idata.posterior[table_name((v,))].values.reshape(-1, 2 if v == "C" else 3) for v in "AC"
+    }
+    hi_f = np.minimum.outer(np.quantile(ones["A"], 0.95, 0), np.quantile(ones["C"], 0.95, 0))
+    lo_g, hi_g = lo_b, np.minimum(hi_b, hi_f)  # the guaranteed sets (Fréchet's lower end: 0)
+    assert np.all(iv.lower >= lo_g - 1e-12) and np.all(iv.upper <= hi_g + 1e-12)
+    inside = (lo_a >= lo_g) & (hi_a <= hi_g)
+    assert inside.sum() >= 3 and (~inside).any()
+    assert np.allclose(iv.lower[inside], lo_a[inside]) and np.allclose(
+        iv.upper[inside], hi_a[inside]
+    )
+    assert np.all(iv.lower <= center.T) and np.all(center.T <= iv.upper)
+    far = ErrorBound(("C", "A"), 10.0, 1000.0, center, False, 0.9, residual=0.5)
+    wide = workload_intervals(idata, cliques, [("A", "C")], {("C", "A"): far})[("A", "C")]
+    lo_b, hi_b = (x.T for x in bound_intervals(far))
+    assert np.all(wide.lower >= lo_b - 1e-12) and np.all(wide.upper <= hi_b + 1e-12)

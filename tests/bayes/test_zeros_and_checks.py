@@ -116,22 +116,3 @@ def test_the_check_flags_an_independence_model_of_a_correlated_table():
     bad = predictive_check(rel, product, replicates=100, rng=0)
     good = predictive_check(rel, joint, replicates=100, rng=0)
     assert bad.p_values[("A", "B")] == 0.0 and good.min_p > 0.01
-
-
-@pytest.mark.slow  # 40 posteriors of a small release: about a minute
-def test_the_sampled_posterior_p_value_is_calibrated():
-    """False alarms: over 40 well-specified releases (data from a fixed model with a
-    dependence, both tables released, the posterior of the true structure), at most 1 % of
-    the p-values below 0.01 and their mean near 1/2 (uniform); with power (the test
-    above)."""
-    truth = MarkovRandomField(DOM, CLIQUES, [np.log([[3, 1, 1], [1, 3, 1], [1, 1, 3]]),
-                                             np.log([[2, 1], [1, 1], [1, 2]])])  # fmt: skip
-    ps = []
-    for seed in range(40):
-        data = truth.sample(1500, seed).to_numpy()
-        rel, mrf = _release(data, 1.0, 100 + seed)
-        idata = posterior(rel, mrf, method="laplace", covariance="plugin", num_samples=200,
-                          num_chains=1, rng=seed)  # fmt: skip
-        ps += list(predictive_check(rel, idata, rng=seed).p_values.values())
-    ps = np.array(ps)
-    assert np.mean(ps < 0.01) <= 0.0125 and 0.4 <= ps.mean() <= 0.6, ps
