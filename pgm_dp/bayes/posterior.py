@@ -105,28 +105,35 @@ def posterior(
 ) -> DataTree:
     """Posterior of ``mrf``'s log-potentials given ``release`` (see the module docstring).
 
-    ``noise_aware=False`` ignores the privacy noise (the release is taken as the true counts),
-    for contrast. ``covariance``: ``"exact"``, ``"plugin"`` or ``"auto"`` (exact up to
-    :data:`EXACT_LIMIT` cells and :data:`~pgm_dp.bayes.model.MAX_STATES` joint states of the
-    variables the cliques touch); see :mod:`pgm_dp.bayes.model`. ``laplace_noise``, on the
-    plug-in path with NUTS (the exact path always keeps the scale mixture): ``"exact"``,
-    latent counts and the Laplace density (:mod:`~pgm_dp.bayes.fit`; NUTS needs many more
-    leapfrog steps, ``docs/bayes.md``), ``"gaussian"``, a Gaussian of the noise's variance,
-    or ``"auto"``, exact up to :data:`LATENT_LIMIT` cells. ``rng``: seed, Generator or
-    JAX key. Chains run vectorised in one compiled program (no progress bar), compiled once per
-    model structure and run length. ``pilot`` > 0: a pilot NUTS run of that many draws per
-    chain first, whose spread widens the whitening per log-potential (the target is
-    unchanged; :func:`~pgm_dp.bayes.nuts.nuts_draws`, ``docs/bayes.md``). ``zeros``: the
-    threshold ``t`` of the structural zeros, in standard deviations of a cell's combined
-    noisy count (:mod:`~pgm_dp.bayes.zeros`: a cell that every released table containing it
-    shows empty gets probability zero; ``0`` flags a cell whose combined noisy count is at
-    most 0); ``None`` (the default) models none: at ε <= 1 a flag costs more coverage on
-    small cells than it gains on empty ones (``docs/bayes.md``).
+    Chains run vectorised in one compiled program, compiled once per model structure and
+    run length; NUTS reports its progress on stderr (:mod:`pgm_dp._progress`).
 
-    ::
+    Args:
+        release: the noisy marginals (:class:`~pgm_dp.privacy.NoisyMarginals`) with the
+            mechanism that made them.
+        mrf: the model; its cliques must contain the release's.
+        num_warmup: NUTS warm-up steps per chain.
+        num_samples: draws per chain (NUTS, or the Laplace approximation's draws).
+        num_chains: chains.
+        rng: seed, Generator or JAX key.
+        noise_aware: ``False`` takes the release as the true counts, for contrast.
+        method: ``"nuts"`` or ``"laplace"`` (a Gaussian at the mode).
+        covariance: ``"exact"``, ``"plugin"`` or ``"auto"`` (exact up to
+            :data:`EXACT_LIMIT` cells and :data:`~pgm_dp.bayes.model.MAX_STATES` joint
+            states; :mod:`pgm_dp.bayes.model`).
+        prior_scale: the scale of the Gaussian prior on the log-potentials.
+        laplace_noise: plug-in path with NUTS: ``"exact"`` (latent counts,
+            :mod:`~pgm_dp.bayes.fit`), ``"gaussian"`` or ``"auto"`` (exact up to
+            :data:`LATENT_LIMIT` cells); ``docs/bayes.md``.
+        pilot: > 0: a pilot NUTS run of that many draws per chain widens the whitening
+            (:func:`~pgm_dp.bayes.nuts.nuts_draws`).
+        zeros: the structural zeros' threshold ``t`` in standard deviations of a cell's
+            combined noisy count (:mod:`~pgm_dp.bayes.zeros`); ``None`` (default): none,
+            since at ε <= 1 a flag costs more coverage than it gains (``docs/bayes.md``).
 
-        idata = posterior(release, mrf, method="nuts", rng=0)
-        arviz_stats.summary(idata, var_names=["~theta"])
+    Returns:
+        An ArviZ ``DataTree`` (posterior, predictive draws, sample statistics), e.g. for
+        ``arviz_stats.summary(idata, var_names=["~theta"])``.
     """
     _check(method, laplace_noise, num_warmup, num_samples, num_chains, pilot, zeros)
     key_run, key_pred = jax.random.split(as_key(rng))
