@@ -91,20 +91,23 @@ def call_estimator(estimator: Callable, release, domain: Domain, previous, final
 MIN_ITERS = 10
 
 
-def iteration_limit(mrf, max_iters: int, max_cells_iters: float | None) -> int:
-    """``max_iters``, or fewer on a large model: ``max(MIN_ITERS, max_cells_iters // S)``
-    for a junction tree of ``S`` cells (``None``: no limit). ``S`` depends on the model's
-    cliques and the public domain only.
+def iteration_limit(
+    mrf, max_iters: int, max_cells_iters: float | None, least: int = MIN_ITERS
+) -> int:
+    """``max_iters``, or fewer on a large model: ``max(least, max_cells_iters // S)`` for a
+    junction tree of ``S`` cells (``None``: no limit), so that the cost of ``S``-cell
+    calibrations is bounded. ``S`` depends on the model's cliques and the public domain only.
 
     Args:
         mrf: the :class:`~pgm_dp.models.MarkovRandomField` to fit.
         max_iters: the solver's own limit.
         max_cells_iters: cells calibrated in all (``None``: ``max_iters``).
+        least: the fewest iterations allowed (:data:`MIN_ITERS`).
     """
     if max_cells_iters is None:
         return int(max_iters)
     cells = sum(mrf.domain.size(c) for c in mrf.junction_tree().cliques)
-    return int(min(max_iters, max(MIN_ITERS, max_cells_iters // max(cells, 1))))
+    return int(min(max_iters, max(least, max_cells_iters // max(cells, 1))))
 
 
 @dataclass(frozen=True)

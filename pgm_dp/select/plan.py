@@ -168,10 +168,9 @@ def aim_rounds(
     """AIM's ``T`` (:mod:`pgm_dp.table.fit`'s docstring): the largest ``T`` whose first
     rounds measure a marginal of the median size in ``cells`` with expected total-variation
     noise at most :data:`TARGET_TVD` given ``N̂`` records and the rounds' budget ``amount``
-    (ε or ρ),
-    clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]`` and, given ``candidates`` ``m``, to
-    ``max(d, ROUND_CANDIDATES // m)`` (the cost cap). Depends on released and public
-    quantities only.
+    (ε or ρ), clipped to ``[d, ROUNDS_PER_VARIABLE[notion] d]`` and, given ``candidates``
+    ``m``, to ``max(d, ROUND_CANDIDATES // m)`` (the cost cap). Depends on released and
+    public quantities only.
 
     Args:
         n_hat: the number of records estimated from the noisy one-way tables.

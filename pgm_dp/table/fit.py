@@ -70,7 +70,7 @@ from ..privacy import ZCDP, Accountant, NoisyMarginals
 from ..privacy.accountant import check_accountant
 from ..privacy.budget import Budget, budget_of
 from ..rng import RngLike, as_generator
-from ..select.estimators import NaiveMLEEstimator, refine_noise_weighted
+from ..select.estimators import NaiveMLEEstimator, iteration_limit, refine_noise_weighted
 from ..select.plan import check_of, one_way_share, rest_of, split_budget
 from .check import (
     apply_check,
@@ -423,8 +423,7 @@ def refine_steps(model) -> int:
     Args:
         model: the fitted :class:`~pgm_dp.models.MarkovRandomField`.
     """
-    cells = sum(model.domain.size(c) for c in model.junction_tree().cliques)
-    return int(min(REFINE_ITERS, max(1, REFINE_CELL_STEPS // max(cells, 1))))
+    return iteration_limit(model, REFINE_ITERS, REFINE_CELL_STEPS, least=1)
 
 
 def _naive_refined(spec, chosen: Chosen, domain) -> tuple[Fit, Any]:
